@@ -1,0 +1,22 @@
+// Shared Jest settings for every project. TZ is pinned so date-dependent code is deterministic.
+const { join } = require('node:path');
+const { pathsToModuleNameMapper } = require('ts-jest');
+const { compilerOptions } = require('./tsconfig.base.json');
+
+process.env.TZ = 'UTC';
+
+module.exports = {
+  testEnvironment: 'node',
+  testMatch: ['**/?(*.)+(spec|test).ts'],
+  moduleFileExtensions: ['ts', 'js', 'mjs', 'json'],
+  // The same @defender/* aliases as the compiler, resolved from the workspace root.
+  moduleNameMapper: pathsToModuleNameMapper(compilerOptions.paths, { prefix: join(__dirname, '/') }),
+  transform: {
+    // Transpile only (isolatedModules in tsconfig.base.json): types are checked by each project's
+    // `typecheck` target, so tests start fast.
+    '^.+\\.ts$': ['ts-jest', { tsconfig: '<rootDir>/tsconfig.spec.json' }],
+  },
+  coverageReporters: ['text-summary', 'html'],
+  // Integration tests start real servers; one worker per core is plenty on the 2-core CI machine.
+  maxWorkers: 2,
+};

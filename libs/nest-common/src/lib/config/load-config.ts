@@ -1,0 +1,75 @@
+import { z } from 'zod';
+import { ConfigProblem, ConfigValidationError } from './config-error';
+
+/** Exit code for a process that refuses to start because its configuration is invalid. */
+export const EXIT_CODE_BAD_CONFIG = 2;
+
+const SECRET_KEY = /PASSWORD|TOKEN|SECRET|CREDENTIAL|PRIVATE/i;
+
+/**
+ * Validates `env` against `schema` (an object of UPPER_SNAKE keys) and returns the typed config.
+ * Unknown variables are ignored; empty strings count as unset so `FOO=` falls back to the default.
+ *
+ * @throws ConfigValidationError listing every problem found.
+ */
+export function loadConfig<S extends z.ZodObject<z.ZodRawShape>>(
+  appName: string,
+  schema: S,
+  env: NodeJS.ProcessEnv = process.env,
+): z.infer<S> {
+  const input: Record<string, string> = {};
+  for (const key of Object.keys(schema.shape)) {
+    const raw = env[key];
+    if (raw !== undefined && raw.trim() !== '') input[key] = raw.trim();
+  }
+  const result = schema.safeParse(input);
+  if (result.success) return result.data;
+  const problems: ConfigProblem[] = result.error.issues.map((issue) => {
+    const [key, ...rest] = issue.path.map(String);
+    if (key === undefined) return { variable: '(environment)', message: issue.message };
+    if (!(key in input)) return { variable: key, message: 'is required' };
+    const where = rest.length > 0 ? ` (entry ${rest.join('.')})` : '';
+    const shown = SECRET_KEY.test(key) ? '(value hidden)' : JSON.stringify(input[key]);
+    return { variable: key, message: `${issue.message}${where}; got ${shown}` };
+  });
+  throw new ConfigValidationError(appName, problems);
+}
+
+/** Where {@link loadConfigOrExit} reports and how it exits; injectable for tests. */
+export interface ExitHooks {
+  write(line: string): void;
+  exit(code: number): never;
+}
+
+const processExitHooks: ExitHooks = {
+  write: (line) => process.stderr.write(line + '\n'),
+  exit: (code) => process.exit(code),
+};
+
+/**
+ * For `main.ts`: loads the config, or prints every problem as one JSON log line plus a readable
+ * block on stderr and exits with {@link EXIT_CODE_BAD_CONFIG} before Nest starts.
+ */
+export function loadConfigOrExit<S extends z.ZodObject<z.ZodRawShape>>(
+  appName: string,
+  schema: S,
+  env: NodeJS.ProcessEnv = process.env,
+  hooks: ExitHooks = processExitHooks,
+): z.infer<S> {
+  try {
+    return loadConfig(appName, schema, env);
+  } catch (err) {
+    if (!(err instanceof ConfigValidationError)) throw err;
+    hooks.write(
+      JSON.stringify({
+        level: 'fatal',
+        time: new Date().toISOString(),
+        app: appName,
+        msg: 'invalid configuration',
+        problems: err.problems,
+      }),
+    );
+    hooks.write(err.message);
+    return hooks.exit(EXIT_CODE_BAD_CONFIG);
+  }
+}

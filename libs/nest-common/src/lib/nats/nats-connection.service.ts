@@ -1,0 +1,133 @@
+import { Inject, Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
+import type { NatsConnection } from '@nats-io/nats-core';
+import { connect } from '@nats-io/transport-node';
+import { HealthRegistry } from '../health/health.registry';
+
+export const NATS_OPTIONS = Symbol('NATS_OPTIONS');
+
+export interface NatsModuleOptions {
+  /** `nats://host:port` URLs. */
+  servers: string[];
+  /** Connection name shown by the server (`/connz`). */
+  name: string;
+  user?: string;
+  pass?: string;
+  token?: string;
+  /** Milliseconds between reconnect attempts (jitter is added by the client). */
+  reconnectTimeWaitMs?: number;
+}
+
+/**
+ * One NATS connection per process. Connects in the background (the HTTP server comes up first and
+ * reports not-ready), reconnects forever, and drains on shutdown so in-flight publishes are flushed.
+ */
+@Injectable()
+export class NatsConnectionService implements OnModuleInit, OnApplicationShutdown {
+  private readonly logger = new Logger(NatsConnectionService.name);
+  private nc: NatsConnection | undefined;
+  private connected = false;
+  private closing = false;
+  private lastError: string | undefined;
+  private readonly firstConnect: Promise<NatsConnection>;
+  private resolveFirst!: (nc: NatsConnection) => void;
+  private rejectFirst!: (err: Error) => void;
+
+  constructor(
+    @Inject(NATS_OPTIONS) private readonly options: NatsModuleOptions,
+    private readonly health: HealthRegistry,
+  ) {
+    this.firstConnect = new Promise((resolve, reject) => {
+      this.resolveFirst = resolve;
+      this.rejectFirst = reject;
+    });
+    // A caller awaiting the connection gets the rejection; nobody awaiting must not crash the process.
+    this.firstConnect.catch(() => undefined);
+  }
+
+  onModuleInit(): void {
+    this.health.register('nats', () =>
+      this.connected
+        ? { ok: true, detail: this.nc?.getServer() }
+        : { ok: false, detail: this.lastError ?? 'connecting' },
+    );
+    void this.connectLoop();
+  }
+
+  /** Resolves once the first connection is up (rejects only if the service shuts down first). */
+  connection(): Promise<NatsConnection> {
+    return this.firstConnect;
+  }
+
+  isConnected(): boolean {
+    return this.connected;
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    this.closing = true;
+    this.rejectFirst(new Error('NATS connection service shut down before connecting'));
+    if (this.nc && !this.nc.isClosed()) {
+      try {
+        await this.nc.drain();
+      } catch (err) {
+        this.logger.warn({ msg: 'NATS drain failed; closing', err: (err as Error).message });
+        await this.nc.close();
+      }
+    }
+  }
+
+  private async connectLoop(): Promise<void> {
+    const { servers, name, user, pass, token } = this.options;
+    while (!this.closing) {
+      try {
+        const nc = await connect({
+          servers,
+          name,
+          user,
+          pass,
+          token,
+          reconnect: true,
+          maxReconnectAttempts: -1,
+          reconnectTimeWait: this.options.reconnectTimeWaitMs ?? 1000,
+        });
+        if (this.closing) {
+          await nc.close();
+          return;
+        }
+        this.nc = nc;
+        this.connected = true;
+        this.lastError = undefined;
+        this.logger.log({ msg: 'connected to NATS', server: nc.getServer() });
+        void this.watchStatus(nc);
+        this.resolveFirst(nc);
+        return;
+      } catch (err) {
+        this.lastError = (err as Error).message;
+        this.logger.warn({ msg: 'NATS connect failed; retrying', servers, err: this.lastError });
+        await new Promise((r) => setTimeout(r, (this.options.reconnectTimeWaitMs ?? 1000) * (0.5 + Math.random())));
+      }
+    }
+  }
+
+  private async watchStatus(nc: NatsConnection): Promise<void> {
+    for await (const s of nc.status()) {
+      switch (s.type) {
+        case 'disconnect':
+          this.connected = false;
+          this.lastError = 'disconnected';
+          this.logger.warn({ msg: 'NATS disconnected', server: s.server });
+          break;
+        case 'reconnect':
+          this.connected = true;
+          this.lastError = undefined;
+          this.logger.log({ msg: 'NATS reconnected', server: s.server });
+          break;
+        case 'error':
+          this.lastError = String(s.error);
+          break;
+        default:
+          break;
+      }
+    }
+    this.connected = false;
+  }
+}

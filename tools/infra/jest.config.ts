@@ -1,0 +1,11 @@
+export default {
+  displayName: 'infra-harness',
+  preset: '../../jest.preset.js',
+  rootDir: __dirname,
+  coverageDirectory: '../../coverage/tools/infra',
+  globalSetup: '<rootDir>/src/jest/global-setup.ts',
+  globalTeardown: '<rootDir>/src/jest/global-teardown.ts',
+  // Which real servers this project's tests need; the global setup starts only these.
+  globals: { infra: ['nats', 'cassandra'] },
+  testTimeout: 60_000,
+};

@@ -1,0 +1,7 @@
+export * from './ports';
+export * from './process';
+export * from './nats';
+export * from './cassandra';
+export * from './jest/infra-env';
+export * from './jest/infra';
+export * from './jest/app-process-suite';

@@ -1,0 +1,95 @@
+import { freePort, waitFor } from '../ports';
+import { getJson, spawnTsApp, SpawnedApp } from '../process';
+import { describeWithInfra, testNatsUrl } from './infra';
+
+export interface AppProcessSuiteOptions {
+  /** App name as it appears in logs and metric labels. */
+  app: string;
+  /** Entry point relative to the repo root. */
+  entry: string;
+  /** Extra env for a valid start; values may depend on free ports handed in. */
+  validEnv?: (ports: { http: number; extra: number }) => Record<string, string>;
+  /** An invalid environment and the variables its error report must name. */
+  invalidEnv: Record<string, string>;
+  invalidVariables: string[];
+  /** Extra checks once the app is ready (e.g. gRPC health). */
+  whenReady?: (ctx: { http: number; extra: number; app: SpawnedApp }) => Promise<void>;
+}
+
+function jsonLines(text: string): Record<string, unknown>[] {
+  return text
+    .split('\n')
+    .filter((l) => l.trim().startsWith('{'))
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
+}
+
+/**
+ * The contract every Defender app process honours (issue: workspace): configuration validated
+ * before Nest starts with every problem reported and exit code 2; /health/live, /health/ready
+ * (false until connections are up), /metrics; JSON logs; clean exit on SIGTERM.
+ */
+export function describeAppProcess(opts: AppProcessSuiteOptions): void {
+  describe(`${opts.app} process: configuration`, () => {
+    it('exits with code 2 and names every invalid variable at once', async () => {
+      const app = spawnTsApp(opts.entry, opts.invalidEnv);
+      const res = await app.exited;
+      expect(res.code).toBe(2);
+      const report = jsonLines(app.stderr()).find((l) => l['msg'] === 'invalid configuration');
+      const named = ((report?.['problems'] ?? []) as { variable: string }[]).map((p) => p.variable).sort();
+      expect(named).toEqual([...opts.invalidVariables].sort());
+      for (const v of opts.invalidVariables) expect(app.stderr()).toContain(`  - ${v}: `);
+    });
+  });
+
+  describeWithInfra(['nats'], `${opts.app} process: health, metrics, shutdown`, () => {
+    it('is live at once, ready once NATS is connected, serves metrics, logs JSON, exits 0 on SIGTERM', async () => {
+      const http = await freePort();
+      const extra = await freePort();
+      const app = spawnTsApp(opts.entry, {
+        HTTP_PORT: String(http),
+        HTTP_HOST: '127.0.0.1',
+        NATS_SERVERS: testNatsUrl(),
+        ...(opts.validEnv?.({ http, extra }) ?? {}),
+      });
+      try {
+        await waitFor('readiness', async () => (await getJson(`http://127.0.0.1:${http}/health/ready`)).status === 200, 30_000);
+        const live = await getJson(`http://127.0.0.1:${http}/health/live`);
+        expect(live.status).toBe(200);
+        const ready = await getJson(`http://127.0.0.1:${http}/health/ready`);
+        expect(ready.body).toMatchObject({ status: 'ready', checks: { nats: { ok: true } } });
+        const metrics = await getJson(`http://127.0.0.1:${http}/metrics`);
+        expect(metrics.status).toBe(200);
+        expect(metrics.text).toMatch(new RegExp(`process_resident_memory_bytes\\{app="${opts.app}"\\} \\d+`));
+        await opts.whenReady?.({ http, extra, app });
+      } finally {
+        const res = await app.stop('SIGTERM');
+        expect(res).toEqual({ code: 0, signal: null });
+      }
+      const lines = jsonLines(app.stdout());
+      expect(lines.length).toBeGreaterThan(0);
+      expect(lines.every((l) => l['app'] === opts.app && typeof l['time'] === 'string')).toBe(true);
+      expect(lines.some((l) => l['msg'] === `${opts.app} listening`)).toBe(true);
+    });
+
+    it('stays live but not ready while NATS is unreachable, and still shuts down cleanly', async () => {
+      const http = await freePort();
+      const extra = await freePort();
+      const deadNats = await freePort(); // nothing listens there
+      const app = spawnTsApp(opts.entry, {
+        HTTP_PORT: String(http),
+        HTTP_HOST: '127.0.0.1',
+        NATS_SERVERS: `nats://127.0.0.1:${deadNats}`,
+        ...(opts.validEnv?.({ http, extra }) ?? {}),
+      });
+      try {
+        await waitFor('liveness', async () => (await getJson(`http://127.0.0.1:${http}/health/live`)).status === 200, 30_000);
+        const ready = await getJson(`http://127.0.0.1:${http}/health/ready`);
+        expect(ready.status).toBe(503);
+        expect(ready.body).toMatchObject({ status: 'not-ready', checks: { nats: { ok: false } } });
+      } finally {
+        const res = await app.stop('SIGTERM');
+        expect(res).toEqual({ code: 0, signal: null });
+      }
+    });
+  });
+}

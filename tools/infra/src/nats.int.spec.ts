@@ -1,0 +1,111 @@
+import type { NatsConnection } from '@nats-io/nats-core';
+import { connect } from '@nats-io/transport-node';
+import { AckPolicy, jetstream, jetstreamManager, JetStreamManager } from '@nats-io/jetstream';
+import { Kvm, KvWatchEntry } from '@nats-io/kv';
+import { describeWithInfra, testNatsUrl } from './jest/infra';
+import { INFRA_ENV } from './jest/infra-env';
+import { startNatsServer } from './nats';
+import { waitFor } from './ports';
+
+describeWithInfra(['nats'], 'real nats-server started by the harness', () => {
+  let nc: NatsConnection;
+
+  beforeAll(async () => {
+    nc = await connect({ servers: testNatsUrl() });
+    process.stderr.write(`nats-server ${process.env[INFRA_ENV.natsVersion]} answering at ${nc.getServer()}\n`);
+  });
+
+  afterAll(async () => {
+    await nc?.drain();
+  });
+
+  it('reports the server version it runs (>= 2.9)', () => {
+    const [major, minor] = (process.env[INFRA_ENV.natsVersion] ?? '0.0').split('.').map(Number);
+    expect(major! * 100 + minor!).toBeGreaterThanOrEqual(209);
+    expect(nc.info?.jetstream).toBe(true);
+  });
+
+  it('KV: put / get / create conflict / update with expected revision / watch', async () => {
+    const kv = await new Kvm(nc).create('harness-kv', { history: 5 });
+    const seen: KvWatchEntry[] = [];
+    const watch = await kv.watch({ key: 'k.>' });
+    const watching = (async () => {
+      for await (const e of watch) {
+        seen.push(e);
+        if (seen.length === 3) break;
+      }
+    })();
+
+    const r1 = await kv.create('k.a', 'one');
+    expect((await kv.get('k.a'))?.string()).toBe('one');
+    await expect(kv.create('k.a', 'again')).rejects.toThrow(/wrong last sequence|exists/);
+
+    const r2 = await kv.update('k.a', 'two', r1);
+    expect(r2).toBeGreaterThan(r1);
+    await expect(kv.update('k.a', 'stale', r1)).rejects.toThrow(/wrong last sequence/);
+    await kv.put('k.b', 'bee');
+
+    await watching;
+    expect(seen.map((e) => [e.key, e.string()])).toEqual([
+      ['k.a', 'one'],
+      ['k.a', 'two'],
+      ['k.b', 'bee'],
+    ]);
+    expect((await kv.get('k.a'))?.revision).toBe(r2);
+  });
+
+  it('JetStream: publish / consume / ack, and an unacked message is redelivered', async () => {
+    const jsm: JetStreamManager = await jetstreamManager(nc);
+    await jsm.streams.add({ name: 'HARNESS', subjects: ['harness.>'] });
+    await jsm.consumers.add('HARNESS', { durable_name: 'c1', ack_policy: AckPolicy.Explicit, ack_wait: 500_000_000 });
+    const js = jetstream(nc);
+    const acks = await Promise.all([1, 2, 3].map((i) => js.publish(`harness.t1.c${i}`, `m${i}`)));
+    expect(acks.map((a) => a.seq)).toEqual([1, 2, 3]);
+
+    const consumer = await js.consumers.get('HARNESS', 'c1');
+    const first = await consumer.fetch({ max_messages: 3, expires: 2000 });
+    const got: string[] = [];
+    for await (const m of first) {
+      got.push(m.string());
+      if (m.seq !== 2) expect(await m.ackAck()).toBe(true); // leave seq 2 unacked
+    }
+    expect(got).toEqual(['m1', 'm2', 'm3']);
+
+    const again = await consumer.next({ expires: 5000 });
+    expect(again?.string()).toBe('m2');
+    expect(again?.info.deliveryCount).toBe(2);
+    expect(await again?.ackAck()).toBe(true);
+    const info = await consumer.info();
+    expect(info.num_ack_pending).toBe(0);
+  });
+
+  it('a private server can be restarted mid-test and keeps its JetStream data', async () => {
+    const srv = await startNatsServer();
+    try {
+      const c = await connect({ servers: srv.url, maxReconnectAttempts: -1, reconnectTimeWait: 100 });
+      const kv = await new Kvm(c).create('survivor', { history: 1 });
+      await kv.put('k', 'before-restart');
+      const reconnected = (async () => {
+        for await (const s of c.status()) if (s.type === 'reconnect') return true;
+        return false;
+      })();
+      await srv.restart({ hard: true, downMs: 200 });
+      // The client reconnects by itself; the file store brought the bucket back.
+      expect(await reconnected).toBe(true);
+      let value: string | undefined;
+      await waitFor(
+        'the bucket to answer after the restart',
+        async () => {
+          value = (await (await new Kvm(c).open('survivor')).get('k'))?.string();
+          return true;
+        },
+        15_000,
+        200,
+      );
+      expect(value).toBe('before-restart');
+      await c.close();
+    } finally {
+      await srv.stop();
+    }
+  });
+});

@@ -1,0 +1,66 @@
+import { ChildProcess, spawn } from 'node:child_process';
+import { join } from 'node:path';
+
+const REPO = join(__dirname, '..', '..', '..');
+
+/** A child process running one of the workspace's TypeScript entry points. */
+export interface SpawnedApp {
+  readonly child: ChildProcess;
+  /** Everything written to stdout / stderr so far. */
+  stdout(): string;
+  stderr(): string;
+  /** Resolves with the exit code (or the signal name) when the process ends. */
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  /** Sends a signal and waits for the exit (SIGKILL after `graceMs`). */
+  stop(signal?: NodeJS.Signals, graceMs?: number): Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+/**
+ * Runs `entry` (a path relative to the repo root, e.g. `apps/defender/src/main.ts`) with plain
+ * `node` and the workspace's TypeScript register hook, so a test exercises the real process:
+ * environment parsing, exit codes, signals, ports. The environment is exactly `env` plus PATH.
+ */
+export function spawnTsApp(entry: string, env: Record<string, string>): SpawnedApp {
+  const child = spawn(process.execPath, ['-r', join(REPO, 'tools/scripts/register.js'), join(REPO, entry)], {
+    cwd: REPO,
+    env: { PATH: process.env['PATH'] ?? '', NODE_ENV: 'test', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  let err = '';
+  child.stdout?.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr?.on('data', (d: Buffer) => (err += d.toString()));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.once('exit', (code, signal) => resolve({ code, signal })),
+  );
+  const killOnExit = () => child.kill('SIGKILL');
+  process.once('exit', killOnExit);
+  void exited.then(() => process.removeListener('exit', killOnExit));
+  return {
+    child,
+    stdout: () => out,
+    stderr: () => err,
+    exited,
+    async stop(signal: NodeJS.Signals = 'SIGTERM', graceMs = 10_000) {
+      if (child.exitCode !== null || child.signalCode !== null) return exited;
+      child.kill(signal);
+      const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+      const res = await exited;
+      clearTimeout(timer);
+      return res;
+    },
+  };
+}
+
+/** GETs `url` and returns status and parsed JSON (or text) body; network errors propagate. */
+export async function getJson(url: string): Promise<{ status: number; body: unknown; text: string }> {
+  const res = await fetch(url);
+  const text = await res.text();
+  let body: unknown = text;
+  try {
+    body = JSON.parse(text);
+  } catch (err) {
+    if (!(err instanceof SyntaxError)) throw err;
+  }
+  return { status: res.status, body, text };
+}

@@ -1,0 +1,91 @@
+/**
+ * The README's test command (`npm cit` runs `npm ci`, then this through `npm test`):
+ * starts the real servers once for the whole run, then lints, type-checks, builds and tests
+ * every project with Nx.
+ *
+ * - nats-server: each Jest project starts its own private server (cheap); here we only make sure
+ *   the binary exists (Debian's package is installed when missing and we are root).
+ * - Cassandra: started once here (Maven Central artifacts, cached in .cache/) and handed to every
+ *   project through CASSANDRA_HOSTS, unless CASSANDRA_HOSTS is already set.
+ *
+ * REQUIRE_INFRA=1 (CI) turns a server that cannot be started into a failure instead of a skip.
+ * Extra arguments are passed to `nx run-many` (e.g. `npm test -- -p store`).
+ */
+import { spawn } from 'node:child_process';
+import { join } from 'node:path';
+import { banner, cassandraFromEnv, CassandraHandle, ensureNatsServer, infraRequired, natsServerVersion, startCassandra } from '@defender/infra-harness';
+
+const REPO = join(__dirname, '..', '..');
+
+function log(line: string): void {
+  process.stderr.write(`[test-all] ${line}\n`);
+}
+
+function run(cmd: string, args: string[], env: NodeJS.ProcessEnv): Promise<number> {
+  return new Promise((resolve) => {
+    const child = spawn(cmd, args, { cwd: REPO, env, stdio: 'inherit' });
+    const forward = (sig: NodeJS.Signals) => child.kill(sig);
+    process.on('SIGINT', forward);
+    process.on('SIGTERM', forward);
+    child.on('exit', (code, signal) => {
+      process.removeListener('SIGINT', forward);
+      process.removeListener('SIGTERM', forward);
+      resolve(code ?? (signal ? 128 : 1));
+    });
+  });
+}
+
+async function main(): Promise<number> {
+  const started = Date.now();
+  const env: NodeJS.ProcessEnv = { ...process.env, NX_DAEMON: 'false', TZ: 'UTC', FORCE_COLOR: '0' };
+
+  try {
+    const bin = ensureNatsServer(log);
+    log(`nats-server ${natsServerVersion(bin)} at ${bin}`);
+  } catch (err) {
+    if (infraRequired()) throw err;
+    log(banner(`nats-server unavailable, NATS tests will be skipped: ${(err as Error).message}`));
+  }
+
+  let cassandra: CassandraHandle | undefined;
+  if (cassandraFromEnv()) {
+    log(`using Cassandra at ${process.env['CASSANDRA_HOSTS']}`);
+  } else {
+    try {
+      cassandra = await startCassandra({ log });
+      env['CASSANDRA_HOSTS'] = cassandra.contactPoints.join(',');
+      env['CASSANDRA_LOCAL_DC'] = cassandra.localDataCenter;
+      log(`Cassandra ${cassandra.version} up at ${env['CASSANDRA_HOSTS']} after ${((Date.now() - started) / 1000).toFixed(1)} s`);
+    } catch (err) {
+      if (infraRequired()) throw err;
+      log(banner(`Cassandra unavailable, Cassandra tests will be skipped: ${(err as Error).message}`));
+    }
+  }
+
+  const stop = async () => {
+    await cassandra?.stop();
+  };
+  process.once('SIGINT', () => void stop().then(() => process.exit(130)));
+  process.once('SIGTERM', () => void stop().then(() => process.exit(143)));
+
+  try {
+    const nx = join(REPO, 'node_modules', '.bin', 'nx');
+    const code = await run(
+      nx,
+      ['run-many', '-t', 'lint', 'typecheck', 'build', 'test', '--output-style=stream', '--parallel=2', ...process.argv.slice(2)],
+      env,
+    );
+    log(`finished with code ${code} in ${((Date.now() - started) / 1000).toFixed(0)} s`);
+    return code;
+  } finally {
+    await stop();
+  }
+}
+
+main().then(
+  (code) => process.exit(code),
+  (err: unknown) => {
+    log(`failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
+    process.exit(1);
+  },
+);

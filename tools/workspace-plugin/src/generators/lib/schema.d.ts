@@ -1,0 +1,6 @@
+export interface LibGeneratorSchema {
+  name: string;
+  type?: 'domain' | 'infra' | 'nest';
+  infra?: string;
+  description?: string;
+}
