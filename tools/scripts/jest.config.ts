@@ -1,0 +1,6 @@
+export default {
+  displayName: 'workspace-scripts',
+  preset: '../../jest.preset.js',
+  rootDir: __dirname,
+  testTimeout: 60_000,
+};
