@@ -1,0 +1,309 @@
+// Assignment benchmark: strategy x scenario, compute time and balance/movement quality.
+// Run: npm run bench:assignment  (node --expose-gc -r ./tools/scripts/register.js tools/bench/assignment.bench.ts)
+// Writes the "assignment" section of docs/benchmarks.md.
+import {
+  type AssignmentOptions,
+  type AssignmentResult,
+  type AssignmentStrategyName,
+  type ChamberInput,
+  computeAssignment,
+  type DefenderInput,
+  type PreviousAssignment,
+} from '@defender/assignment';
+import { HashRing } from '@defender/hashing';
+import { loadavg } from 'node:os';
+import { percentile, table, writeBenchmarkSection } from './report';
+
+const WARMUP_RUNS = 25;
+const MEASURED_RUNS = 60;
+const gc = (globalThis as { gc?: () => void }).gc;
+
+/** mulberry32: a seeded PRNG, so every run benchmarks the same fab. */
+function prng(seed: number): () => number {
+  let a = seed | 0;
+  return () => {
+    a = (a + 0x6d2b79f5) | 0;
+    let t = Math.imul(a ^ (a >>> 15), 1 | a);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/**
+ * `n` chambers (4 per tool) with log-uniform weights in [30 K, 3.6 M], in key order: the controller
+ * loads the chamber catalogue once and keeps it sorted (see the shuffled-input row for the cost of
+ * handing over an unsorted scan).
+ */
+function fab(n: number, seed: number): ChamberInput[] {
+  const rnd = prng(seed);
+  return Array.from({ length: n }, (_, i) => ({
+    key: `tool${String(Math.floor(i / 4)).padStart(4, '0')}:chamber${(i % 4) + 1}`,
+    weight: Math.round(Math.exp(Math.log(30_000) + rnd() * Math.log(120))),
+  }));
+}
+
+function shuffled<T>(items: readonly T[], seed: number): T[] {
+  const rnd = prng(seed);
+  const out = [...items];
+  for (let i = out.length - 1; i > 0; i--) {
+    const j = Math.floor(rnd() * (i + 1));
+    [out[i], out[j]] = [out[j] as T, out[i] as T];
+  }
+  return out;
+}
+
+const defenders = (n: number): DefenderInput[] =>
+  Array.from({ length: n }, (_, i) => ({ id: `defender-${i}` }));
+
+interface Scenario {
+  name: string;
+  kind: 'full' | 'incremental' | 'scale' | 'none';
+  /** Compute-time target in ms, when design.md sets one. */
+  targetMs?: number;
+  chambers: ChamberInput[];
+  previous: (strategy: AssignmentStrategyName) => PreviousAssignment | null;
+  live: DefenderInput[];
+  options?: AssignmentOptions;
+  /** The movement rule the scenario must meet (design.md section 5). */
+  movement: 'none' | 'floor' | 'orphans' | 'zero';
+}
+
+const fab5000 = fab(5000, 1);
+const fab8000 = fab(8000, 2);
+const rings = new Map<AssignmentStrategyName, HashRing>();
+const ringFor = (strategy: AssignmentStrategyName): HashRing => {
+  const ring = rings.get(strategy) ?? new HashRing();
+  rings.set(strategy, ring);
+  return ring;
+};
+
+// Each strategy starts a scenario from its own previous result, as it would in production.
+const previousCache = new Map<string, AssignmentResult>();
+function own(strategy: AssignmentStrategyName, n: number, chambers = fab5000): PreviousAssignment {
+  const key = `${strategy}/${chambers.length}/${n}`;
+  const cached =
+    previousCache.get(key) ??
+    computeAssignment(null, chambers, defenders(n), { strategy, ring: new HashRing() });
+  previousCache.set(key, cached);
+  return { assignments: cached.assignments };
+}
+
+const scenarios: Scenario[] = [
+  {
+    name: 'full 5,000 / 30',
+    kind: 'full',
+    targetMs: 5,
+    chambers: fab5000,
+    previous: () => null,
+    live: defenders(30),
+    movement: 'none',
+  },
+  {
+    name: 'full 5,000 / 30, shuffled input',
+    kind: 'full',
+    targetMs: 5,
+    chambers: shuffled(fab5000, 7),
+    previous: () => null,
+    live: defenders(30),
+    movement: 'none',
+  },
+  {
+    name: 'full 8,000 / 150',
+    kind: 'full',
+    targetMs: 20,
+    chambers: fab8000,
+    previous: () => null,
+    live: defenders(150),
+    movement: 'none',
+  },
+  {
+    name: 'scale 30 -> 45',
+    kind: 'scale',
+    chambers: fab5000,
+    previous: (s) => own(s, 30),
+    live: defenders(45),
+    movement: 'floor',
+  },
+  {
+    name: 'scale 45 -> 30',
+    kind: 'scale',
+    chambers: fab5000,
+    previous: (s) => own(s, 45),
+    live: defenders(30),
+    movement: 'floor',
+  },
+  {
+    name: 'crash 1 of 30',
+    kind: 'incremental',
+    targetMs: 2,
+    chambers: fab5000,
+    previous: (s) => own(s, 30),
+    live: defenders(30).filter((d) => d.id !== 'defender-7'),
+    options: { mode: 'orphans-only' },
+    movement: 'orphans',
+  },
+  {
+    // Not a design.md row: shows what "move only the orphans" costs in balance at 53 chambers per
+    // defender, where the heaviest orphans exceed every survivor's headroom.
+    name: 'crash 1 of 150 (8,000)',
+    kind: 'incremental',
+    chambers: fab8000,
+    previous: (s) => own(s, 150, fab8000),
+    live: defenders(150).filter((d) => d.id !== 'defender-42'),
+    options: { mode: 'orphans-only' },
+    movement: 'orphans',
+  },
+  {
+    name: 'rolling update (30, same ids)',
+    kind: 'incremental',
+    chambers: fab5000,
+    previous: (s) => own(s, 30),
+    live: defenders(30),
+    movement: 'zero',
+  },
+  {
+    name: 'one join 30 -> 31',
+    kind: 'incremental',
+    targetMs: 2,
+    chambers: fab5000,
+    previous: (s) => own(s, 30),
+    live: defenders(31),
+    movement: 'floor',
+  },
+];
+
+interface Row {
+  strategy: AssignmentStrategyName;
+  scenario: Scenario;
+  median: number;
+  p95: number;
+  result: AssignmentResult;
+}
+
+function measure(strategy: AssignmentStrategyName, s: Scenario): Row {
+  const previous = s.previous(strategy);
+  const options: AssignmentOptions = {
+    ...s.options,
+    strategy,
+    ...(strategy === 'seed-two-phase' ? { ring: ringFor(strategy) } : {}),
+  };
+  gc?.();
+  let result = computeAssignment(previous, s.chambers, s.live, options);
+  for (let i = 0; i < WARMUP_RUNS; i++) result = computeAssignment(previous, s.chambers, s.live, options);
+  const times: number[] = [];
+  for (let i = 0; i < MEASURED_RUNS; i++) {
+    const t0 = performance.now();
+    result = computeAssignment(previous, s.chambers, s.live, options);
+    times.push(performance.now() - t0);
+  }
+  return { strategy, scenario: s, median: percentile(times, 50), p95: percentile(times, 95), result };
+}
+
+const fmt = (x: number, digits = 2) => x.toFixed(digits);
+const pct = (x: number) => `${(100 * x).toFixed(1)} %`;
+
+/** Whether the row meets design.md's targets; the text says which one failed and by how much. */
+function verdict(r: Row): string {
+  const st = r.result.stats;
+  const misses: string[] = [];
+  if (r.scenario.targetMs !== undefined && r.median > r.scenario.targetMs) {
+    misses.push(`time ${fmt(r.median / r.scenario.targetMs)}x target`);
+  }
+  const bound = Math.max(1.05, st.balanceBound);
+  if (st.maxLoadRatio > 1.05) {
+    misses.push(
+      st.maxLoadRatio <= bound
+        ? `max/avg ${fmt(st.maxLoadRatio, 3)} (chamber bound ${fmt(bound, 3)})`
+        : `max/avg ${fmt(st.maxLoadRatio, 3)} > 1.05`,
+    );
+  }
+  if (r.scenario.movement === 'floor' && st.movedWeight > 1.1 * st.floorWeight) {
+    misses.push(`moved ${fmt(st.movedWeight / st.floorWeight)}x floor`);
+  }
+  if (r.scenario.movement === 'orphans') {
+    const previous = r.scenario.previous(r.strategy);
+    const live = new Set(r.scenario.live.map((d) => d.id));
+    const orphans = r.scenario.chambers
+      .map((c) => c.key)
+      .filter((k) => previous !== null && !live.has(previous.assignments[k] ?? ''))
+      .sort();
+    const moved = r.result.moves.map((m) => m.key);
+    if (moved.length !== orphans.length || moved.some((k, i) => k !== orphans[i])) {
+      misses.push('moved other chambers than the orphans');
+    }
+  }
+  if (r.scenario.movement === 'zero' && st.chambersMoved > 0)
+    misses.push(`${st.chambersMoved} chambers moved`);
+  return misses.length === 0 ? 'met' : misses.join('; ');
+}
+
+function main(): void {
+  if (gc === undefined) process.stderr.write('note: run with --expose-gc for steadier numbers\n');
+  const [loadBefore] = loadavg();
+  const rows: Row[] = [];
+  for (const s of scenarios) {
+    for (const strategy of ['sticky-balanced', 'seed-two-phase'] as const) {
+      const row = measure(strategy, s);
+      rows.push(row);
+      process.stdout.write(
+        `${strategy.padEnd(16)} ${s.name.padEnd(30)} median ${fmt(row.median)} ms  p95 ${fmt(row.p95)} ms\n`,
+      );
+    }
+  }
+  const body = [
+    "Strategies: `sticky-balanced` (default) and `seed-two-phase` (the seeds' ring + greedy ±20 % baseline,",
+    'with its ring points cached across runs as in the controller). Fab: log-uniform weights 30 K-3.6 M',
+    '(mulberry32, fixed seeds), chambers in key order unless the row says otherwise. Each cell: a GC, ' +
+      `${WARMUP_RUNS} warm-up runs, then ${MEASURED_RUNS} back-to-back measured runs of \`computeAssignment\`.`,
+    `1-minute load average ${fmt(loadBefore ?? 0)} before and ${fmt(loadavg()[0] ?? 0)} after the run (other jobs share the machine).`,
+    'Scale, crash, rolling update and join start from the same strategy\'s own previous map. "floor" is the',
+    "least weight an exactly balanced result must move: the orphans plus each live defender's kept weight",
+    'above its share ((M-N)/M growing, (N-M)/N shrinking, the orphans on a crash, when the previous map is',
+    'balanced; the baseline\'s +-20 % maps carry extra excess). "max/avg" and "min/avg" are per-defender',
+    'weight over the average. Crash runs in `orphans-only` mode (what the trigger asks for); the others in',
+    '`balance` mode.',
+    '',
+    'Targets (design.md section 5): full <= 5 ms (5,000 / 30) and <= 20 ms (8,000 / 150); incremental (crash,',
+    'one join) <= 2 ms; max/avg <= 1.05 or the bound a single chamber forces; planned scale <= 1.10 x floor;',
+    'crash moves exactly the orphans; rolling update moves nothing. The last column applies them to every row,',
+    'baseline included.',
+    '',
+    table(
+      [
+        'strategy',
+        'scenario',
+        'median ms',
+        'p95 ms',
+        'target ms',
+        'max/avg',
+        'min/avg',
+        'moved weight',
+        'floor',
+        'moved / floor',
+        'chambers moved',
+        'targets',
+      ],
+      rows.map((r) => {
+        const st = r.result.stats;
+        return [
+          r.strategy,
+          r.scenario.name,
+          fmt(r.median),
+          fmt(r.p95),
+          r.scenario.targetMs === undefined ? '-' : `<= ${r.scenario.targetMs}`,
+          fmt(st.maxToAvgWeight, 3),
+          fmt(st.minWeightPerDefender / st.avgWeightPerDefender, 3),
+          pct(st.movedWeightFraction),
+          pct(st.floorFraction),
+          st.floorWeight > 0 ? fmt(st.movedWeight / st.floorWeight, 3) : '-',
+          st.chambersMoved,
+          verdict(r),
+        ];
+      }),
+    ),
+  ].join('\n');
+  writeBenchmarkSection('assignment', 'Chamber assignment', 'npm run bench:assignment', body);
+  process.stdout.write(`\n${body}\n`);
+}
+
+main();
