@@ -1,0 +1,6 @@
+export default {
+  displayName: 'contracts',
+  preset: '../../jest.preset.js',
+  rootDir: __dirname,
+  coverageDirectory: '../../coverage/libs/contracts',
+};

@@ -1,0 +1,40 @@
+import { z } from 'zod';
+
+/** A message or stored record that does not match its schema; `reason` is short and loggable. */
+export class InvalidMessageError extends Error {
+  override readonly name = 'InvalidMessageError';
+
+  constructor(
+    readonly kind: string,
+    readonly reason: string,
+    options?: { cause?: unknown },
+  ) {
+    super(`invalid ${kind}: ${reason}`, options);
+  }
+}
+
+/**
+ * Decodes UTF-8 JSON and validates it against `schema`.
+ *
+ * @throws InvalidMessageError with reason `invalid-json` or the first schema problems (path: message).
+ */
+export function parseWith<S extends z.ZodType>(kind: string, schema: S, data: Uint8Array | string): z.infer<S> {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(typeof data === 'string' ? data : Buffer.from(data.buffer, data.byteOffset, data.byteLength).toString('utf8'));
+  } catch (err) {
+    throw new InvalidMessageError(kind, 'invalid-json', { cause: err });
+  }
+  const res = schema.safeParse(raw);
+  if (!res.success) {
+    const problems = res.error.issues
+      .slice(0, 5)
+      .map((i) => `${i.path.length > 0 ? i.path.join('.') : '(root)'}: ${i.message}`)
+      .join('; ');
+    throw new InvalidMessageError(kind, problems, { cause: res.error });
+  }
+  return res.data;
+}
+
+/** ISO-8601 timestamp with a zone (what `Date.prototype.toISOString` writes). */
+export const isoTime = z.iso.datetime({ offset: true });

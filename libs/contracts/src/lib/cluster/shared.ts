@@ -1,0 +1,2 @@
+export { defenderIdSchema, chamberKeySchema, subjectTokenSchema } from './ids';
+export { isoTime as isoTimeSchema } from './parse';

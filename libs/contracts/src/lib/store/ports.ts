@@ -1,0 +1,154 @@
+import type { ChamberRef, RunRef } from './chamber';
+import type {
+  AlarmRecord,
+  ChamberMetadata,
+  ChamberState,
+  CommitRunInput,
+  CommitRunResult,
+  HoldRecord,
+  LimitSetRecord,
+  PutVersionResult,
+  RunObservation,
+  RunPointSet,
+  StrategyRecord,
+  TraceRecord,
+  TraceWriteSummary,
+  WeightRecomputeSummary,
+} from './records';
+
+/*
+ * Every method may reject with:
+ * - StoreUnavailableError (retryable: store unreachable, timeout, busy) — never treat as success;
+ * - StoreClosedError after close();
+ * - InvalidRecordError for invalid input (nothing written);
+ * - CorruptRecordError (and its subclasses) when stored data cannot be decoded.
+ * Further errors are listed per method.
+ */
+
+/** Chamber weights (`chamber_metadata`) and the run observations they are recomputed from. */
+export interface ChamberMetadataRepository {
+  /** Inserts or replaces a chamber's row (e.g. an initial estimate from equipment configuration). */
+  upsert(metadata: ChamberMetadata): Promise<void>;
+  get(chamber: ChamberRef): Promise<ChamberMetadata | undefined>;
+  /** Every chamber's row (the assignment controller's query), in no particular order. */
+  list(): Promise<ChamberMetadata[]>;
+  /** Records what a completed run showed (idempotent by run). Kept for a bounded time. */
+  recordObservation(observation: RunObservation): Promise<void>;
+  /**
+   * Recomputes the weight of every chamber with observations in `(now - windowSeconds, now]`
+   * (default window 24 h, at most `maxRunsPerChamber` newest runs each, default 50): the median of
+   * each factor, see `aggregateObservations`. Chambers without recent observations keep their row.
+   * Scheduling is the caller's (`WEIGHT_UPDATE_INTERVAL_SECONDS`).
+   */
+  recomputeWeights(
+    now: Date,
+    options?: { readonly windowSeconds?: number; readonly maxRunsPerChamber?: number },
+  ): Promise<WeightRecomputeSummary>;
+}
+
+/** Run traces (T-charts) as checksummed binary chunks keyed by (tool, chamber, run). */
+export interface TraceRepository {
+  /**
+   * Stores a run's trace, replacing an earlier write of the same run. Chunks are written first and
+   * the manifest last, so a reader never sees a half-written trace as complete.
+   */
+  write(trace: TraceRecord): Promise<TraceWriteSummary>;
+  /**
+   * Reads a trace back with its element types, SVID order, timing and steps.
+   * @throws TraceNotFoundError when no complete write of the run exists.
+   * @throws TornTraceError when a chunk is missing, truncated, fails its checksum or belongs to
+   *   another write (never zero-filled).
+   */
+  read(run: RunRef): Promise<TraceRecord>;
+  /** Deletes a run's trace (no-op when absent). */
+  delete(run: RunRef): Promise<void>;
+}
+
+/** Committed U-chart points (written by `ChamberStateRepository.commitRun`) and versioned limit sets. */
+export interface UChartRepository {
+  /**
+   * The newest committed runs of a chamber, returned oldest first: at most `limit` runs, only those
+   * with sequence < `beforeSequence` when given. Only committed runs exist; a fenced owner's points
+   * are never visible.
+   */
+  history(chamber: ChamberRef, options: { readonly limit: number; readonly beforeSequence?: number }): Promise<RunPointSet[]>;
+  /** The committed run at `sequence`, if any. */
+  run(chamber: ChamberRef, sequence: number): Promise<RunPointSet | undefined>;
+  /**
+   * Stores a limit-set version (insert-only).
+   * @throws VersionConflictError when a different record exists at that version.
+   */
+  putLimitSet(limits: LimitSetRecord): Promise<PutVersionResult>;
+  /** The given version, or the highest version when omitted. */
+  limitSet(chamber: ChamberRef, indicatorKey: string, version?: number): Promise<LimitSetRecord | undefined>;
+  /** The highest version of every indicator of the chamber, ordered by indicator key. */
+  currentLimitSets(chamber: ChamberRef): Promise<LimitSetRecord[]>;
+  /** Every version of one indicator, oldest first. */
+  limitSetHistory(chamber: ChamberRef, indicatorKey: string): Promise<LimitSetRecord[]>;
+}
+
+/**
+ * Per-chamber ownership and progress: the fencing point of the whole system. A chamber's state holds
+ * the owner epoch and the high-water mark; both change only together with a run's results.
+ */
+export interface ChamberStateRepository {
+  /** Linearizable read of the chamber's state (undefined for a chamber never claimed). */
+  get(chamber: ChamberRef): Promise<ChamberState | undefined>;
+  /**
+   * Takes ownership for `epoch` (raising the stored epoch, which fences every older owner at once)
+   * and returns the state to resume from (`highWaterMark`). Creates the state of a new chamber.
+   * @throws FencedError when the stored epoch is greater than `epoch`.
+   */
+  claim(chamber: ChamberRef, epoch: number, ownerId: string, now: Date): Promise<ChamberState>;
+  /**
+   * Atomically stores the run's points, alarms and hold, sets the high-water mark to `sequence` and
+   * the owner epoch to `epoch` — only if the stored epoch is <= `epoch` and the high-water mark is
+   * below `sequence`. A replay of the same run returns `already-applied` and writes nothing.
+   * @throws FencedError when the stored epoch is greater than the caller's (nothing written).
+   * @throws SequenceConflictError when `sequence` is at or below the high-water mark but the run
+   *   stored at `sequence` is another one (or none).
+   */
+  commitRun(input: CommitRunInput): Promise<CommitRunResult>;
+}
+
+/**
+ * Alarms and holds. Alarms are written with their run by `commitRun` and are unique per
+ * (chamber, run, rule, indicator); a replay cannot duplicate them.
+ */
+export interface AlarmRepository {
+  /** The newest alarms of a chamber, newest first. */
+  list(chamber: ChamberRef, options: { readonly limit: number }): Promise<AlarmRecord[]>;
+  /** The alarms of one committed run (by sequence), ordered by rule then indicator. */
+  ofRun(chamber: ChamberRef, sequence: number): Promise<AlarmRecord[]>;
+  /** The chamber's current hold, if any. */
+  hold(chamber: ChamberRef): Promise<HoldRecord | null>;
+  /** Releases the hold `holdId`; false when the chamber holds no hold or another one. */
+  releaseHold(chamber: ChamberRef, holdId: string): Promise<boolean>;
+}
+
+/** Versioned defense-strategy documents. */
+export interface StrategyRepository {
+  /**
+   * Stores a strategy version (insert-only).
+   * @throws VersionConflictError when a different record exists at that version.
+   */
+  put(strategy: StrategyRecord): Promise<PutVersionResult>;
+  /** The given version, or the highest version when omitted. */
+  get(scope: string, version?: number): Promise<StrategyRecord | undefined>;
+  /** Stored versions of a scope, ascending. */
+  versions(scope: string): Promise<number[]>;
+}
+
+/** Everything Defender persists, behind one object (an adapter: Cassandra or SQLite). */
+export interface DefenderStore {
+  /** `cassandra` or `sqlite`. */
+  readonly kind: string;
+  readonly chamberMetadata: ChamberMetadataRepository;
+  readonly traces: TraceRepository;
+  readonly uchart: UChartRepository;
+  readonly chamberState: ChamberStateRepository;
+  readonly alarms: AlarmRepository;
+  readonly strategies: StrategyRepository;
+  /** Releases connections / file handles; later calls reject with StoreClosedError. Idempotent. */
+  close(): Promise<void>;
+}

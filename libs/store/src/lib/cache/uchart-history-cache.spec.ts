@@ -1,0 +1,155 @@
+import { StoreUnavailableError, type ChamberRef, type DefenderStore, type RunPointSet, type UChartRepository } from '@defender/contracts';
+import { commit, freshChamber, points } from '../../testing/fixtures';
+import { SqliteStore } from '../sqlite/sqlite-store';
+import { UChartHistoryCache } from './uchart-history-cache';
+
+// The cache's source is a real (in-memory SQLite) store; `loads` counts the reads that reach it.
+describe('UChartHistoryCache', () => {
+  let store: DefenderStore;
+  let loads: ChamberRef[];
+  let source: Pick<UChartRepository, 'history'>;
+
+  beforeEach(async () => {
+    store = await SqliteStore.open({ filename: ':memory:' });
+    loads = [];
+    source = {
+      history: (chamber, options) => {
+        loads.push(chamber);
+        return store.uchart.history(chamber, options);
+      },
+    };
+  });
+
+  afterEach(async () => {
+    await store.close();
+  });
+
+  async function commitRuns(ch: ChamberRef, from: number, to: number, indicators = 50): Promise<RunPointSet[]> {
+    const out: RunPointSet[] = [];
+    for (let seq = from; seq <= to; seq++) {
+      const input = commit(ch, 1, seq, { points: points(indicators, seq) });
+      await store.chamberState.commitRun(input);
+      out.push({ ...ch, sequence: seq, runId: input.runId, epoch: 1, committedAt: input.committedAt, recipe: 'recipe-A', points: input.points });
+    }
+    return out;
+  }
+
+  it('serves a repeated lookup from memory and counts hits and misses', async () => {
+    const ch = freshChamber();
+    const runs = await commitRuns(ch, 1, 30);
+    const cache = new UChartHistoryCache({ source, sizeMb: 10, runsPerChamber: 100 });
+    expect(cache.stats()).toMatchObject({ hits: 0, misses: 0, hitRate: 0 });
+    expect(await cache.history(ch, { limit: 20 })).toEqual(runs.slice(10));
+    expect(await cache.history(ch, { limit: 20 })).toEqual(runs.slice(10));
+    expect(await cache.history(ch, { limit: 100 })).toEqual(runs);
+    expect(loads).toHaveLength(1);
+    expect(cache.stats()).toMatchObject({ hits: 2, misses: 1, chambers: 1 });
+    expect(cache.stats().hitRate).toBeCloseTo(2 / 3, 12);
+    cache.close();
+  });
+
+  it('appends recorded runs and keeps only the newest runsPerChamber', async () => {
+    const ch = freshChamber();
+    await commitRuns(ch, 1, 5);
+    const cache = new UChartHistoryCache({ source, sizeMb: 10, runsPerChamber: 5 });
+    await cache.history(ch, { limit: 5 });
+    const newer = await commitRuns(ch, 6, 8);
+    for (const r of newer) cache.record(r);
+    cache.record(newer[0]!); // not newer than what is cached: ignored
+    const got = await cache.history(ch, { limit: 5, highWaterMark: 8 });
+    expect(got.map((r) => r.sequence)).toEqual([4, 5, 6, 7, 8]);
+    expect(got.slice(2)).toEqual(newer);
+    expect(loads).toHaveLength(1);
+    cache.close();
+  });
+
+  it('reloads when the owner knows a newer high-water mark (a missed update) and after invalidate', async () => {
+    const ch = freshChamber();
+    await commitRuns(ch, 1, 3);
+    const cache = new UChartHistoryCache({ source, sizeMb: 10 });
+    await cache.history(ch, { limit: 10, highWaterMark: 3 });
+    await commitRuns(ch, 4, 4); // committed by another defender: this cache never saw it
+    expect((await cache.history(ch, { limit: 10, highWaterMark: 4 })).map((r) => r.sequence)).toEqual([1, 2, 3, 4]);
+    expect(loads).toHaveLength(2);
+    cache.invalidate(ch);
+    expect(cache.has(ch)).toBe(false);
+    await cache.history(ch, { limit: 10 });
+    expect(loads).toHaveLength(3);
+    cache.close();
+  });
+
+  it('evicts least recently used chambers to stay within CACHE_SIZE_MB', async () => {
+    const chambers = [freshChamber('a'), freshChamber('b'), freshChamber('c')];
+    for (const ch of chambers) await commitRuns(ch, 1, 20, 50);
+    const probe = new UChartHistoryCache({ source, sizeMb: 100 });
+    await probe.history(chambers[0]!, { limit: 20 });
+    const oneChamber = probe.stats().bytes;
+    probe.close();
+    // Room for two chambers, not three.
+    const cache = new UChartHistoryCache({ source, sizeMb: (2.5 * oneChamber) / (1024 * 1024) });
+    const [a, b, c] = chambers as [ChamberRef, ChamberRef, ChamberRef];
+    await cache.history(a, { limit: 20 });
+    await cache.history(b, { limit: 20 });
+    await cache.history(a, { limit: 20 }); // a is now more recent than b
+    await cache.history(c, { limit: 20 }); // evicts b
+    expect([cache.has(a), cache.has(b), cache.has(c)]).toEqual([true, false, true]);
+    const s = cache.stats();
+    expect(s.evictions).toBe(1);
+    expect(s.bytes).toBeLessThanOrEqual(s.capacityBytes);
+    expect(s.bytes).toBe(2 * oneChamber);
+    cache.close();
+  });
+
+  it('does not cache a chamber larger than the whole budget, but still answers', async () => {
+    const ch = freshChamber();
+    const runs = await commitRuns(ch, 1, 10);
+    const cache = new UChartHistoryCache({ source, sizeMb: 0.001 });
+    expect(await cache.history(ch, { limit: 10 })).toEqual(runs);
+    expect(cache.has(ch)).toBe(false);
+    expect(cache.stats()).toMatchObject({ bytes: 0, chambers: 0 });
+    cache.close();
+  });
+
+  it('loads a chamber once for concurrent misses; a lookup beyond runsPerChamber bypasses the cache', async () => {
+    const ch = freshChamber();
+    await commitRuns(ch, 1, 12);
+    const cache = new UChartHistoryCache({ source, sizeMb: 10, runsPerChamber: 10 });
+    const [x, y] = await Promise.all([cache.history(ch, { limit: 10 }), cache.history(ch, { limit: 4 })]);
+    expect(x.map((r) => r.sequence)).toEqual([3, 4, 5, 6, 7, 8, 9, 10, 11, 12]);
+    expect(y.map((r) => r.sequence)).toEqual([9, 10, 11, 12]);
+    expect(loads).toHaveLength(1);
+    expect((await cache.history(ch, { limit: 12 })).map((r) => r.sequence)).toEqual(Array.from({ length: 12 }, (_, i) => i + 1));
+    expect(loads).toHaveLength(2);
+    cache.close();
+  });
+
+  it('does not cache a load that a commit overtook, and caches nothing when the store fails', async () => {
+    const ch = freshChamber();
+    await commitRuns(ch, 1, 2);
+    // The store answers a read taken before run 3 was committed only after the commit was recorded.
+    let release: () => void = () => undefined;
+    const gate = new Promise<void>((r) => (release = r));
+    const slow: Pick<UChartRepository, 'history'> = {
+      history: async (c, o) => {
+        const snapshot = await store.uchart.history(c, o);
+        await gate;
+        return snapshot;
+      },
+    };
+    const cache = new UChartHistoryCache({ source: slow, sizeMb: 10 });
+    const pending = cache.history(ch, { limit: 10 });
+    const [run3] = await commitRuns(ch, 3, 3);
+    cache.record(run3!);
+    release();
+    expect((await pending).map((r) => r.sequence)).toEqual([1, 2]);
+    expect(cache.has(ch)).toBe(false); // caching [1, 2] would have lost run 3
+    expect((await cache.history(ch, { limit: 10 })).map((r) => r.sequence)).toEqual([1, 2, 3]);
+
+    const failing = new UChartHistoryCache({ source: { history: () => Promise.reject(new StoreUnavailableError('down')) }, sizeMb: 10 });
+    await expect(failing.history(ch, { limit: 5 })).rejects.toBeInstanceOf(StoreUnavailableError);
+    expect(failing.has(ch)).toBe(false);
+    expect(failing.stats()).toMatchObject({ misses: 1, hits: 0 });
+    failing.close();
+    cache.close();
+  });
+});

@@ -1,0 +1,266 @@
+import Database from 'better-sqlite3';
+import { chamberKey, validatePositiveInt, type ChamberRef, type RunPointSet, type UChartRepository } from '@defender/contracts';
+import { decodePointSet, encodePointSet } from '../codec/point-set-codec';
+
+/** Options of {@link UChartHistoryCache}. */
+export interface UChartHistoryCacheOptions {
+  /** Where a miss reads from (the store's U-chart repository). */
+  readonly source: Pick<UChartRepository, 'history'>;
+  /** Budget for cached history in MiB (`CACHE_SIZE_MB`, default 100 in the seeds); > 0. */
+  readonly sizeMb: number;
+  /** Newest runs kept per chamber (default 100); `history` calls asking for more bypass the cache. */
+  readonly runsPerChamber?: number;
+}
+
+/** Counters for `/api/v1/cache/stats` and `defender_cache_hit_rate`. */
+export interface UChartCacheStats {
+  readonly hits: number;
+  readonly misses: number;
+  /** hits / (hits + misses), 0 before the first lookup. */
+  readonly hitRate: number;
+  /** Chambers evicted to stay within the budget. */
+  readonly evictions: number;
+  /** Chambers cached now. */
+  readonly chambers: number;
+  /** Accounted bytes of cached history (encoded points + per-run overhead). */
+  readonly bytes: number;
+  readonly capacityBytes: number;
+  /** Bytes SQLite's in-memory database occupies (pages, including free ones it reuses). */
+  readonly sqliteBytes: number;
+}
+
+interface Entry {
+  bytes: number;
+  runs: number;
+  /** Sequence of the newest cached run; 0 when the chamber has no committed run. */
+  newestSeq: number;
+}
+
+/** Accounted size of one cached run: its encoded points plus a fixed allowance for keys and index. */
+function runBytes(body: Buffer, run: RunPointSet): number {
+  return body.length + run.runId.length + (run.recipe?.length ?? 0) + 96;
+}
+
+/**
+ * The defender's U-chart history cache: the newest `runsPerChamber` committed runs of each chamber
+ * in an in-memory SQLite database (outside the V8 heap), bounded by `sizeMb` with least-recently
+ * used eviction of whole chambers. A miss (chamber not cached, or cached state older than the
+ * caller's high-water mark) loads from the store and caches the result.
+ *
+ * Keep it coherent by calling {@link record} after every successful commit and
+ * {@link invalidate} when the chamber is handed to another defender; passing the owner's
+ * `highWaterMark` to {@link history} additionally catches any missed update.
+ */
+export class UChartHistoryCache {
+  private readonly db = new Database(':memory:');
+  private readonly lru = new Map<string, Entry>();
+  private readonly loading = new Map<string, { promise: Promise<RunPointSet[]>; stale: boolean }>();
+  private readonly capacityBytes: number;
+  private readonly runsPerChamber: number;
+  private totalBytes = 0;
+  private hits = 0;
+  private misses = 0;
+  private evictions = 0;
+  private readonly insert: Database.Statement;
+  private readonly select: Database.Statement;
+  private readonly oldest: Database.Statement;
+  private readonly deleteRun: Database.Statement;
+  private readonly deleteChamber: Database.Statement;
+
+  constructor(private readonly options: UChartHistoryCacheOptions) {
+    if (!(Number.isFinite(options.sizeMb) && options.sizeMb > 0)) throw new RangeError(`sizeMb must be > 0, got ${options.sizeMb}`);
+    this.runsPerChamber = options.runsPerChamber ?? 100;
+    validatePositiveInt('runsPerChamber', this.runsPerChamber);
+    this.capacityBytes = Math.floor(options.sizeMb * 1024 * 1024);
+    this.db.exec(`CREATE TABLE runs (
+      chamber_key TEXT NOT NULL, seq INTEGER NOT NULL, run_id TEXT NOT NULL, epoch INTEGER NOT NULL,
+      committed_at INTEGER NOT NULL, recipe TEXT, body BLOB NOT NULL, bytes INTEGER NOT NULL,
+      PRIMARY KEY (chamber_key, seq))`);
+    this.insert = this.db.prepare(
+      'INSERT OR REPLACE INTO runs (chamber_key, seq, run_id, epoch, committed_at, recipe, body, bytes) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+    );
+    this.select = this.db.prepare('SELECT seq, run_id, epoch, committed_at, recipe, body FROM runs WHERE chamber_key = ? ORDER BY seq DESC LIMIT ?');
+    this.oldest = this.db.prepare('SELECT seq, bytes FROM runs WHERE chamber_key = ? ORDER BY seq ASC LIMIT ?');
+    this.deleteRun = this.db.prepare('DELETE FROM runs WHERE chamber_key = ? AND seq = ?');
+    this.deleteChamber = this.db.prepare('DELETE FROM runs WHERE chamber_key = ?');
+  }
+
+  /**
+   * The newest `limit` committed runs of the chamber, oldest first (as `UChartRepository.history`).
+   * @param options.highWaterMark the caller's known high-water mark; cached history that does not
+   *   end there is reloaded.
+   * @throws what the source throws on a miss (e.g. StoreUnavailableError); nothing is cached then.
+   */
+  async history(chamber: ChamberRef, options: { readonly limit: number; readonly highWaterMark?: number }): Promise<RunPointSet[]> {
+    validatePositiveInt('limit', options.limit);
+    const key = chamberKey(chamber);
+    if (options.limit > this.runsPerChamber) {
+      this.misses++;
+      return this.options.source.history(chamber, { limit: options.limit });
+    }
+    const entry = this.lru.get(key);
+    if (entry && (options.highWaterMark === undefined || options.highWaterMark === entry.newestSeq)) {
+      this.hits++;
+      this.touch(key, entry);
+      return this.read(chamber, key, options.limit);
+    }
+    this.misses++;
+    if (entry) this.drop(key);
+    const runs = await this.load(chamber, key);
+    return runs.slice(Math.max(0, runs.length - options.limit));
+  }
+
+  /**
+   * Adds a run just committed by this defender. Ignored when the chamber is not cached (the next
+   * miss loads it from the store) or the run is not newer than the cached ones.
+   */
+  record(run: RunPointSet): void {
+    const key = chamberKey(run);
+    const inFlight = this.loading.get(key);
+    if (inFlight) inFlight.stale = true;
+    const entry = this.lru.get(key);
+    if (!entry || run.sequence <= entry.newestSeq) return;
+    const body = encodePointSet(run.points);
+    const bytes = runBytes(body, run);
+    this.db.transaction(() => {
+      this.insert.run(key, run.sequence, run.runId, run.epoch, run.committedAt.getTime(), run.recipe ?? null, body, bytes);
+      entry.bytes += bytes;
+      entry.runs += 1;
+      this.totalBytes += bytes;
+      entry.newestSeq = run.sequence;
+      const excess = entry.runs - this.runsPerChamber;
+      if (excess > 0) {
+        for (const old of this.oldest.all(key, excess) as { seq: number; bytes: number }[]) {
+          this.deleteRun.run(key, old.seq);
+          entry.bytes -= old.bytes;
+          entry.runs -= 1;
+          this.totalBytes -= old.bytes;
+        }
+      }
+    })();
+    this.touch(key, entry);
+    this.evictBeyondBudget(key);
+  }
+
+  /** Forgets a chamber (e.g. it moved to another defender). */
+  invalidate(chamber: ChamberRef): void {
+    const key = chamberKey(chamber);
+    const inFlight = this.loading.get(key);
+    if (inFlight) inFlight.stale = true;
+    if (this.lru.has(key)) this.drop(key);
+  }
+
+  /** Forgets everything (counters are kept). */
+  clear(): void {
+    for (const l of this.loading.values()) l.stale = true;
+    this.db.exec('DELETE FROM runs');
+    this.lru.clear();
+    this.totalBytes = 0;
+  }
+
+  stats(): UChartCacheStats {
+    const lookups = this.hits + this.misses;
+    const pageCount = Number(this.db.pragma('page_count', { simple: true }));
+    const pageSize = Number(this.db.pragma('page_size', { simple: true }));
+    return {
+      hits: this.hits,
+      misses: this.misses,
+      hitRate: lookups === 0 ? 0 : this.hits / lookups,
+      evictions: this.evictions,
+      chambers: this.lru.size,
+      bytes: this.totalBytes,
+      capacityBytes: this.capacityBytes,
+      sqliteBytes: pageCount * pageSize,
+    };
+  }
+
+  /** Whether the chamber is cached now (does not count as a lookup). */
+  has(chamber: ChamberRef): boolean {
+    return this.lru.has(chamberKey(chamber));
+  }
+
+  close(): void {
+    this.db.close();
+  }
+
+  private touch(key: string, entry: Entry): void {
+    this.lru.delete(key);
+    this.lru.set(key, entry);
+  }
+
+  private drop(key: string): void {
+    const entry = this.lru.get(key);
+    if (!entry) return;
+    this.deleteChamber.run(key);
+    this.totalBytes -= entry.bytes;
+    this.lru.delete(key);
+  }
+
+  /** Evicts least recently used chambers (never `keep`) until the budget holds. */
+  private evictBeyondBudget(keep: string): void {
+    for (const key of this.lru.keys()) {
+      if (this.totalBytes <= this.capacityBytes) return;
+      if (key === keep) continue;
+      this.drop(key);
+      this.evictions++;
+    }
+    // Only `keep` is left and it alone exceeds the budget: do not cache it.
+    if (this.totalBytes > this.capacityBytes) {
+      this.drop(keep);
+      this.evictions++;
+    }
+  }
+
+  private read(chamber: ChamberRef, key: string, limit: number): RunPointSet[] {
+    const rows = this.select.all(key, limit) as { seq: number; run_id: string; epoch: number; committed_at: number; recipe: string | null; body: Buffer }[];
+    return rows
+      .map((r) => ({
+        toolId: chamber.toolId,
+        chamberId: chamber.chamberId,
+        sequence: r.seq,
+        runId: r.run_id,
+        epoch: r.epoch,
+        committedAt: new Date(r.committed_at),
+        ...(r.recipe !== null ? { recipe: r.recipe } : {}),
+        points: decodePointSet(r.body, { chamber, sequence: r.seq, runId: r.run_id, table: 'uchart cache' }),
+      }))
+      .reverse();
+  }
+
+  /** Loads a chamber from the source (one load per chamber at a time) and caches it unless it went stale meanwhile. */
+  private load(chamber: ChamberRef, key: string): Promise<RunPointSet[]> {
+    const existing = this.loading.get(key);
+    if (existing) return existing.promise;
+    const state: { stale: boolean; promise: Promise<RunPointSet[]> } = { stale: false, promise: Promise.resolve([]) };
+    // Registered before the source is called, so a record() or invalidate() during the load marks it stale.
+    this.loading.set(key, state);
+    state.promise = (async () => {
+      try {
+        const runs = await this.options.source.history(chamber, { limit: this.runsPerChamber });
+        if (!state.stale) this.store(key, runs);
+        return runs;
+      } finally {
+        this.loading.delete(key);
+      }
+    })();
+    return state.promise;
+  }
+
+  private store(key: string, runs: readonly RunPointSet[]): void {
+    if (this.lru.has(key)) this.drop(key);
+    const entry: Entry = { bytes: 0, runs: 0, newestSeq: 0 };
+    this.db.transaction(() => {
+      for (const run of runs) {
+        const body = encodePointSet(run.points);
+        const bytes = runBytes(body, run);
+        this.insert.run(key, run.sequence, run.runId, run.epoch, run.committedAt.getTime(), run.recipe ?? null, body, bytes);
+        entry.bytes += bytes;
+        entry.runs += 1;
+        entry.newestSeq = Math.max(entry.newestSeq, run.sequence);
+      }
+    })();
+    this.totalBytes += entry.bytes;
+    this.lru.set(key, entry);
+    this.evictBeyondBudget(key);
+  }
+}

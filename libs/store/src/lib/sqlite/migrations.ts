@@ -1,0 +1,96 @@
+import { createHash } from 'node:crypto';
+import type Database from 'better-sqlite3';
+import { MigrationError } from '../migration-error';
+
+/** A schema change of the SQLite store (run inside one `BEGIN IMMEDIATE` transaction). */
+export interface SqliteMigration {
+  readonly id: number;
+  readonly name: string;
+  readonly sql: string;
+}
+
+/** The schema, in order. Never edit an applied migration (its checksum is verified at open); append one. */
+export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
+  {
+    id: 1,
+    name: 'initial schema',
+    sql: `
+      CREATE TABLE chamber_metadata (
+        tool_id TEXT NOT NULL, chamber_id TEXT NOT NULL,
+        svid_count INTEGER, collection_freq_hz REAL, context_duration_seconds INTEGER,
+        weight INTEGER, last_updated INTEGER, source TEXT, observed_runs INTEGER,
+        PRIMARY KEY (tool_id, chamber_id)) WITHOUT ROWID;
+      CREATE TABLE run_observations (
+        tool_id TEXT NOT NULL, chamber_id TEXT NOT NULL, observed_at INTEGER NOT NULL, run_id TEXT NOT NULL,
+        svid_count INTEGER, collection_freq_hz REAL, context_duration_seconds REAL,
+        PRIMARY KEY (tool_id, chamber_id, observed_at, run_id)) WITHOUT ROWID;
+      CREATE INDEX run_observations_by_time ON run_observations (observed_at);
+      CREATE TABLE trace_manifests (
+        tool_id TEXT NOT NULL, chamber_id TEXT NOT NULL, run_id TEXT NOT NULL, manifest TEXT,
+        PRIMARY KEY (tool_id, chamber_id, run_id)) WITHOUT ROWID;
+      CREATE TABLE trace_chunks (
+        tool_id TEXT NOT NULL, chamber_id TEXT NOT NULL, run_id TEXT NOT NULL,
+        series_kind INTEGER NOT NULL, series TEXT NOT NULL, chunk INTEGER NOT NULL,
+        write_id TEXT, byte_length INTEGER, crc32 INTEGER, data BLOB,
+        PRIMARY KEY (tool_id, chamber_id, run_id, series_kind, series, chunk));
+      CREATE TABLE chamber_state (
+        tool_id TEXT NOT NULL, chamber_id TEXT NOT NULL,
+        owner_epoch INTEGER NOT NULL, hwm INTEGER NOT NULL, owner_id TEXT NOT NULL, state_updated_at INTEGER NOT NULL,
+        hold_id TEXT, hold TEXT,
+        PRIMARY KEY (tool_id, chamber_id)) WITHOUT ROWID;
+      CREATE TABLE uchart_runs (
+        tool_id TEXT NOT NULL, chamber_id TEXT NOT NULL, seq INTEGER NOT NULL,
+        run_id TEXT, epoch INTEGER, committed_at INTEGER, recipe TEXT, body BLOB,
+        PRIMARY KEY (tool_id, chamber_id, seq));
+      CREATE TABLE alarms (
+        tool_id TEXT NOT NULL, chamber_id TEXT NOT NULL, seq INTEGER NOT NULL,
+        rule_id TEXT NOT NULL, indicator_key TEXT NOT NULL,
+        run_id TEXT, epoch INTEGER, committed_at INTEGER, recipe TEXT, schema_version INTEGER, body TEXT,
+        PRIMARY KEY (tool_id, chamber_id, seq, rule_id, indicator_key));
+      CREATE TABLE limit_sets (
+        tool_id TEXT NOT NULL, chamber_id TEXT NOT NULL, indicator_key TEXT NOT NULL, version INTEGER NOT NULL,
+        schema_version INTEGER, chart_type TEXT, center REAL, sigma REAL, lcl REAL, ucl REAL,
+        params TEXT, baseline TEXT, created_at INTEGER,
+        PRIMARY KEY (tool_id, chamber_id, indicator_key, version));
+      CREATE TABLE strategies (
+        scope TEXT NOT NULL, version INTEGER NOT NULL,
+        schema_version INTEGER, document TEXT, created_at INTEGER, author TEXT,
+        PRIMARY KEY (scope, version));
+    `,
+  },
+];
+
+export function sqliteMigrationChecksum(m: SqliteMigration): string {
+  return createHash('sha256').update(m.sql.replace(/\s+/g, ' ').trim()).digest('hex');
+}
+
+/**
+ * Applies pending migrations in one `BEGIN IMMEDIATE` transaction: concurrent openers of the same
+ * file queue on SQLite's write lock, and the second finds everything applied.
+ * @throws MigrationError for a changed or unknown recorded migration.
+ */
+export function migrateSqlite(db: Database.Database, migrations: readonly SqliteMigration[] = SQLITE_MIGRATIONS): number[] {
+  const run = db.transaction((): number[] => {
+    db.exec('CREATE TABLE IF NOT EXISTS schema_migrations (id INTEGER PRIMARY KEY, name TEXT NOT NULL, checksum TEXT NOT NULL, applied_at INTEGER NOT NULL)');
+    const recorded = new Map(
+      (db.prepare('SELECT id, checksum FROM schema_migrations').all() as { id: number; checksum: string }[]).map((r) => [r.id, r.checksum]),
+    );
+    const known = new Set(migrations.map((m) => m.id));
+    const unknown = [...recorded.keys()].filter((id) => !known.has(id));
+    if (unknown.length > 0) throw new MigrationError(`database has migrations ${unknown.join(', ')} this release does not know (migrated by a newer release?)`);
+    const applied: number[] = [];
+    for (const m of migrations) {
+      const checksum = sqliteMigrationChecksum(m);
+      const have = recorded.get(m.id);
+      if (have !== undefined) {
+        if (have !== checksum) throw new MigrationError(`migration ${m.id} (${m.name}) was applied with different statements (checksum mismatch)`);
+        continue;
+      }
+      db.exec(m.sql);
+      db.prepare('INSERT INTO schema_migrations (id, name, checksum, applied_at) VALUES (?, ?, ?, ?)').run(m.id, m.name, checksum, Date.now());
+      applied.push(m.id);
+    }
+    return applied;
+  });
+  return run.immediate();
+}

@@ -1,0 +1,200 @@
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import Database from 'better-sqlite3';
+import { StoreUnavailableError, type ChamberRef, type DefenderStore, type RunRef } from '@defender/contracts';
+import { MigrationError } from '../migration-error';
+import { commit, freshChamber } from '../../testing/fixtures';
+import { describeStoreContract, type StoreCorruptor } from '../../testing/store-contract';
+import type { SeriesKind } from '../codec/trace-codec';
+import { SqliteStore } from './sqlite-store';
+
+function db(store: DefenderStore): Database.Database {
+  return (store as SqliteStore).database;
+}
+
+const corrupt: StoreCorruptor = {
+  async setLimitCenterNaN(store, c, key, version) {
+    // SQLite stores NaN as NULL; either way the centre is no longer a number.
+    db(store).prepare('UPDATE limit_sets SET center = ? WHERE tool_id = ? AND chamber_id = ? AND indicator_key = ? AND version = ?').run(NaN, c.toolId, c.chamberId, key, version);
+  },
+  async setRunBody(store, c, seq, body) {
+    db(store).prepare('UPDATE uchart_runs SET body = ? WHERE tool_id = ? AND chamber_id = ? AND seq = ?').run(body, c.toolId, c.chamberId, seq);
+  },
+  async setStrategySchemaVersion(store, scope, version, schemaVersion) {
+    db(store).prepare('UPDATE strategies SET schema_version = ? WHERE scope = ? AND version = ?').run(schemaVersion, scope, version);
+  },
+  async setAlarmBody(store, c, seq, ruleId, indicatorKey, body) {
+    db(store)
+      .prepare('UPDATE alarms SET body = ? WHERE tool_id = ? AND chamber_id = ? AND seq = ? AND rule_id = ? AND indicator_key = ?')
+      .run(body, c.toolId, c.chamberId, seq, ruleId, indicatorKey);
+  },
+  async deleteTraceChunk(store, r: RunRef, kind: SeriesKind, series, chunk) {
+    db(store)
+      .prepare('DELETE FROM trace_chunks WHERE tool_id = ? AND chamber_id = ? AND run_id = ? AND series_kind = ? AND series = ? AND chunk = ?')
+      .run(r.toolId, r.chamberId, r.runId, kind, series, chunk);
+  },
+  async setTraceChunkData(store, r, kind, series, chunk, data) {
+    db(store)
+      .prepare('UPDATE trace_chunks SET data = ? WHERE tool_id = ? AND chamber_id = ? AND run_id = ? AND series_kind = ? AND series = ? AND chunk = ?')
+      .run(data, r.toolId, r.chamberId, r.runId, kind, series, chunk);
+  },
+  async setTraceChunkWriteId(store, r, kind, series, chunk, writeId) {
+    db(store)
+      .prepare('UPDATE trace_chunks SET write_id = ? WHERE tool_id = ? AND chamber_id = ? AND run_id = ? AND series_kind = ? AND series = ? AND chunk = ?')
+      .run(writeId, r.toolId, r.chamberId, r.runId, kind, series, chunk);
+  },
+  async setTraceManifest(store, r, manifest) {
+    db(store).prepare('UPDATE trace_manifests SET manifest = ? WHERE tool_id = ? AND chamber_id = ? AND run_id = ?').run(manifest, r.toolId, r.chamberId, r.runId);
+  },
+};
+
+const dir = mkdtempSync(join(tmpdir(), 'defender-store-sqlite-'));
+let files = 0;
+const newFile = (): string => join(dir, `store-${files++}.db`);
+
+afterAll(() => {
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describeStoreContract('SQLite :memory:', () => ({
+  openFresh: () => SqliteStore.open({ filename: ':memory:' }),
+  // One in-memory database has one connection; the "second process" shares it.
+  openPeer: async (store) => store,
+  corrupt,
+}));
+
+describeStoreContract('SQLite file (WAL)', () => ({
+  openFresh: () => SqliteStore.open({ filename: newFile() }),
+  openPeer: (store) => SqliteStore.open({ filename: db(store).name }),
+  corrupt,
+}));
+
+function repoRoot(): string {
+  let d = __dirname;
+  while (!existsSync(join(d, 'tools', 'scripts', 'register.js'))) {
+    const up = dirname(d);
+    if (up === d) throw new Error('repository root not found');
+    d = up;
+  }
+  return d;
+}
+
+interface WorkerLine {
+  role: 'a' | 'b';
+  ready?: boolean;
+  claimedAt?: number;
+  seq?: number;
+  outcome?: 'applied' | 'already-applied' | 'fenced';
+}
+
+function startWorker(file: string, role: 'a' | 'b', runs: number): { lines: WorkerLine[]; ready: Promise<void>; done: Promise<void> } {
+  const root = repoRoot();
+  const child = spawn(process.execPath, ['-r', join(root, 'tools/scripts/register.js'), resolve(__dirname, '../../testing/sqlite-race-worker.ts'), file, role, String(runs)], {
+    cwd: root,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const lines: WorkerLine[] = [];
+  let stderr = '';
+  let buffered = '';
+  let onReady: () => void = () => undefined;
+  const ready = new Promise<void>((r) => (onReady = r));
+  child.stdout.on('data', (chunk: Buffer) => {
+    buffered += chunk.toString('utf8');
+    let nl: number;
+    while ((nl = buffered.indexOf('\n')) >= 0) {
+      const line = JSON.parse(buffered.slice(0, nl)) as WorkerLine;
+      buffered = buffered.slice(nl + 1);
+      if (line.ready) onReady();
+      else lines.push(line);
+    }
+  });
+  child.stderr.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
+  const done = new Promise<void>((res, rej) =>
+    child.on('exit', (code) => (code === 0 ? res() : rej(new Error(`worker ${role} exited ${code}: ${stderr}`)))),
+  );
+  return { lines, ready, done };
+}
+
+describe('SQLite store: files shared by processes', () => {
+  it('opens a file in WAL mode and reopens it without re-migrating', async () => {
+    const file = newFile();
+    const s1 = await SqliteStore.open({ filename: file });
+    expect(s1.journalMode).toBe('wal');
+    await s1.chamberState.commitRun(commit({ toolId: 'T', chamberId: 'C' }, 1, 1));
+    await s1.close();
+    const s2 = await SqliteStore.open({ filename: file });
+    expect((await s2.chamberState.get({ toolId: 'T', chamberId: 'C' }))?.highWaterMark).toBe(1);
+    expect(s2.database.prepare('SELECT id FROM schema_migrations').all()).toEqual([{ id: 1 }]);
+    await s2.close();
+  });
+
+  it('two processes racing on one chamber of a fresh file: both migrate safely, exactly one commit per run, the deposed owner stays fenced', async () => {
+    const file = newFile();
+    const runs = 600;
+    const a = startWorker(file, 'a', runs);
+    const b = startWorker(file, 'b', runs);
+    await Promise.all([a.ready, b.ready]);
+    writeFileSync(`${file}.go`, '');
+    await Promise.all([a.done, b.done]);
+
+    const attempts = [...a.lines, ...b.lines].filter((l) => l.seq !== undefined);
+    for (let seq = 1; seq <= runs; seq++) {
+      expect({ seq, applied: attempts.filter((l) => l.seq === seq && l.outcome === 'applied').length }).toEqual({ seq, applied: 1 });
+    }
+    const aOutcomes = a.lines.map((l) => l.outcome);
+    const firstFenced = aOutcomes.indexOf('fenced');
+    expect(firstFenced).toBeGreaterThan(0); // the takeover happened mid-stream...
+    expect(aOutcomes.slice(firstFenced).every((o) => o === 'fenced')).toBe(true); // ...and fenced A for good
+    expect(b.lines.some((l) => l.outcome === 'fenced')).toBe(false);
+    expect(b.lines.filter((l) => l.outcome === 'already-applied').length).toBeGreaterThan(0); // redeliveries below the mark
+
+    const store = await SqliteStore.open({ filename: file });
+    const history = await store.uchart.history({ toolId: 'race', chamberId: 'C1' }, { limit: 10_000 });
+    expect(history.map((r) => r.sequence)).toEqual(Array.from({ length: runs }, (_, i) => i + 1));
+    const epochs = history.map((r) => r.epoch);
+    expect(epochs).toEqual([...epochs].sort((x, y) => x - y));
+    expect(await store.chamberState.get({ toolId: 'race', chamberId: 'C1' })).toMatchObject({ ownerEpoch: 2, highWaterMark: runs });
+    expect(store.database.prepare('SELECT id FROM schema_migrations').all()).toEqual([{ id: 1 }]);
+    await store.close();
+  }, 120_000);
+
+  it('a write lock held too long by another process is a retryable StoreUnavailableError, not a failure of the data', async () => {
+    const file = newFile();
+    const store = await SqliteStore.open({ filename: file, busyTimeoutMs: 100 });
+    const other = new Database(file);
+    const ch: ChamberRef = freshChamber();
+    other.exec('BEGIN IMMEDIATE');
+    try {
+      const err = await store.chamberState.commitRun(commit(ch, 1, 1)).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(StoreUnavailableError);
+      expect(err).toMatchObject({ retryable: true });
+    } finally {
+      other.exec('ROLLBACK');
+      other.close();
+    }
+    expect((await store.chamberState.commitRun(commit(ch, 1, 1))).outcome).toBe('applied');
+    await store.close();
+  });
+
+  it('refuses a database whose recorded migrations differ from this release', async () => {
+    const changed = newFile();
+    await (await SqliteStore.open({ filename: changed })).close();
+    const raw = new Database(changed);
+    raw.prepare("UPDATE schema_migrations SET checksum = 'edited' WHERE id = 1").run();
+    raw.close();
+    await expect(SqliteStore.open({ filename: changed })).rejects.toThrow(MigrationError);
+
+    const newer = newFile();
+    await (await SqliteStore.open({ filename: newer })).close();
+    const raw2 = new Database(newer);
+    raw2.prepare("INSERT INTO schema_migrations (id, name, checksum, applied_at) VALUES (2, 'future', 'x', 0)").run();
+    raw2.close();
+    await expect(SqliteStore.open({ filename: newer })).rejects.toThrow(/does not know/);
+  });
+
+  it('a path that cannot be opened as a database is a StoreUnavailableError', async () => {
+    await expect(SqliteStore.open({ filename: dir })).rejects.toBeInstanceOf(StoreUnavailableError);
+  });
+});

@@ -1,0 +1,647 @@
+import Database from 'better-sqlite3';
+import {
+  aggregateObservations,
+  CorruptRecordError,
+  FencedError,
+  InvalidRecordError,
+  SequenceConflictError,
+  StoreClosedError,
+  StoreUnavailableError,
+  TraceNotFoundError,
+  validateChamberRef,
+  validateClaim,
+  validateCommitRunInput,
+  validateLimitSet,
+  validateMetadata,
+  validateObservation,
+  validatePositiveInt,
+  validateRunRef,
+  validateStrategy,
+  validateTraceRecord,
+  VersionConflictError,
+  type AlarmRecord,
+  type AlarmRepository,
+  type ChamberMetadata,
+  type ChamberMetadataRepository,
+  type ChamberRef,
+  type ChamberState,
+  type ChamberStateRepository,
+  type CommitRunInput,
+  type CommitRunResult,
+  type DefenderStore,
+  type HoldRecord,
+  type LimitSetRecord,
+  type PutVersionResult,
+  type RunObservation,
+  type RunPointSet,
+  type RunRef,
+  type StrategyRecord,
+  type StrategyRepository,
+  type TraceRecord,
+  type TraceRepository,
+  type TraceWriteSummary,
+  type UChartRepository,
+  type WeightRecomputeSummary,
+} from '@defender/contracts';
+import { sameLimitSet, sameStrategy } from '../codec/compare';
+import { encodePointSet } from '../codec/point-set-codec';
+import {
+  alarmBody,
+  alarmFromRow,
+  holdFromJson,
+  holdJson,
+  JSON_SCHEMA_VERSION,
+  limitBaselineJson,
+  limitParamsJson,
+  limitSetFromRow,
+  metadataFromRow,
+  runPointSetFromRow,
+  stateFromRow,
+  storedDate,
+  storedFinite,
+  storedInt,
+  storedText,
+  strategyFromRow,
+  type RowGetter,
+} from '../codec/rows';
+import { MAX_TRACE_CHUNK_BYTES, parseTraceManifest, planTraceWrite, stringifyTraceManifest, TraceAssembler, type SeriesKind } from '../codec/trace-codec';
+import { MigrationError } from '../migration-error';
+import { observed, type StoreObserver } from '../observer';
+import { migrateSqlite } from './migrations';
+
+const DAY = 86_400;
+
+/** Options of {@link SqliteStore.open}. */
+export interface SqliteStoreOptions {
+  /** Database file (created when missing; WAL mode), or `:memory:` for a private in-memory database. */
+  readonly filename: string;
+  /** `NORMAL` (default; WAL keeps every commit across a process crash) or `FULL` (also across power loss). */
+  readonly synchronous?: 'NORMAL' | 'FULL';
+  /** How long a writer waits for another process's write lock before StoreUnavailableError (default 5,000 ms). */
+  readonly busyTimeoutMs?: number;
+  /** Trace chunk size in bytes (multiple of 8, <= 1 MiB; default 1 MiB). */
+  readonly traceChunkBytes?: number;
+  /** Run observations older than this are pruned by `recomputeWeights` (default 14 days). */
+  readonly observationRetentionSeconds?: number;
+  readonly observer?: StoreObserver;
+}
+
+type SqlRow = Record<string, unknown>;
+
+function getter(row: SqlRow): RowGetter {
+  return (column) => {
+    const v = row[column];
+    return v === undefined ? null : v;
+  };
+}
+
+function chamberOf(ref: ChamberRef): ChamberRef {
+  return { toolId: ref.toolId, chamberId: ref.chamberId };
+}
+
+const UNAVAILABLE = /^SQLITE_(BUSY|LOCKED|IOERR|FULL|CANTOPEN|PROTOCOL|NOMEM|READONLY)/;
+const CORRUPT = /^SQLITE_(CORRUPT|NOTADB)/;
+
+/** SQLite errors: busy/locked/I-O/full/cannot-open -> retryable StoreUnavailableError; corrupt file -> CorruptRecordError. */
+export function mapSqliteError(err: unknown, operation: string): unknown {
+  if (err instanceof Database.SqliteError) {
+    if (UNAVAILABLE.test(err.code)) return new StoreUnavailableError(`SQLite: ${operation} failed: ${err.message} (${err.code})`, { cause: err });
+    if (CORRUPT.test(err.code)) return new CorruptRecordError('malformed', {}, `SQLite database file is damaged during ${operation}: ${err.message}`, { cause: err });
+  }
+  return err;
+}
+
+/** The connection and instrumentation every repository shares. */
+class Conn {
+  closed = false;
+  private readonly statements = new Map<string, Database.Statement>();
+
+  constructor(
+    readonly db: Database.Database,
+    private readonly observer: StoreObserver | undefined,
+  ) {}
+
+  /** Cached prepared statement. */
+  sql(text: string): Database.Statement {
+    let s = this.statements.get(text);
+    if (!s) {
+      s = this.db.prepare(text);
+      this.statements.set(text, s);
+    }
+    return s;
+  }
+
+  op<T>(operation: string, kind: 'read' | 'write', fn: () => T): Promise<T> {
+    if (this.closed) return Promise.reject(new StoreClosedError());
+    return observed(this.observer, 'sqlite', operation, kind, async () => fn(), mapSqliteError);
+  }
+
+  /** Runs `fn` in a `BEGIN IMMEDIATE` transaction (takes the write lock first, so no upgrade deadlock). */
+  write<T>(fn: () => T): T {
+    return this.db.transaction(fn).immediate();
+  }
+}
+
+class SqliteChamberMetadata implements ChamberMetadataRepository {
+  constructor(
+    private readonly c: Conn,
+    private readonly observationRetentionSeconds: number,
+  ) {}
+
+  private insert(m: ChamberMetadata): void {
+    this.c
+      .sql(
+        `INSERT OR REPLACE INTO chamber_metadata (tool_id, chamber_id, svid_count, collection_freq_hz, context_duration_seconds, weight, last_updated, source, observed_runs)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      )
+      .run(m.toolId, m.chamberId, m.svidCount, m.collectionFreqHz, m.contextDurationSeconds, m.weight, m.lastUpdated.getTime(), m.source, m.observedRuns);
+  }
+
+  upsert(m: ChamberMetadata): Promise<void> {
+    return this.c.op('chamberMetadata.upsert', 'write', () => {
+      validateMetadata(m);
+      this.insert(m);
+    });
+  }
+
+  get(chamber: ChamberRef): Promise<ChamberMetadata | undefined> {
+    return this.c.op('chamberMetadata.get', 'read', () => {
+      validateChamberRef(chamber);
+      const row = this.c.sql('SELECT * FROM chamber_metadata WHERE tool_id = ? AND chamber_id = ?').get(chamber.toolId, chamber.chamberId) as SqlRow | undefined;
+      return row ? metadataFromRow(getter(row)) : undefined;
+    });
+  }
+
+  list(): Promise<ChamberMetadata[]> {
+    return this.c.op('chamberMetadata.list', 'read', () => (this.c.sql('SELECT * FROM chamber_metadata').all() as SqlRow[]).map((r) => metadataFromRow(getter(r))));
+  }
+
+  recordObservation(o: RunObservation): Promise<void> {
+    return this.c.op('chamberMetadata.recordObservation', 'write', () => {
+      validateObservation(o);
+      this.c
+        .sql(
+          `INSERT OR REPLACE INTO run_observations (tool_id, chamber_id, observed_at, run_id, svid_count, collection_freq_hz, context_duration_seconds) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+        )
+        .run(o.toolId, o.chamberId, o.observedAt.getTime(), o.runId, o.svidCount, o.collectionFreqHz, o.contextDurationSeconds);
+    });
+  }
+
+  recomputeWeights(now: Date, options?: { windowSeconds?: number; maxRunsPerChamber?: number }): Promise<WeightRecomputeSummary> {
+    return this.c.op('chamberMetadata.recomputeWeights', 'write', () => {
+      const windowSeconds = options?.windowSeconds ?? DAY;
+      const maxRuns = options?.maxRunsPerChamber ?? 50;
+      validatePositiveInt('maxRunsPerChamber', maxRuns);
+      if (!(windowSeconds > 0)) throw new InvalidRecordError('windowSeconds', [{ path: 'windowSeconds', message: 'must be > 0' }]);
+      return this.c.write(() => {
+        this.c.sql('DELETE FROM run_observations WHERE observed_at <= ?').run(now.getTime() - this.observationRetentionSeconds * 1000);
+        const rows = this.c
+          .sql(
+            `SELECT * FROM run_observations WHERE observed_at > ? AND observed_at <= ? ORDER BY tool_id, chamber_id, observed_at DESC, run_id`,
+          )
+          .all(now.getTime() - windowSeconds * 1000, now.getTime()) as SqlRow[];
+        const byChamber = new Map<string, { chamber: ChamberRef; runs: Map<string, RunObservation> }>();
+        for (const r of rows) {
+          const get = getter(r);
+          const chamber = { toolId: storedText(get('tool_id'), {}, 'tool_id'), chamberId: storedText(get('chamber_id'), {}, 'chamber_id') };
+          const key = `${chamber.toolId}:${chamber.chamberId}`;
+          const entry = byChamber.get(key) ?? { chamber, runs: new Map() };
+          byChamber.set(key, entry);
+          const ctx = { chamber, table: 'run_observations' };
+          const runId = storedText(get('run_id'), ctx, 'run_id');
+          if (entry.runs.size >= maxRuns || entry.runs.has(runId)) continue;
+          entry.runs.set(runId, {
+            ...chamber,
+            runId,
+            observedAt: storedDate(get('observed_at'), ctx, 'observed_at'),
+            svidCount: storedInt(get('svid_count'), { ...ctx, runId }, 'svid_count', 1),
+            collectionFreqHz: storedFinite(get('collection_freq_hz'), { ...ctx, runId }, 'collection_freq_hz'),
+            contextDurationSeconds: storedFinite(get('context_duration_seconds'), { ...ctx, runId }, 'context_duration_seconds'),
+          });
+        }
+        let updated = 0;
+        let unchanged = 0;
+        for (const { chamber, runs } of byChamber.values()) {
+          const agg = aggregateObservations([...runs.values()]);
+          const oldRow = this.c.sql('SELECT * FROM chamber_metadata WHERE tool_id = ? AND chamber_id = ?').get(chamber.toolId, chamber.chamberId) as SqlRow | undefined;
+          const old = oldRow ? metadataFromRow(getter(oldRow)) : undefined;
+          const same =
+            old !== undefined &&
+            old.source === 'observed' &&
+            old.svidCount === agg.svidCount &&
+            old.collectionFreqHz === agg.collectionFreqHz &&
+            old.contextDurationSeconds === agg.contextDurationSeconds &&
+            old.weight === agg.weight;
+          if (same) unchanged++;
+          else updated++;
+          this.insert({ ...chamber, ...agg, lastUpdated: now, source: 'observed' });
+        }
+        return { updated, unchanged, observedChambers: byChamber.size };
+      });
+    });
+  }
+}
+
+class SqliteTraces implements TraceRepository {
+  constructor(
+    private readonly c: Conn,
+    private readonly chunkBytes: number,
+  ) {}
+
+  write(trace: TraceRecord): Promise<TraceWriteSummary> {
+    return this.c.op('traces.write', 'write', () => {
+      validateTraceRecord(trace);
+      const plan = planTraceWrite(trace, this.chunkBytes);
+      const pk = [trace.toolId, trace.chamberId, trace.runId];
+      this.c.write(() => {
+        this.c.sql('DELETE FROM trace_chunks WHERE tool_id = ? AND chamber_id = ? AND run_id = ?').run(...pk);
+        const insert = this.c.sql(
+          'INSERT INTO trace_chunks (tool_id, chamber_id, run_id, series_kind, series, chunk, write_id, byte_length, crc32, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+        );
+        for (const ch of plan.chunks()) insert.run(...pk, ch.seriesKind, ch.series, ch.chunk, ch.writeId, ch.byteLength, ch.crc32, ch.data);
+        this.c.sql('INSERT OR REPLACE INTO trace_manifests (tool_id, chamber_id, run_id, manifest) VALUES (?, ?, ?, ?)').run(...pk, stringifyTraceManifest(plan.manifest));
+      });
+      return { length: plan.manifest.length, svidCount: trace.svids.size, chunks: plan.chunkCount, bytes: plan.bytes };
+    });
+  }
+
+  read(run: RunRef): Promise<TraceRecord> {
+    return this.c.op('traces.read', 'read', () => {
+      validateRunRef(run);
+      const pk = [run.toolId, run.chamberId, run.runId];
+      // One read transaction: manifest and chunks come from the same snapshot.
+      return this.c.db.transaction(() => {
+        const head = this.c.sql('SELECT manifest FROM trace_manifests WHERE tool_id = ? AND chamber_id = ? AND run_id = ?').get(...pk) as SqlRow | undefined;
+        if (!head || typeof head['manifest'] !== 'string') throw new TraceNotFoundError(chamberOf(run), run.runId);
+        const manifest = parseTraceManifest(head['manifest'], { chamber: chamberOf(run), runId: run.runId, table: 'trace_manifests' });
+        const assembler = new TraceAssembler(run, manifest);
+        const rows = this.c
+          .sql('SELECT series_kind, series, chunk, write_id, byte_length, crc32, data FROM trace_chunks WHERE tool_id = ? AND chamber_id = ? AND run_id = ?')
+          .iterate(...pk) as IterableIterator<SqlRow>;
+        for (const r of rows) {
+          assembler.add({
+            seriesKind: r['series_kind'] as SeriesKind,
+            series: r['series'] as string,
+            chunk: r['chunk'] as number,
+            writeId: r['write_id'] as string,
+            byteLength: r['byte_length'] as number,
+            crc32: r['crc32'] as number,
+            data: Buffer.isBuffer(r['data']) ? r['data'] : Buffer.alloc(0),
+          });
+        }
+        return assembler.finish();
+      })();
+    });
+  }
+
+  delete(run: RunRef): Promise<void> {
+    return this.c.op('traces.delete', 'write', () => {
+      validateRunRef(run);
+      this.c.write(() => {
+        this.c.sql('DELETE FROM trace_manifests WHERE tool_id = ? AND chamber_id = ? AND run_id = ?').run(run.toolId, run.chamberId, run.runId);
+        this.c.sql('DELETE FROM trace_chunks WHERE tool_id = ? AND chamber_id = ? AND run_id = ?').run(run.toolId, run.chamberId, run.runId);
+      });
+    });
+  }
+}
+
+class SqliteChamberLog implements ChamberStateRepository, AlarmRepository {
+  constructor(private readonly c: Conn) {}
+
+  private readState(chamber: ChamberRef): ChamberState | undefined {
+    const row = this.c
+      .sql('SELECT owner_epoch, hwm, owner_id, state_updated_at FROM chamber_state WHERE tool_id = ? AND chamber_id = ?')
+      .get(chamber.toolId, chamber.chamberId) as SqlRow | undefined;
+    return row ? stateFromRow(chamber, getter(row), 'chamber_state') : undefined;
+  }
+
+  get(chamber: ChamberRef): Promise<ChamberState | undefined> {
+    return this.c.op('chamberState.get', 'read', () => {
+      validateChamberRef(chamber);
+      return this.readState(chamberOf(chamber));
+    });
+  }
+
+  claim(chamberIn: ChamberRef, epoch: number, ownerId: string, now: Date): Promise<ChamberState> {
+    return this.c.op('chamberState.claim', 'write', () => {
+      validateClaim(chamberIn, epoch, ownerId, now);
+      const chamber = chamberOf(chamberIn);
+      return this.c.write(() => {
+        const state = this.readState(chamber);
+        if (!state) {
+          this.c
+            .sql('INSERT INTO chamber_state (tool_id, chamber_id, owner_epoch, hwm, owner_id, state_updated_at) VALUES (?, ?, ?, 0, ?, ?)')
+            .run(chamber.toolId, chamber.chamberId, epoch, ownerId, now.getTime());
+          return { ...chamber, ownerEpoch: epoch, ownerId, highWaterMark: 0, updatedAt: now };
+        }
+        if (state.ownerEpoch > epoch) throw new FencedError(chamber, epoch, state.ownerEpoch, state.ownerId);
+        this.c
+          .sql('UPDATE chamber_state SET owner_epoch = ?, owner_id = ?, state_updated_at = ? WHERE tool_id = ? AND chamber_id = ?')
+          .run(epoch, ownerId, now.getTime(), chamber.toolId, chamber.chamberId);
+        return { ...state, ownerEpoch: epoch, ownerId, updatedAt: now };
+      });
+    });
+  }
+
+  commitRun(input: CommitRunInput): Promise<CommitRunResult> {
+    return this.c.op('chamberState.commitRun', 'write', () => {
+      validateCommitRunInput(input);
+      const chamber = chamberOf(input.chamber);
+      const body = encodePointSet(input.points);
+      const at = input.committedAt.getTime();
+      return this.c.write((): CommitRunResult => {
+        const state = this.readState(chamber);
+        if (state && state.ownerEpoch > input.epoch) throw new FencedError(chamber, input.epoch, state.ownerEpoch, state.ownerId);
+        if (state && state.highWaterMark >= input.sequence) {
+          const existing = this.c
+            .sql('SELECT run_id FROM uchart_runs WHERE tool_id = ? AND chamber_id = ? AND seq = ?')
+            .get(chamber.toolId, chamber.chamberId, input.sequence) as SqlRow | undefined;
+          const storedRunId = typeof existing?.['run_id'] === 'string' ? existing['run_id'] : null;
+          if (storedRunId !== input.runId) throw new SequenceConflictError(chamber, input.sequence, input.runId, storedRunId, state.highWaterMark);
+          return { outcome: 'already-applied', state };
+        }
+        const holdId = input.hold?.holdId ?? null;
+        const hold = input.hold ? holdJson(input.hold, input.sequence, input.runId, input.committedAt) : null;
+        if (state) {
+          this.c
+            .sql(
+              `UPDATE chamber_state SET owner_epoch = ?, hwm = ?, owner_id = ?, state_updated_at = ?,
+                 hold_id = COALESCE(?, hold_id), hold = COALESCE(?, hold)
+               WHERE tool_id = ? AND chamber_id = ?`,
+            )
+            .run(input.epoch, input.sequence, input.ownerId, at, holdId, hold, chamber.toolId, chamber.chamberId);
+        } else {
+          this.c
+            .sql('INSERT INTO chamber_state (tool_id, chamber_id, owner_epoch, hwm, owner_id, state_updated_at, hold_id, hold) VALUES (?, ?, ?, ?, ?, ?, ?, ?)')
+            .run(chamber.toolId, chamber.chamberId, input.epoch, input.sequence, input.ownerId, at, holdId, hold);
+        }
+        this.c
+          .sql('INSERT INTO uchart_runs (tool_id, chamber_id, seq, run_id, epoch, committed_at, recipe, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?)')
+          .run(chamber.toolId, chamber.chamberId, input.sequence, input.runId, input.epoch, at, input.recipe ?? null, body);
+        const alarm = this.c.sql(
+          `INSERT INTO alarms (tool_id, chamber_id, seq, rule_id, indicator_key, run_id, epoch, committed_at, recipe, schema_version, body)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        );
+        for (const a of input.alarms ?? []) {
+          alarm.run(chamber.toolId, chamber.chamberId, input.sequence, a.ruleId, a.indicatorKey, input.runId, input.epoch, at, a.recipe ?? input.recipe ?? null, JSON_SCHEMA_VERSION, alarmBody(a));
+        }
+        return {
+          outcome: 'applied',
+          state: { ...chamber, ownerEpoch: input.epoch, ownerId: input.ownerId, highWaterMark: input.sequence, updatedAt: input.committedAt },
+        };
+      });
+    });
+  }
+
+  list(chamber: ChamberRef, options: { limit: number }): Promise<AlarmRecord[]> {
+    return this.c.op('alarms.list', 'read', () => {
+      validateChamberRef(chamber);
+      validatePositiveInt('limit', options.limit);
+      const rows = this.c
+        .sql('SELECT * FROM alarms WHERE tool_id = ? AND chamber_id = ? ORDER BY seq DESC, rule_id, indicator_key LIMIT ?')
+        .all(chamber.toolId, chamber.chamberId, options.limit) as SqlRow[];
+      return rows.map((r) => alarmFromRow(chamberOf(chamber), getter(r), 'alarms'));
+    });
+  }
+
+  ofRun(chamber: ChamberRef, sequence: number): Promise<AlarmRecord[]> {
+    return this.c.op('alarms.ofRun', 'read', () => {
+      validateChamberRef(chamber);
+      validatePositiveInt('sequence', sequence);
+      const rows = this.c
+        .sql('SELECT * FROM alarms WHERE tool_id = ? AND chamber_id = ? AND seq = ? ORDER BY rule_id, indicator_key')
+        .all(chamber.toolId, chamber.chamberId, sequence) as SqlRow[];
+      return rows.map((r) => alarmFromRow(chamberOf(chamber), getter(r), 'alarms'));
+    });
+  }
+
+  hold(chamber: ChamberRef): Promise<HoldRecord | null> {
+    return this.c.op('alarms.hold', 'read', () => {
+      validateChamberRef(chamber);
+      const row = this.c.sql('SELECT hold FROM chamber_state WHERE tool_id = ? AND chamber_id = ?').get(chamber.toolId, chamber.chamberId) as SqlRow | undefined;
+      return holdFromJson(chamberOf(chamber), row?.['hold'] ?? null, 'chamber_state');
+    });
+  }
+
+  releaseHold(chamber: ChamberRef, holdId: string): Promise<boolean> {
+    return this.c.op('alarms.releaseHold', 'write', () => {
+      validateChamberRef(chamber);
+      const r = this.c
+        .sql('UPDATE chamber_state SET hold_id = NULL, hold = NULL WHERE tool_id = ? AND chamber_id = ? AND hold_id = ?')
+        .run(chamber.toolId, chamber.chamberId, holdId);
+      return r.changes === 1;
+    });
+  }
+
+  history(chamber: ChamberRef, options: { limit: number; beforeSequence?: number }): Promise<RunPointSet[]> {
+    return this.c.op('uchart.history', 'read', () => {
+      validateChamberRef(chamber);
+      validatePositiveInt('limit', options.limit);
+      const before = options.beforeSequence;
+      if (before !== undefined) validatePositiveInt('beforeSequence', before);
+      const rows = (
+        before !== undefined
+          ? this.c
+              .sql('SELECT * FROM uchart_runs WHERE tool_id = ? AND chamber_id = ? AND seq < ? ORDER BY seq DESC LIMIT ?')
+              .all(chamber.toolId, chamber.chamberId, before, options.limit)
+          : this.c.sql('SELECT * FROM uchart_runs WHERE tool_id = ? AND chamber_id = ? ORDER BY seq DESC LIMIT ?').all(chamber.toolId, chamber.chamberId, options.limit)
+      ) as SqlRow[];
+      return rows.map((r) => runPointSetFromRow(chamberOf(chamber), getter(r), 'uchart_runs')).reverse();
+    });
+  }
+
+  run(chamber: ChamberRef, sequence: number): Promise<RunPointSet | undefined> {
+    return this.c.op('uchart.run', 'read', () => {
+      validateChamberRef(chamber);
+      validatePositiveInt('sequence', sequence);
+      const row = this.c.sql('SELECT * FROM uchart_runs WHERE tool_id = ? AND chamber_id = ? AND seq = ?').get(chamber.toolId, chamber.chamberId, sequence) as
+        | SqlRow
+        | undefined;
+      return row ? runPointSetFromRow(chamberOf(chamber), getter(row), 'uchart_runs') : undefined;
+    });
+  }
+}
+
+class SqliteUChart implements UChartRepository {
+  constructor(
+    private readonly c: Conn,
+    private readonly log: SqliteChamberLog,
+  ) {}
+
+  history(chamber: ChamberRef, options: { limit: number; beforeSequence?: number }): Promise<RunPointSet[]> {
+    return this.log.history(chamber, options);
+  }
+
+  run(chamber: ChamberRef, sequence: number): Promise<RunPointSet | undefined> {
+    return this.log.run(chamber, sequence);
+  }
+
+  putLimitSet(l: LimitSetRecord): Promise<PutVersionResult> {
+    return this.c.op('uchart.putLimitSet', 'write', () => {
+      validateLimitSet(l);
+      return this.c.write((): PutVersionResult => {
+        const row = this.c
+          .sql('SELECT * FROM limit_sets WHERE tool_id = ? AND chamber_id = ? AND indicator_key = ? AND version = ?')
+          .get(l.toolId, l.chamberId, l.indicatorKey, l.version) as SqlRow | undefined;
+        if (row) {
+          if (sameLimitSet(limitSetFromRow(chamberOf(l), getter(row), 'limit_sets'), l)) return 'unchanged';
+          throw new VersionConflictError({ chamber: chamberOf(l), indicatorKey: l.indicatorKey, version: l.version, table: 'limit_sets' });
+        }
+        this.c
+          .sql(
+            `INSERT INTO limit_sets (tool_id, chamber_id, indicator_key, version, schema_version, chart_type, center, sigma, lcl, ucl, params, baseline, created_at)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+          )
+          .run(l.toolId, l.chamberId, l.indicatorKey, l.version, JSON_SCHEMA_VERSION, l.chartType, l.center, l.sigma, l.lcl, l.ucl, limitParamsJson(l), limitBaselineJson(l), l.createdAt.getTime());
+        return 'created';
+      });
+    });
+  }
+
+  limitSet(chamber: ChamberRef, indicatorKey: string, version?: number): Promise<LimitSetRecord | undefined> {
+    return this.c.op('uchart.limitSet', 'read', () => {
+      validateChamberRef(chamber);
+      if (version !== undefined) validatePositiveInt('version', version);
+      const row = (
+        version !== undefined
+          ? this.c.sql('SELECT * FROM limit_sets WHERE tool_id = ? AND chamber_id = ? AND indicator_key = ? AND version = ?').get(chamber.toolId, chamber.chamberId, indicatorKey, version)
+          : this.c
+              .sql('SELECT * FROM limit_sets WHERE tool_id = ? AND chamber_id = ? AND indicator_key = ? ORDER BY version DESC LIMIT 1')
+              .get(chamber.toolId, chamber.chamberId, indicatorKey)
+      ) as SqlRow | undefined;
+      return row ? limitSetFromRow(chamberOf(chamber), getter(row), 'limit_sets') : undefined;
+    });
+  }
+
+  currentLimitSets(chamber: ChamberRef): Promise<LimitSetRecord[]> {
+    return this.c.op('uchart.currentLimitSets', 'read', () => {
+      validateChamberRef(chamber);
+      const rows = this.c
+        .sql(
+          `SELECT l.* FROM limit_sets l
+           JOIN (SELECT indicator_key, MAX(version) AS version FROM limit_sets WHERE tool_id = ? AND chamber_id = ? GROUP BY indicator_key) m
+             ON l.indicator_key = m.indicator_key AND l.version = m.version
+           WHERE l.tool_id = ? AND l.chamber_id = ? ORDER BY l.indicator_key`,
+        )
+        .all(chamber.toolId, chamber.chamberId, chamber.toolId, chamber.chamberId) as SqlRow[];
+      return rows.map((r) => limitSetFromRow(chamberOf(chamber), getter(r), 'limit_sets'));
+    });
+  }
+
+  limitSetHistory(chamber: ChamberRef, indicatorKey: string): Promise<LimitSetRecord[]> {
+    return this.c.op('uchart.limitSetHistory', 'read', () => {
+      validateChamberRef(chamber);
+      const rows = this.c
+        .sql('SELECT * FROM limit_sets WHERE tool_id = ? AND chamber_id = ? AND indicator_key = ? ORDER BY version')
+        .all(chamber.toolId, chamber.chamberId, indicatorKey) as SqlRow[];
+      return rows.map((r) => limitSetFromRow(chamberOf(chamber), getter(r), 'limit_sets'));
+    });
+  }
+}
+
+class SqliteStrategies implements StrategyRepository {
+  constructor(private readonly c: Conn) {}
+
+  put(st: StrategyRecord): Promise<PutVersionResult> {
+    return this.c.op('strategies.put', 'write', () => {
+      validateStrategy(st);
+      return this.c.write((): PutVersionResult => {
+        const row = this.c.sql('SELECT * FROM strategies WHERE scope = ? AND version = ?').get(st.scope, st.version) as SqlRow | undefined;
+        if (row) {
+          if (sameStrategy(strategyFromRow(st.scope, getter(row), 'strategies'), st)) return 'unchanged';
+          throw new VersionConflictError({ scope: st.scope, version: st.version, table: 'strategies' });
+        }
+        this.c
+          .sql('INSERT INTO strategies (scope, version, schema_version, document, created_at, author) VALUES (?, ?, ?, ?, ?, ?)')
+          .run(st.scope, st.version, JSON_SCHEMA_VERSION, JSON.stringify(st.document), st.createdAt.getTime(), st.author);
+        return 'created';
+      });
+    });
+  }
+
+  get(scope: string, version?: number): Promise<StrategyRecord | undefined> {
+    return this.c.op('strategies.get', 'read', () => {
+      if (version !== undefined) validatePositiveInt('version', version);
+      const row = (
+        version !== undefined
+          ? this.c.sql('SELECT * FROM strategies WHERE scope = ? AND version = ?').get(scope, version)
+          : this.c.sql('SELECT * FROM strategies WHERE scope = ? ORDER BY version DESC LIMIT 1').get(scope)
+      ) as SqlRow | undefined;
+      return row ? strategyFromRow(scope, getter(row), 'strategies') : undefined;
+    });
+  }
+
+  versions(scope: string): Promise<number[]> {
+    return this.c.op('strategies.versions', 'read', () =>
+      (this.c.sql('SELECT version FROM strategies WHERE scope = ? ORDER BY version').all(scope) as SqlRow[]).map((r) =>
+        storedInt(r['version'], { scope, table: 'strategies' }, 'version', 1),
+      ),
+    );
+  }
+}
+
+/**
+ * The embedded store: one SQLite file in WAL mode shared by the processes of one machine (or
+ * `:memory:`). Same semantics as the Cassandra store; every write is a `BEGIN IMMEDIATE`
+ * transaction. Calls are synchronous underneath (better-sqlite3), so a big trace blocks the event
+ * loop for the duration of its copy.
+ */
+export class SqliteStore implements DefenderStore {
+  readonly kind = 'sqlite';
+  readonly chamberMetadata: ChamberMetadataRepository;
+  readonly traces: TraceRepository;
+  readonly uchart: UChartRepository;
+  readonly chamberState: ChamberStateRepository;
+  readonly alarms: AlarmRepository;
+  readonly strategies: StrategyRepository;
+  /** `wal` for a file, `memory` for `:memory:`. */
+  readonly journalMode: string;
+
+  private constructor(
+    private readonly conn: Conn,
+    options: SqliteStoreOptions,
+    journalMode: string,
+  ) {
+    this.journalMode = journalMode;
+    this.chamberMetadata = new SqliteChamberMetadata(conn, options.observationRetentionSeconds ?? 14 * DAY);
+    this.traces = new SqliteTraces(conn, options.traceChunkBytes ?? MAX_TRACE_CHUNK_BYTES);
+    const log = new SqliteChamberLog(conn);
+    this.chamberState = log;
+    this.alarms = log;
+    this.uchart = new SqliteUChart(conn, log);
+    this.strategies = new SqliteStrategies(conn);
+  }
+
+  /**
+   * Opens (creating if needed) the database, switches a file to WAL and applies pending migrations.
+   * @throws StoreUnavailableError when the file cannot be opened or stays locked.
+   * @throws MigrationError when the schema cannot be brought up to date.
+   */
+  static async open(options: SqliteStoreOptions): Promise<SqliteStore> {
+    let db: Database.Database | undefined;
+    try {
+      db = new Database(options.filename, { timeout: options.busyTimeoutMs ?? 5_000 });
+      const journalMode = String(db.pragma('journal_mode = WAL', { simple: true })).toLowerCase();
+      if (options.filename !== ':memory:' && options.filename !== '' && journalMode !== 'wal') {
+        throw new MigrationError(`SQLite file ${options.filename} could not be switched to WAL (journal_mode=${journalMode})`);
+      }
+      db.pragma(`synchronous = ${options.synchronous ?? 'NORMAL'}`);
+      migrateSqlite(db);
+      return new SqliteStore(new Conn(db, options.observer), options, journalMode);
+    } catch (err) {
+      db?.close();
+      throw mapSqliteError(err, `open ${options.filename}`);
+    }
+  }
+
+  /** The underlying connection, for maintenance and tests (e.g. `PRAGMA integrity_check`). */
+  get database(): Database.Database {
+    return this.conn.db;
+  }
+
+  async close(): Promise<void> {
+    if (this.conn.closed) return;
+    this.conn.closed = true;
+    this.conn.db.close();
+  }
+}
