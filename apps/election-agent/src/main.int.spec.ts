@@ -26,8 +26,24 @@ describeAppProcess({
   app: 'election-agent',
   entry: 'apps/election-agent/src/main.ts',
   validEnv: ({ extra }) => ({ GRPC_HOST: '127.0.0.1', GRPC_PORT: String(extra) }),
-  invalidEnv: { GRPC_PORT: '-1', HTTP_PORT: '8080.5', LOG_LEVEL: 'verbose' },
-  invalidVariables: ['GRPC_PORT', 'HTTP_PORT', 'LOG_LEVEL'],
+  invalidEnv: {
+    GRPC_PORT: '-1',
+    HTTP_PORT: '8080.5',
+    LOG_LEVEL: 'verbose',
+    ELECTION_CLOCK_SKEW_MS: 'soon',
+    ELECTION_AUTH_TOKEN: 'short',
+    ELECTION_KV_BUCKET: 'bad.name',
+    GRPC_TLS_KEY_FILE: '/nonexistent/election-agent.key',
+  },
+  invalidVariables: [
+    'GRPC_PORT',
+    'HTTP_PORT',
+    'LOG_LEVEL',
+    'ELECTION_CLOCK_SKEW_MS',
+    'ELECTION_AUTH_TOKEN',
+    'ELECTION_KV_BUCKET',
+    'GRPC_TLS_KEY_FILE',
+  ],
   whenReady: async ({ extra }) => {
     const client = healthClient(extra);
     try {

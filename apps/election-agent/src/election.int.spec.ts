@@ -1,0 +1,534 @@
+import { readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import * as grpc from '@grpc/grpc-js';
+import * as protoLoader from '@grpc/proto-loader';
+import { connect } from '@nats-io/transport-node';
+import type { NatsConnection } from '@nats-io/nats-core';
+import { Kvm } from '@nats-io/kv';
+import {
+  describeWithInfra,
+  freePort,
+  NatsServerHandle,
+  spawnTsApp,
+  startNatsServer,
+  testNatsUrl,
+  waitFor,
+} from '@defender/infra-harness';
+import {
+  ELECTION_PROTO_FILE,
+  ElectionCallError,
+  ElectionClient,
+  LeaderView,
+  leaseRecordSchema,
+  PROTO_LOADER_OPTIONS,
+  sourceProtoRoot,
+} from '@defender/election';
+import { actingOverlap, AgentProcess, CandidateProcess, Harness, timeline } from './testing/cluster';
+import { makeTestPki, TestPki } from './testing/tls';
+
+const harness: Harness = { spawnTsApp, freePort, waitFor };
+const TOKEN = 'test-shared-token-0123456789';
+let bucketSeq = 0;
+const freshBucket = () => `elections-it-${process.pid}-${++bucketSeq}`;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** A raw stub: sends whatever it is given (no client-side validation), with or without a token. */
+type Raw = grpc.Client &
+  Record<
+    string,
+    (req: object, md: grpc.Metadata, cb: (err: grpc.ServiceError | null, res?: unknown) => void) => void
+  >;
+function rawClient(address: string, creds = grpc.credentials.createInsecure()): Raw {
+  const root = sourceProtoRoot();
+  const def = protoLoader.loadSync(join(root, ELECTION_PROTO_FILE), {
+    ...PROTO_LOADER_OPTIONS,
+    includeDirs: [root],
+  });
+  const pkg = grpc.loadPackageDefinition(def) as unknown as {
+    election: { v1: { Election: new (a: string, c: grpc.ChannelCredentials) => Raw } };
+  };
+  return new pkg.election.v1.Election(address, creds);
+}
+function rawCall(client: Raw, method: string, req: object, token?: string): Promise<unknown> {
+  const md = new grpc.Metadata();
+  if (token !== undefined) md.set('authorization', token);
+  return new Promise((resolve, reject) =>
+    client[method]!.call(client, req, md, (err, res) => (err ? reject(err) : resolve(res))),
+  );
+}
+
+/** Service names listed by server reflection (what `grpcurl list` shows). */
+function reflectedServices(address: string): Promise<string[]> {
+  const file = join(
+    dirname(require.resolve('@grpc/reflection')),
+    '..',
+    'proto',
+    'grpc',
+    'reflection',
+    'v1',
+    'reflection.proto',
+  );
+  const def = protoLoader.loadSync(file, { keepCase: true });
+  type Listing = { list_services_response?: { service: { name: string }[] } };
+  type Stream = grpc.ClientDuplexStream<object, Listing>;
+  const pkg = grpc.loadPackageDefinition(def) as unknown as {
+    grpc: {
+      reflection: {
+        v1: {
+          ServerReflection: new (
+            a: string,
+            c: grpc.ChannelCredentials,
+          ) => grpc.Client & { ServerReflectionInfo(): Stream };
+        };
+      };
+    };
+  };
+  const client = new pkg.grpc.reflection.v1.ServerReflection(address, grpc.credentials.createInsecure());
+  return new Promise((resolve, reject) => {
+    const call = client.ServerReflectionInfo();
+    call.on('data', (res: Listing) => {
+      resolve((res.list_services_response?.service ?? []).map((s) => s.name).sort());
+      call.end();
+      client.close();
+    });
+    call.on('error', reject);
+    call.write({ list_services: '' });
+  });
+}
+
+async function kvRecord(nc: NatsConnection, bucket: string, election: string) {
+  const entry = await (await new Kvm(nc).open(bucket)).get(election);
+  return entry && entry.operation === 'PUT' ? leaseRecordSchema.parse(entry.json()) : null;
+}
+
+describeWithInfra(['nats'], 'election-agent: election.v1 over gRPC', () => {
+  const agents: AgentProcess[] = [];
+  const candidates: CandidateProcess[] = [];
+  const clients: { close(): void }[] = [];
+  const connections: NatsConnection[] = [];
+  let pki: TestPki;
+
+  beforeAll(() => {
+    pki = makeTestPki();
+  });
+  afterEach(async () => {
+    clients.splice(0).forEach((c) => c.close());
+    await Promise.all(candidates.splice(0).map((c) => c.proc.stop('SIGKILL')));
+    await Promise.all(agents.splice(0).map((a) => a.proc.stop('SIGTERM')));
+    await Promise.all(connections.splice(0).map((nc) => nc.close()));
+  });
+  const agent = async (opts: Parameters<typeof AgentProcess.start>[1]) => {
+    const a = await AgentProcess.start(harness, opts);
+    agents.push(a);
+    return a;
+  };
+  const client = (c: ElectionClient) => (clients.push(c), c);
+  const candidate = (opts: Parameters<typeof CandidateProcess.start>[1]) => {
+    const c = CandidateProcess.start(harness, opts);
+    candidates.push(c);
+    return c;
+  };
+  const natsConn = async (url: string) => {
+    const nc = await connect({ servers: url, maxReconnectAttempts: -1, reconnectTimeWait: 100 });
+    connections.push(nc);
+    return nc;
+  };
+
+  it('grants, continues, renews, releases and observes many named elections; counts grants, changes, renew failures', async () => {
+    const a = await agent({
+      natsUrl: testNatsUrl(),
+      bucket: freshBucket(),
+      env: { ELECTION_AUTH_TOKEN: TOKEN },
+    });
+    const c = client(new ElectionClient({ addresses: [a.address], authToken: TOKEN }));
+    expect(await reflectedServices(a.address)).toEqual(
+      expect.arrayContaining(['election.v1.Election', 'grpc.health.v1.Health']),
+    );
+
+    const observed: LeaderView[] = [];
+    const obs = c.observe('api.one', { onState: (v) => observed.push(v), onEnd: () => undefined });
+    await waitFor('first observed state', async () => observed.length > 0, 10_000, 20);
+    expect(observed[0]).toMatchObject({ election: 'api.one', state: 'none', fencingToken: 0 });
+
+    const x = await c.campaign({ election: 'api.one', candidate: 'x', ttlMs: 60_000 });
+    expect(x).toMatchObject({
+      election: 'api.one',
+      leader: 'x',
+      isLeader: true,
+      fencingToken: 1,
+      ttlMs: 60_000,
+      state: 'held',
+    });
+    expect(x.leaseExpiresAtMs - x.acquiredAtMs).toBe(60_000);
+    expect(await c.campaign({ election: 'api.one', candidate: 'x', ttlMs: 60_000 })).toMatchObject({
+      isLeader: true,
+      fencingToken: 1,
+    });
+    const y = await c.campaign({ election: 'api.one', candidate: 'y', ttlMs: 60_000 });
+    expect(y).toMatchObject({ leader: 'x', isLeader: false, fencingToken: 1 });
+    expect(y.retryAfterMs).toBeGreaterThan(59_000);
+    // Another election is independent.
+    expect(await c.campaign({ election: 'api.two', candidate: 'y', ttlMs: 60_000 })).toMatchObject({
+      isLeader: true,
+      fencingToken: 1,
+    });
+
+    expect(await c.renew({ election: 'api.one', candidate: 'x', fencingToken: 1 })).toMatchObject({
+      isLeader: true,
+      fencingToken: 1,
+    });
+    expect(await c.renew({ election: 'api.one', candidate: 'y', fencingToken: 1 })).toMatchObject({
+      isLeader: false,
+      leader: 'x',
+    });
+    expect(await c.release({ election: 'api.one', candidate: 'x', fencingToken: 1 })).toMatchObject({
+      released: true,
+      leader: { state: 'released', leader: null, fencingToken: 1 },
+    });
+    expect(await c.renew({ election: 'api.one', candidate: 'x', fencingToken: 1 })).toMatchObject({
+      isLeader: false,
+      state: 'released',
+    });
+    expect(await c.campaign({ election: 'api.one', candidate: 'y', ttlMs: 60_000 })).toMatchObject({
+      isLeader: true,
+      fencingToken: 2,
+    });
+    expect(await c.getLeader('api.one')).toMatchObject({ state: 'held', leader: 'y', fencingToken: 2 });
+
+    await waitFor('observed y', async () => observed.at(-1)?.leader === 'y', 10_000, 20);
+    expect(observed.map((v) => `${v.state}:${v.leader ?? '-'}:${v.fencingToken}`)).toEqual([
+      'none:-:0',
+      'held:x:1',
+      'released:-:1',
+      'held:y:2',
+    ]);
+    obs.cancel();
+
+    const metrics = await a.metrics();
+    const value = (name: string, labels: string) =>
+      Number(new RegExp(`^${name}\\{${labels}[^}]*\\} (\\d+)`, 'm').exec(metrics)?.[1] ?? NaN);
+    expect(value('election_agent_grants_total', 'election="api.one"')).toBe(2);
+    expect(value('election_agent_leader_changes_total', 'election="api.one"')).toBe(2);
+    expect(value('election_agent_grants_total', 'election="api.two"')).toBe(1);
+    expect(value('election_agent_renew_failures_total', 'election="api.one",reason="not-holder"')).toBe(1);
+    expect(value('election_agent_renew_failures_total', 'election="api.one",reason="released"')).toBe(1);
+    expect(value('election_agent_requests_total', 'method="Campaign",code="OK"')).toBe(5);
+  });
+
+  it('UNAUTHENTICATED without the shared token, INVALID_ARGUMENT with every reason for malformed requests', async () => {
+    const a = await agent({
+      natsUrl: testNatsUrl(),
+      bucket: freshBucket(),
+      env: { ELECTION_AUTH_TOKEN: `other-token-abcdefghijkl,${TOKEN}` },
+    });
+    const raw = rawClient(a.address);
+    clients.push(raw);
+    const good = { election: 'auth', candidate: 'c', ttl_ms: 5_000 };
+
+    for (const token of [undefined, 'Bearer wrong-token-0123456789', TOKEN, 'Basic abc']) {
+      await expect(rawCall(raw, 'Campaign', good, token)).rejects.toMatchObject({
+        code: grpc.status.UNAUTHENTICATED,
+      });
+    }
+    const stream = raw['Observe'] as unknown as (
+      req: object,
+      md: grpc.Metadata,
+    ) => grpc.ClientReadableStream<unknown>;
+    const observeErr = await new Promise<grpc.ServiceError>((resolve) =>
+      stream.call(raw, { election: 'auth' }, new grpc.Metadata()).on('error', resolve),
+    );
+    expect(observeErr.code).toBe(grpc.status.UNAUTHENTICATED);
+
+    // Either of the configured tokens (rotation) is accepted.
+    await expect(rawCall(raw, 'Campaign', good, `Bearer ${TOKEN}`)).resolves.toMatchObject({
+      is_leader: true,
+    });
+    await expect(
+      rawCall(raw, 'GetLeader', { election: 'auth' }, 'Bearer other-token-abcdefghijkl'),
+    ).resolves.toMatchObject({ leader: 'c' });
+
+    const bad = await rawCall(
+      raw,
+      'Campaign',
+      { election: 'bad..name', candidate: '', ttl_ms: 10 },
+      `Bearer ${TOKEN}`,
+    ).catch((e: grpc.ServiceError) => e);
+    expect(bad).toMatchObject({ code: grpc.status.INVALID_ARGUMENT });
+    expect((bad as grpc.ServiceError).details).toBe(
+      'election: must be [A-Za-z0-9_-] words joined by single dots; candidate: is required; ttl_ms: must be 1000..3600000 ms',
+    );
+    await expect(
+      rawCall(raw, 'Renew', { election: 'auth', candidate: 'c' }, `Bearer ${TOKEN}`),
+    ).rejects.toMatchObject({
+      code: grpc.status.INVALID_ARGUMENT,
+      details: 'fencing_token: is required',
+    });
+    await expect(rawCall(raw, 'GetLeader', {}, `Bearer ${TOKEN}`)).rejects.toMatchObject({
+      code: grpc.status.INVALID_ARGUMENT,
+      details: 'election: is required',
+    });
+
+    // The library client reports the same as non-retryable errors.
+    const wrong = client(
+      new ElectionClient({ addresses: [a.address], authToken: 'Zwrong-token-0123456789' }),
+    );
+    const err = await wrong.getLeader('auth').catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ElectionCallError);
+    expect(err).toMatchObject({ code: grpc.status.UNAUTHENTICATED, retryable: false });
+  });
+
+  it('serves over TLS, and with a CA requires client certificates (mutual TLS)', async () => {
+    const tlsAgent = await agent({
+      natsUrl: testNatsUrl(),
+      bucket: freshBucket(),
+      env: { GRPC_TLS_CERT_FILE: pki.serverCert, GRPC_TLS_KEY_FILE: pki.serverKey },
+    });
+    const ca = readFileSync(pki.caCert);
+    const ok = client(
+      new ElectionClient({ addresses: [tlsAgent.address], tls: { rootCerts: ca, serverName: 'localhost' } }),
+    );
+    expect(await ok.campaign({ election: 'tls', candidate: 'c', ttlMs: 5_000 })).toMatchObject({
+      isLeader: true,
+    });
+    const plain = client(new ElectionClient({ addresses: [tlsAgent.address], callTimeoutMs: 1_000 }));
+    await expect(plain.getLeader('tls')).rejects.toMatchObject({ code: grpc.status.UNAVAILABLE });
+
+    const mtlsAgent = await agent({
+      natsUrl: testNatsUrl(),
+      bucket: freshBucket(),
+      env: {
+        GRPC_TLS_CERT_FILE: pki.serverCert,
+        GRPC_TLS_KEY_FILE: pki.serverKey,
+        GRPC_TLS_CA_FILE: pki.caCert,
+      },
+    });
+    const withCert = client(
+      new ElectionClient({
+        addresses: [mtlsAgent.address],
+        tls: {
+          rootCerts: ca,
+          certChain: readFileSync(pki.clientCert),
+          privateKey: readFileSync(pki.clientKey),
+          serverName: 'localhost',
+        },
+      }),
+    );
+    expect(await withCert.campaign({ election: 'mtls', candidate: 'c', ttlMs: 5_000 })).toMatchObject({
+      isLeader: true,
+    });
+    for (const tls of [
+      { rootCerts: ca, serverName: 'localhost' },
+      {
+        rootCerts: ca,
+        certChain: readFileSync(pki.rogueClientCert),
+        privateKey: readFileSync(pki.rogueClientKey),
+        serverName: 'localhost',
+      },
+    ]) {
+      const refused = client(
+        new ElectionClient({ addresses: [mtlsAgent.address], tls, callTimeoutMs: 1_000 }),
+      );
+      await expect(refused.getLeader('mtls')).rejects.toMatchObject({ code: grpc.status.UNAVAILABLE });
+    }
+  });
+
+  it('the leader process killed with SIGKILL: a standby leads within TTL + renew interval, with a higher token', async () => {
+    const bucket = freshBucket();
+    const [a1, a2] = await Promise.all([
+      agent({ natsUrl: testNatsUrl(), bucket }),
+      agent({ natsUrl: testNatsUrl(), bucket }),
+    ]);
+    const addrs = [a1.address, a2.address];
+    const first = candidate({ id: 'first', agents: addrs, elections: ['crash'], ttlSeconds: 2 });
+    await waitFor('first leads', async () => first.leads('crash'), 30_000, 50);
+    const second = candidate({
+      id: 'second',
+      agents: [a2.address, a1.address],
+      elections: ['crash'],
+      ttlSeconds: 2,
+    });
+    await waitFor('second started', async () => second.events({ event: 'started' }).length > 0, 30_000, 50);
+    await sleep(2_500); // a few renewals; second waits as standby
+    expect(second.leads('crash')).toBe(false);
+
+    const lastLease = first.events({ event: 'lease' }).at(-1)!;
+    const killedAt = Date.now();
+    await first.proc.stop('SIGKILL');
+    await waitFor('second leads', async () => second.leads('crash'), 15_000, 20);
+    const elected = second.events({ event: 'elected' })[0]!;
+
+    expect(elected.token).toBeGreaterThan(lastLease.token!);
+    // Not before the dead leader's lease (plus the 200 ms skew margin) ran out...
+    expect(elected.acquiredAtMs!).toBeGreaterThanOrEqual(lastLease.leaseExpiresAtMs! + 200);
+    // ...and within TTL + renew interval of the kill.
+    expect(elected.acquiredAtMs! - killedAt).toBeLessThanOrEqual(2_000 + 1_000);
+    expect(actingOverlap(timeline([first, second], 'crash'), { first: killedAt })).toBeNull();
+  });
+
+  it('an agent replica killed: clients fail over to another replica with no extra leader change', async () => {
+    const bucket = freshBucket();
+    const [a1, a2] = await Promise.all([
+      agent({ natsUrl: testNatsUrl(), bucket }),
+      agent({ natsUrl: testNatsUrl(), bucket }),
+    ]);
+    const leader = candidate({
+      id: 'leader',
+      agents: [a1.address, a2.address],
+      elections: ['replica'],
+      ttlSeconds: 2,
+    });
+    await waitFor('leader elected', async () => leader.leads('replica'), 30_000, 50);
+    const standby = candidate({
+      id: 'standby',
+      agents: [a1.address, a2.address],
+      elections: ['replica'],
+      ttlSeconds: 2,
+    });
+    await waitFor('standby started', async () => standby.events({ event: 'started' }).length > 0, 30_000, 50);
+    await sleep(1_500);
+    const token = leader.events({ event: 'elected' })[0]!.token!;
+
+    await a1.kill();
+    await sleep(5_000); // five renew intervals, all through the surviving replica
+
+    expect(leader.events({ event: 'deposed' })).toEqual([]);
+    expect(leader.events({ event: 'elected' })).toHaveLength(1);
+    expect(standby.events({ event: 'elected' })).toEqual([]);
+    const leasesAfterKill = leader.events({ event: 'lease' }).filter((e) => e.at > Date.now() - 4_000);
+    expect(leasesAfterKill.length).toBeGreaterThanOrEqual(2);
+    expect(leasesAfterKill.every((e) => e.token === token)).toBe(true);
+    expect(leader.events({ event: 'error' }).length).toBeGreaterThan(0); // it did hit the dead replica
+    expect(await a2.metrics()).not.toMatch(/^election_agent_leader_changes_total\{election="replica"/m);
+    const rec = await kvRecord(await natsConn(testNatsUrl()), bucket, 'replica');
+    expect(rec).toMatchObject({ holder: 'leader', token, released: false });
+  });
+
+  describe('NATS restarted', () => {
+    let nats: NatsServerHandle;
+    beforeEach(async () => {
+      nats = await startNatsServer();
+    });
+    afterEach(async () => {
+      await nats.stop();
+    });
+
+    async function pair(bucket: string, ttlSeconds: number) {
+      const [a1, a2] = await Promise.all([
+        agent({ natsUrl: nats.url, bucket }),
+        agent({ natsUrl: nats.url, bucket }),
+      ]);
+      const addrs = [a1.address, a2.address];
+      const first = candidate({
+        id: 'first',
+        agents: addrs,
+        elections: ['nats'],
+        ttlSeconds,
+        actEveryMs: 20,
+      });
+      await waitFor('first leads', async () => first.leads('nats'), 30_000, 50);
+      const second = candidate({
+        id: 'second',
+        agents: addrs,
+        elections: ['nats'],
+        ttlSeconds,
+        actEveryMs: 20,
+      });
+      await waitFor('second started', async () => second.events({ event: 'started' }).length > 0, 30_000, 50);
+      return { first, second };
+    }
+
+    /** Every sampled action lies inside its term in the KV history, and terms never overlap. */
+    async function assertSafe(bucket: string, cands: CandidateProcess[], skewMs: number): Promise<void> {
+      const kv = await new Kvm(await natsConn(nats.url)).open(bucket);
+      const terms = new Map<number, { holder: string; start: number; end: number; released: boolean }>();
+      for await (const e of await kv.history({ key: 'nats' })) {
+        if (e.operation !== 'PUT') continue;
+        const r = leaseRecordSchema.parse(e.json());
+        terms.set(r.token, {
+          holder: r.holder,
+          start: r.acquiredAtMs,
+          end: r.leaseExpiresAtMs,
+          released: r.released,
+        });
+      }
+      const tokens = [...terms.keys()].sort((x, y) => x - y);
+      for (let i = 1; i < tokens.length; i++) {
+        const prev = terms.get(tokens[i - 1]!)!;
+        expect(terms.get(tokens[i]!)!.start).toBeGreaterThanOrEqual(prev.end + (prev.released ? 0 : skewMs));
+      }
+      const acts = cands.flatMap((c) => c.events({ event: 'act', election: 'nats' }));
+      expect(acts.length).toBeGreaterThan(0);
+      for (const act of acts) {
+        const term = terms.get(act.token!);
+        expect(term?.holder).toBe(act.candidate);
+        expect(act.at).toBeGreaterThanOrEqual(term!.start);
+        expect(act.at).toBeLessThan(term!.end);
+      }
+      expect(actingOverlap(timeline(cands, 'nats'))).toBeNull();
+    }
+
+    it('a quick restart: leases survive (same leader, same token) or expire safely', async () => {
+      const bucket = freshBucket();
+      const { first, second } = await pair(bucket, 4);
+      await sleep(1_000);
+      const before = (await kvRecord(await natsConn(nats.url), bucket, 'nats'))!;
+      expect(before.holder).toBe('first');
+
+      await nats.restart({ hard: true, downMs: 300 });
+      await sleep(6_000);
+
+      const after = (await kvRecord(await natsConn(nats.url), bucket, 'nats'))!;
+      // The file store kept the record through SIGKILL: the token did not go back.
+      expect(after.token).toBeGreaterThanOrEqual(before.token);
+      const survived = first.events({ event: 'deposed' }).length === 0;
+      if (survived) {
+        expect(after).toMatchObject({ holder: 'first', token: before.token });
+        expect(second.events({ event: 'elected' })).toEqual([]);
+      } else {
+        expect(first.events({ event: 'deposed' })[0]!.reason).toBe('renew-deadline');
+      }
+      process.stderr.write(
+        `[election] NATS restart with 4 s TTL: lease ${survived ? 'survived' : 'expired safely'}\n`,
+      );
+      await waitFor(
+        'a leader after the restart',
+        async () => first.leads('nats') || second.leads('nats'),
+        15_000,
+        50,
+      );
+      await assertSafe(bucket, [first, second], 200);
+    });
+
+    it('an outage longer than the TTL: the leader steps down by itself, nobody leads meanwhile, a leader returns after', async () => {
+      const bucket = freshBucket();
+      const { first, second } = await pair(bucket, 2);
+      await sleep(1_000);
+      const before = (await kvRecord(await natsConn(nats.url), bucket, 'nats'))!;
+
+      await nats.halt({ hard: true });
+      const haltedAt = Date.now();
+      await sleep(4_000);
+      const deposed = first.events({ event: 'deposed' });
+      expect(deposed).toHaveLength(1);
+      expect(deposed[0]!.reason).toBe('renew-deadline');
+      // It stepped down before its lease (as last renewed) could have passed to anyone.
+      const lastLease = first
+        .events({ event: 'lease' })
+        .filter((e) => e.at <= haltedAt)
+        .at(-1)!;
+      expect(deposed[0]!.at).toBeLessThan(lastLease.leaseExpiresAtMs!);
+      expect(first.leads('nats') || second.leads('nats')).toBe(false);
+
+      await nats.start();
+      await waitFor(
+        'a leader after the outage',
+        async () => first.leads('nats') || second.leads('nats'),
+        20_000,
+        50,
+      );
+      const after = (await kvRecord(await natsConn(nats.url), bucket, 'nats'))!;
+      expect(after.token).toBeGreaterThanOrEqual(before.token);
+      await assertSafe(bucket, [first, second], 200);
+    });
+  });
+});

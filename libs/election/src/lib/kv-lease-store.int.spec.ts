@@ -1,0 +1,183 @@
+import type { NatsConnection } from '@nats-io/nats-core';
+import { connect } from '@nats-io/transport-node';
+import { Kvm } from '@nats-io/kv';
+import { describeWithInfra, startNatsServer, testNatsUrl, waitFor } from '@defender/infra-harness';
+import { CorruptLeaseRecordError, LeaseStoreUnavailableError, RevisionConflictError } from './errors';
+import { KvLeaseStore } from './kv-lease-store';
+import { LeaderView, LeaseRecord } from './lease';
+import { ElectionAuthority } from './server/election-authority';
+import { LeaderWatchHub } from './server/leader-watch-hub';
+
+const record = (over: Partial<LeaseRecord> = {}): LeaseRecord => ({
+  v: 1,
+  holder: 'a',
+  token: 1,
+  acquiredAtMs: 1,
+  renewedAtMs: 1,
+  leaseExpiresAtMs: 2,
+  ttlMs: 1,
+  released: false,
+  ...over,
+});
+
+let bucketSeq = 0;
+const freshBucket = () => `elections-test-${process.pid}-${++bucketSeq}`;
+
+describeWithInfra(['nats'], 'KvLeaseStore on a real NATS KV bucket', () => {
+  const connections: NatsConnection[] = [];
+  const conn = async (servers = testNatsUrl()) => {
+    const nc = await connect({ servers, maxReconnectAttempts: -1, reconnectTimeWait: 100 });
+    connections.push(nc);
+    return nc;
+  };
+  afterAll(async () => {
+    await Promise.all(connections.map((nc) => nc.close()));
+  });
+
+  it('creates, reads and replaces records only by compare-and-set on the revision', async () => {
+    const bucket = freshBucket();
+    const store = await KvLeaseStore.open(await conn(), { bucket, history: 5 });
+    expect(await store.get('e')).toEqual({ record: null, revision: 0 });
+
+    const r1 = await store.create('e', record());
+    expect(await store.get('e')).toEqual({ record: record(), revision: r1 });
+    await expect(store.create('e', record({ holder: 'b' }))).rejects.toBeInstanceOf(RevisionConflictError);
+
+    const r2 = await store.update('e', record({ token: 2 }), r1);
+    expect(r2).toBeGreaterThan(r1);
+    await expect(store.update('e', record({ token: 3 }), r1)).rejects.toBeInstanceOf(RevisionConflictError);
+    expect((await store.get('e')).record?.token).toBe(2);
+
+    // The bucket has no TTL: leases are judged by the agents' clocks, never aged out by the server.
+    const kv = await new Kvm(await conn()).open(bucket);
+    expect((await kv.status()).ttl).toBe(0);
+  });
+
+  it('reports a deleted key with the marker revision, and refuses to re-create it blindly', async () => {
+    const nc = await conn();
+    const bucket = freshBucket();
+    const store = await KvLeaseStore.open(nc, { bucket });
+    const authority = new ElectionAuthority({ store, clockSkewMs: 0 });
+    for (const c of ['a', 'b', 'c']) {
+      const r = await authority.campaign({ election: 'e', candidate: c, ttlMs: 1_000 });
+      await authority.release({ election: 'e', candidate: c, fencingToken: r.view.fencingToken });
+    }
+    const before = await store.get('e');
+    expect(before.record?.token).toBe(3);
+    const kv = await new Kvm(nc).open(bucket);
+    await kv.delete('e');
+    const snap = await store.get('e');
+    expect(snap.record).toBeNull();
+    expect(snap.revision).toBeGreaterThan(before.revision);
+    await expect(store.create('e', record({ token: 1 }))).rejects.toBeInstanceOf(RevisionConflictError);
+    // The authority continues above the marker: tokens never go back.
+    const next = await authority.campaign({ election: 'e', candidate: 'z', ttlMs: 1_000 });
+    expect(next.view.fencingToken).toBe(snap.revision + 1);
+    expect(next.view.fencingToken).toBeGreaterThan(3);
+  });
+
+  it('refuses a corrupt record instead of guessing', async () => {
+    const nc = await conn();
+    const bucket = freshBucket();
+    const store = await KvLeaseStore.open(nc, { bucket });
+    const kv = await new Kvm(nc).open(bucket);
+    await kv.put('bad', '{"v":1,"holder":"a"}');
+    await kv.put('worse', 'not json');
+    await expect(store.get('bad')).rejects.toBeInstanceOf(CorruptLeaseRecordError);
+    await expect(store.get('worse')).rejects.toThrow(/not JSON/);
+  });
+
+  it('concurrent agents on separate connections never grant one term twice', async () => {
+    const bucket = freshBucket();
+    const agents = await Promise.all(
+      [0, 1, 2, 3].map(
+        async () =>
+          new ElectionAuthority({ store: await KvLeaseStore.open(await conn(), { bucket }), clockSkewMs: 0 }),
+      ),
+    );
+    const tokens: number[] = [];
+    for (let round = 0; round < 15; round++) {
+      // Every agent campaigns at once for its own candidate; the CAS lets exactly one through.
+      const results = await Promise.all(
+        agents.map((a, i) => a.campaign({ election: 'race', candidate: `c${i}`, ttlMs: 60_000 })),
+      );
+      const winners = results.filter((r) => r.isLeader);
+      expect(winners).toHaveLength(1);
+      const token = winners[0]!.view.fencingToken;
+      expect(results.every((r) => r.view.fencingToken === token)).toBe(true);
+      tokens.push(token);
+      const released = await agents[round % 4]!.release({
+        election: 'race',
+        candidate: winners[0]!.view.leader!,
+        fencingToken: token,
+      });
+      expect(released.released).toBe(true);
+    }
+    expect(tokens).toEqual(Array.from({ length: 15 }, (_, i) => i + 1));
+  });
+
+  it('fails fast with LeaseStoreUnavailableError when the connection is down', async () => {
+    const server = await startNatsServer();
+    try {
+      const nc = await conn(server.url);
+      let up = true;
+      const store = await KvLeaseStore.open(nc, {
+        bucket: freshBucket(),
+        timeoutMs: 500,
+        isConnected: () => up,
+      });
+      await store.create('e', record());
+      await server.halt();
+      up = false;
+      await expect(store.get('e')).rejects.toBeInstanceOf(LeaseStoreUnavailableError);
+      up = true; // believes it is up, but the server is gone: the request times out
+      await expect(store.get('e')).rejects.toBeInstanceOf(LeaseStoreUnavailableError);
+    } finally {
+      await server.stop();
+    }
+  });
+
+  it('LeaderWatchHub reports terms, releases and expiries (by timer, without any write), across a NATS restart', async () => {
+    const server = await startNatsServer();
+    const hubs: LeaderWatchHub[] = [];
+    try {
+      const bucket = freshBucket();
+      const store = await KvLeaseStore.open(await conn(server.url), { bucket });
+      const authority = new ElectionAuthority({ store, clockSkewMs: 100 });
+      const hub = new LeaderWatchHub({ store, resyncMs: 200 });
+      hubs.push(hub);
+      const seen: LeaderView[] = [];
+      const unsubscribe = hub.subscribe('w', (v) => seen.push(v));
+      await waitFor('initial view', async () => seen.length === 1, 5_000, 20);
+      expect(seen[0]).toMatchObject({ state: 'none' });
+
+      const a = await authority.campaign({ election: 'w', candidate: 'a', ttlMs: 1_000 });
+      await waitFor('held', async () => seen.at(-1)?.state === 'held', 5_000, 20);
+      await authority.renew({ election: 'w', candidate: 'a', fencingToken: a.view.fencingToken }); // not a change
+      await waitFor('expired', async () => seen.at(-1)?.state === 'expired', 5_000, 20);
+      expect(seen.map((v) => `${v.state}:${v.leader ?? '-'}:${v.fencingToken}`)).toEqual([
+        'none:-:0',
+        'held:a:1',
+        'expired:-:1',
+      ]);
+
+      await server.restart({ hard: true, downMs: 200 });
+      await waitFor(
+        'a campaign after the restart',
+        async () => (await authority.campaign({ election: 'w', candidate: 'b', ttlMs: 5_000 })).isLeader,
+        15_000,
+        200,
+      );
+      await waitFor('b held', async () => seen.at(-1)?.leader === 'b', 5_000, 20);
+      expect(seen.at(-1)).toMatchObject({ state: 'held', fencingToken: 2 });
+      await authority.release({ election: 'w', candidate: 'b', fencingToken: 2 });
+      await waitFor('released', async () => seen.at(-1)?.state === 'released', 5_000, 20);
+
+      unsubscribe();
+      expect(hub.size()).toBe(0);
+    } finally {
+      hubs.forEach((h) => h.close());
+      await server.stop();
+    }
+  });
+});
