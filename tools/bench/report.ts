@@ -37,5 +37,5 @@ export function table(header: string[], rows: (string | number)[][]): string {
 export function percentile(sample: number[], p: number): number {
   if (sample.length === 0) return NaN;
   const sorted = [...sample].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))] ?? NaN;
 }
