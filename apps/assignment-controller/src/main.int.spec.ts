@@ -1,8 +1,18 @@
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describeAppProcess } from '@defender/infra-harness';
+
+let n = 0;
 
 describeAppProcess({
   app: 'assignment-controller',
-  entry: 'apps/assignment-controller/src/main.ts',
-  invalidEnv: { HTTP_PORT: 'eighty', NATS_SERVERS: 'nats://a:4222, bad host' },
-  invalidVariables: ['HTTP_PORT', 'NATS_SERVERS'],
+  // A standby is ready once NATS and the store are up, whether or not an election agent answers.
+  validEnv: () => ({
+    SQLITE_PATH: join(tmpdir(), `controller-${process.pid}-${++n}`, 'd.db'),
+    ELECTION_AGENT_ADDR: '127.0.0.1:1',
+    NATS_KV_ASSIGNMENTS: `map-ctl-${process.pid}-${n}`,
+  }),
+  readyChecks: ['nats', 'store'],
+  invalidEnv: { HTTP_PORT: 'eighty', NATS_SERVERS: 'nats://a:4222, bad host', STORE_BACKEND: 'postgres', COLD_START_WINDOW_SECONDS: '0' },
+  invalidVariables: ['HTTP_PORT', 'NATS_SERVERS', 'STORE_BACKEND', 'COLD_START_WINDOW_SECONDS'],
 });

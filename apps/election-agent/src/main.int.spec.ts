@@ -24,7 +24,6 @@ function check(client: HealthClient, service: string): Promise<{ status: string 
 
 describeAppProcess({
   app: 'election-agent',
-  entry: 'apps/election-agent/src/main.ts',
   validEnv: ({ extra }) => ({ GRPC_HOST: '127.0.0.1', GRPC_PORT: String(extra) }),
   invalidEnv: {
     GRPC_PORT: '-1',

@@ -1,4 +1,5 @@
 import { ChildProcess, spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 
 const REPO = join(__dirname, '..', '..', '..');
@@ -21,7 +22,21 @@ export interface SpawnedApp {
  * environment parsing, exit codes, signals, ports. The environment is exactly `env` plus PATH.
  */
 export function spawnTsApp(entry: string, env: Record<string, string>): SpawnedApp {
-  const child = spawn(process.execPath, ['-r', join(REPO, 'tools/scripts/register.js'), join(REPO, entry)], {
+  return spawnNode(['-r', join(REPO, 'tools/scripts/register.js'), join(REPO, entry)], env);
+}
+
+/**
+ * Runs an app's built bundle (`dist/apps/<app>/main.js`, from `nx build <app>`): starts in a
+ * fraction of the time of {@link spawnTsApp}, for tests that run many processes.
+ */
+export function spawnBuiltApp(app: string, env: Record<string, string>): SpawnedApp {
+  const main = join(REPO, 'dist', 'apps', app, 'main.js');
+  if (!existsSync(main)) throw new Error(`${main} not found: run \`npx nx build ${app}\` first`);
+  return spawnNode(['--enable-source-maps', main], env);
+}
+
+function spawnNode(args: string[], env: Record<string, string>): SpawnedApp {
+  const child = spawn(process.execPath, args, {
     cwd: REPO,
     env: { PATH: process.env['PATH'] ?? '', NODE_ENV: 'test', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -1,16 +1,23 @@
-import { DynamicModule, Module } from '@nestjs/common';
-import { CommonAppModule } from '@defender/nest-common';
+import { DynamicModule, Global, Module } from '@nestjs/common';
+import { ClusterKvModule, CommonAppModule, StoreModule, storeConfigFromEnv } from '@defender/nest-common';
 import { DefenderConfig } from './config';
+import { DefenderModule } from './defender.module';
+import { DEFENDER_CONFIG } from './tokens';
 
-export const DEFENDER_CONFIG = Symbol('DEFENDER_CONFIG');
-
+@Global()
 @Module({})
 export class AppModule {
   static forRoot(config: DefenderConfig): DynamicModule {
     return {
       module: AppModule,
-      imports: [CommonAppModule.forRoot('defender', config)],
+      imports: [
+        CommonAppModule.forRoot('defender', config),
+        ClusterKvModule.forRoot(config),
+        StoreModule.forRoot(storeConfigFromEnv(config, config.POD_NAME ?? `defender:${process.pid}`)),
+        DefenderModule,
+      ],
       providers: [{ provide: DEFENDER_CONFIG, useValue: config }],
+      exports: [DEFENDER_CONFIG],
     };
   }
 }

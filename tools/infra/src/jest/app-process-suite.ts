@@ -1,17 +1,26 @@
 import { freePort, waitFor } from '../ports';
-import { getJson, spawnTsApp, SpawnedApp } from '../process';
+import { getJson, spawnBuiltApp, SpawnedApp } from '../process';
 import { describeWithInfra, testNatsUrl } from './infra';
 
 export interface AppProcessSuiteOptions {
-  /** App name as it appears in logs and metric labels. */
+  /**
+   * App name as it appears in logs and metric labels. Its built bundle runs
+   * (`dist/apps/<app>/main.js`; the app's test target depends on its build), so the contract is
+   * checked on what ships, and processes start in well under a second.
+   */
   app: string;
-  /** Entry point relative to the repo root. */
-  entry: string;
   /** Extra env for a valid start; values may depend on free ports handed in. */
   validEnv?: (ports: { http: number; extra: number }) => Record<string, string>;
   /** An invalid environment and the variables its error report must name. */
   invalidEnv: Record<string, string>;
   invalidVariables: string[];
+  /**
+   * Brings a started app to readiness when NATS alone is not enough (e.g. publishes an assignment
+   * map for a defender). Called once the process is live.
+   */
+  makeReady?: (ctx: { http: number; extra: number; env: Record<string, string>; app: SpawnedApp }) => Promise<void>;
+  /** Readiness checks expected to hold once ready (default: just `nats`). */
+  readyChecks?: string[];
   /** Extra checks once the app is ready (e.g. gRPC health). */
   whenReady?: (ctx: { http: number; extra: number; app: SpawnedApp }) => Promise<void>;
 }
@@ -31,7 +40,7 @@ function jsonLines(text: string): Record<string, unknown>[] {
 export function describeAppProcess(opts: AppProcessSuiteOptions): void {
   describe(`${opts.app} process: configuration`, () => {
     it('exits with code 2 and names every invalid variable at once', async () => {
-      const app = spawnTsApp(opts.entry, opts.invalidEnv);
+      const app = spawnBuiltApp(opts.app, opts.invalidEnv);
       const res = await app.exited;
       expect(res.code).toBe(2);
       const report = jsonLines(app.stderr()).find((l) => l['msg'] === 'invalid configuration');
@@ -45,18 +54,20 @@ export function describeAppProcess(opts: AppProcessSuiteOptions): void {
     it('is live at once, ready once NATS is connected, serves metrics, logs JSON, exits 0 on SIGTERM', async () => {
       const http = await freePort();
       const extra = await freePort();
-      const app = spawnTsApp(opts.entry, {
+      const env = {
         HTTP_PORT: String(http),
         HTTP_HOST: '127.0.0.1',
         NATS_SERVERS: testNatsUrl(),
         ...(opts.validEnv?.({ http, extra }) ?? {}),
-      });
+      };
+      const app = spawnBuiltApp(opts.app, env);
       try {
+        await waitFor('liveness', async () => (await getJson(`http://127.0.0.1:${http}/health/live`)).status === 200, 30_000);
+        await opts.makeReady?.({ http, extra, env, app });
         await waitFor('readiness', async () => (await getJson(`http://127.0.0.1:${http}/health/ready`)).status === 200, 30_000);
-        const live = await getJson(`http://127.0.0.1:${http}/health/live`);
-        expect(live.status).toBe(200);
         const ready = await getJson(`http://127.0.0.1:${http}/health/ready`);
-        expect(ready.body).toMatchObject({ status: 'ready', checks: { nats: { ok: true } } });
+        const checks = Object.fromEntries((opts.readyChecks ?? ['nats']).map((c) => [c, { ok: true }]));
+        expect(ready.body).toMatchObject({ status: 'ready', checks });
         const metrics = await getJson(`http://127.0.0.1:${http}/metrics`);
         expect(metrics.status).toBe(200);
         expect(metrics.text).toMatch(new RegExp(`process_resident_memory_bytes\\{app="${opts.app}"\\} \\d+`));
@@ -75,7 +86,7 @@ export function describeAppProcess(opts: AppProcessSuiteOptions): void {
       const http = await freePort();
       const extra = await freePort();
       const deadNats = await freePort(); // nothing listens there
-      const app = spawnTsApp(opts.entry, {
+      const app = spawnBuiltApp(opts.app, {
         HTTP_PORT: String(http),
         HTTP_HOST: '127.0.0.1',
         NATS_SERVERS: `nats://127.0.0.1:${deadNats}`,

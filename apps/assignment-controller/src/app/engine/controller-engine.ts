@@ -1,0 +1,303 @@
+import {
+  AssignmentOptions,
+  AssignmentResult,
+  AssignmentStrategyName,
+  AssignmentTrigger,
+  ChamberInput,
+  computeAssignment,
+  RecomputeDecision,
+  TriggerConfig,
+  TriggerDecision,
+} from '@defender/assignment';
+import { AssignmentMap, InvalidMessageError } from '@defender/contracts';
+import { buildAssignmentMap, HeartbeatClock } from '@defender/membership';
+import { NatsUnavailableError, RevisionConflictError, StoredMap } from '@defender/nats-kv';
+import { ChamberSource, HeartbeatPort, MapPort, TermPort } from './ports';
+
+/** Settings of the engine (from the controller's environment). */
+export interface EngineConfig {
+  readonly controllerId: string;
+  readonly trigger: Partial<TriggerConfig>;
+  readonly strategy: AssignmentStrategyName;
+  readonly tolerance: number;
+  readonly cooldownMs: number;
+  readonly maxChambersPerDefender?: number;
+  readonly vnodes: number;
+  /** How often the chamber list is re-read to notice new or removed chambers, ms. */
+  readonly chamberRefreshMs: number;
+}
+
+/** What the engine reports (metrics, logs). */
+export interface EngineObserver {
+  decision?(d: TriggerDecision, activeDefenders: number): void;
+  published?(map: AssignmentMap, result: AssignmentResult | null, why: string): void;
+  error?(what: string, err: unknown): void;
+  stopped?(reason: string): void;
+}
+
+export interface EngineDeps {
+  readonly maps: MapPort;
+  readonly heartbeats: HeartbeatPort;
+  readonly chambers: ChamberSource;
+  readonly now: () => number;
+  readonly monotonic: () => number;
+  readonly sleep: (ms: number, wake: AbortSignal) => Promise<void>;
+  readonly observer?: EngineObserver;
+}
+
+/** Thrown inside the loop when this process must stop acting as leader. */
+class DeposedError extends Error {
+  override readonly name = 'DeposedError';
+}
+
+/**
+ * One leader term of the assignment controller: takes over the map (republishing it under this
+ * term's fencing token, so a deposed leader's compare-and-set can no longer succeed), then every
+ * heartbeat interval reads the heartbeats, asks the trigger state machine what to do and, when it
+ * says so, computes and publishes a new map by compare-and-set. Stops at once when the term ends.
+ */
+export class ControllerEngine {
+  private readonly stopper = new AbortController();
+  private current: StoredMap | null = null;
+  private revision = 0;
+  private trigger: AssignmentTrigger | undefined;
+  private readonly clock = new HeartbeatClock();
+  private chamberList: ChamberInput[] = [];
+  private chambersReadAt = Number.NEGATIVE_INFINITY;
+  private lastDecision: TriggerDecision | undefined;
+  private active = 0;
+
+  constructor(
+    private readonly term: TermPort,
+    private readonly config: EngineConfig,
+    private readonly deps: EngineDeps,
+  ) {}
+
+  get map(): AssignmentMap | undefined {
+    return this.current?.map;
+  }
+  get decision(): TriggerDecision | undefined {
+    return this.lastDecision;
+  }
+  get activeDefenders(): number {
+    return this.active;
+  }
+  get lifecycle(): string | undefined {
+    return this.trigger?.lifecycle;
+  }
+
+  stop(): void {
+    this.stopper.abort();
+  }
+
+  /** Runs until the term ends or {@link stop}; resolves with the reason. */
+  async run(heartbeatIntervalMs: number): Promise<string> {
+    const signal = this.stopper.signal;
+    try {
+      await this.retrying('take over the map', () => this.takeOver());
+      while (!signal.aborted) {
+        this.ensureLeader();
+        const d = await this.retrying('observe the cluster', () => this.tick());
+        const waitMs = d.action === 'wait' ? Math.max(0, Math.min(heartbeatIntervalMs, d.deadline - this.deps.now())) : heartbeatIntervalMs;
+        await this.deps.sleep(waitMs, signal);
+      }
+      return 'stopped';
+    } catch (err) {
+      if (err instanceof DeposedError) {
+        this.deps.observer?.stopped?.(err.message);
+        return err.message;
+      }
+      throw err;
+    }
+  }
+
+  private ensureLeader(): void {
+    if (this.stopper.signal.aborted) throw new DeposedError('stopped');
+    if (!this.term.isLeader()) throw new DeposedError('term ended');
+  }
+
+  /** Retries `fn` while NATS or the store is unavailable (publishing nothing meanwhile). */
+  private async retrying<T>(what: string, fn: () => Promise<T>): Promise<T> {
+    for (let attempt = 0; ; attempt++) {
+      this.ensureLeader();
+      try {
+        return await fn();
+      } catch (err) {
+        const retryable = err instanceof NatsUnavailableError || (err as { retryable?: unknown }).retryable === true;
+        if (!retryable) throw err;
+        this.deps.observer?.error?.(what, err);
+        await this.deps.sleep(Math.min(2000, 100 * 2 ** attempt) * (0.5 + Math.random() / 2), this.stopper.signal);
+      }
+    }
+  }
+
+  private async readMap(): Promise<void> {
+    try {
+      this.current = await this.deps.maps.read();
+      this.revision = this.current?.revision ?? 0;
+    } catch (err) {
+      if (!(err instanceof InvalidMessageError)) throw err;
+      // An unreadable map: start over as in a cold start, but write over it by compare-and-set.
+      this.deps.observer?.error?.('read the map', err);
+      this.current = null;
+      this.revision = await this.deps.maps.lastRevision();
+    }
+  }
+
+  private async takeOver(): Promise<void> {
+    for (;;) {
+      await this.readMap();
+      const held = this.current?.map;
+      if (held && BigInt(held.fencingToken) > BigInt(this.term.fencingToken)) {
+        throw new DeposedError(`a newer term (token ${held.fencingToken}) already published`);
+      }
+      this.trigger = new AssignmentTrigger(
+        held ? { lifecycle: held.lifecycleState, defenderIds: Object.keys(held.defenderInfo) } : null,
+        this.config.trigger,
+      );
+      if (!held || held.fencingToken === this.term.fencingToken) return;
+      // Re-stamp the current map with our token: from now on only this term can publish.
+      const map: AssignmentMap = {
+        ...held,
+        version: held.version + 1,
+        timestamp: new Date(this.deps.now()).toISOString(),
+        fencingToken: this.term.fencingToken,
+        controllerId: this.config.controllerId,
+        trigger: 'takeover',
+        statistics: { ...held.statistics, chambersMoved: 0, movedWeight: 0, movedWeightFraction: 0, floorFraction: 0, calculationDurationMs: 0 },
+      };
+      if (await this.publish(map, null, 'takeover')) return;
+    }
+  }
+
+  /** Publishes by compare-and-set; false when another writer got there first (re-read and re-decide). */
+  private async publish(map: AssignmentMap, result: AssignmentResult | null, why: string): Promise<boolean> {
+    this.ensureLeader();
+    try {
+      const revision = await this.deps.maps.publish(map, this.revision);
+      this.current = { map, revision };
+      this.revision = revision;
+      this.deps.observer?.published?.(map, result, why);
+      return true;
+    } catch (err) {
+      if (!(err instanceof RevisionConflictError)) throw err;
+      this.deps.observer?.error?.('publish the map', err);
+      await this.readMap();
+      const now = this.current?.map;
+      if (now && BigInt(now.fencingToken) > BigInt(this.term.fencingToken)) {
+        throw new DeposedError(`a newer term (token ${now.fencingToken}) published`);
+      }
+      return false;
+    }
+  }
+
+  private async chambers(force: boolean): Promise<ChamberInput[]> {
+    const t = this.deps.monotonic();
+    if (force || t - this.chambersReadAt >= this.config.chamberRefreshMs) {
+      this.chamberList = await this.deps.chambers.list();
+      this.chambersReadAt = t;
+    }
+    return this.chamberList;
+  }
+
+  private async tick(): Promise<TriggerDecision> {
+    const trigger = this.trigger;
+    if (!trigger) throw new Error('tick before takeover');
+    const now = this.deps.now();
+    const { heartbeats } = await this.deps.heartbeats.readAll();
+    const capacity = new Map(heartbeats.map((h) => [h.heartbeat.defenderId, h.heartbeat.capacity ?? 1]));
+    const seen = this.clock.observe(
+      heartbeats.map((h) => ({ id: h.heartbeat.defenderId, revision: h.revision })),
+      now,
+    );
+    const d = trigger.observe(now, seen);
+    this.lastDecision = d;
+    this.active = seen.filter((s) => now - s.lastHeartbeatAt <= trigger.deadAfterMs).length;
+    this.deps.observer?.decision?.(d, this.active);
+    if (d.action === 'recompute') {
+      await this.recompute(d, capacity, now);
+    } else if (d.action === 'idle' && this.current) {
+      await this.checkChambers(capacity, now);
+    }
+    return d;
+  }
+
+  private options(mode: AssignmentOptions['mode'], now: number): AssignmentOptions {
+    return {
+      strategy: this.config.strategy,
+      mode,
+      tolerance: this.config.tolerance,
+      cooldownMs: this.config.cooldownMs,
+      now,
+      clock: () => this.deps.monotonic(),
+      vnodes: this.config.vnodes,
+      ...(this.config.maxChambersPerDefender ? { maxChambersPerDefender: this.config.maxChambersPerDefender } : {}),
+    };
+  }
+
+  private async recompute(d: RecomputeDecision, capacity: Map<string, number>, now: number): Promise<void> {
+    const chambers = await this.chambers(true);
+    const prev = this.current?.map;
+    const defenders = d.defenders.map((id) => ({ id, capacity: capacity.get(id) ?? 1 }));
+    const result = computeAssignment(
+      prev ? { assignments: prev.assignments, lastMovedAt: prev.lastMovedAt } : null,
+      chambers,
+      defenders,
+      this.options(d.mode, now),
+    );
+    const map = this.mapFrom(result, defenders, chambers, now, {
+      trigger: d.restart ? 'restart' : d.trigger,
+      state: d.state,
+      lifecycle: d.lifecycle,
+    });
+    if (await this.publish(map, result, d.trigger)) {
+      this.trigger?.published({ lifecycle: d.lifecycle, defenderIds: d.defenders });
+    }
+  }
+
+  /** Chambers added to or removed from the fab since the map: rebalance them in. */
+  private async checkChambers(capacity: Map<string, number>, now: number): Promise<void> {
+    const prev = this.current?.map;
+    if (!prev) return;
+    const chambers = await this.chambers(false);
+    const keys = new Set(chambers.map((c) => c.key));
+    const changed = chambers.length !== prev.chamberCount || Object.keys(prev.assignments).some((k) => !keys.has(k));
+    if (!changed) return;
+    const defenders = Object.keys(prev.defenderInfo).map((id) => ({ id, capacity: capacity.get(id) ?? prev.defenderInfo[id]?.capacity ?? 1 }));
+    if (defenders.length === 0) return;
+    const result = computeAssignment({ assignments: prev.assignments, lastMovedAt: prev.lastMovedAt }, chambers, defenders, this.options('balance', now));
+    const map = this.mapFrom(result, defenders, chambers, now, { trigger: 'chambers_changed', state: 'REBALANCING', lifecycle: prev.lifecycleState });
+    await this.publish(map, result, 'chambers_changed');
+  }
+
+  private mapFrom(
+    result: AssignmentResult,
+    defenders: { id: string; capacity: number }[],
+    chambers: ChamberInput[],
+    now: number,
+    meta: { trigger: AssignmentMap['trigger']; state: AssignmentMap['state']; lifecycle: AssignmentMap['lifecycleState'] },
+  ): AssignmentMap {
+    const prev = this.current?.map;
+    return buildAssignmentMap({
+      version: (prev?.version ?? 0) + 1,
+      now: new Date(now),
+      fencingToken: this.term.fencingToken,
+      controllerId: this.config.controllerId,
+      trigger: meta.trigger,
+      state: meta.state,
+      lifecycleState: meta.lifecycle,
+      firstAssignmentAt: prev?.firstAssignmentAt ?? new Date(now).toISOString(),
+      assignments: result.assignments,
+      weights: Object.fromEntries(chambers.map((c) => [c.key, c.weight])),
+      defenders,
+      lastMovedAt: result.lastMovedAt,
+      calculationDurationMs: result.stats.calculationDurationMs,
+      movement: {
+        chambersMoved: result.stats.chambersMoved,
+        movedWeight: result.stats.movedWeight,
+        movedWeightFraction: result.stats.movedWeightFraction,
+        floorFraction: result.stats.floorFraction,
+      },
+    });
+  }
+}

@@ -1,0 +1,46 @@
+import { makeCounterProvider, makeGaugeProvider, makeHistogramProvider } from '@willsoto/nestjs-prometheus';
+
+/** Leader metrics from seed 000. */
+export const CM = {
+  isLeader: 'defender_is_leader',
+  activeDefenders: 'defender_active_defenders',
+  rebalanceEvents: 'defender_rebalance_events_total',
+  rebalanceDuration: 'defender_rebalance_duration_seconds',
+  chamberMovements: 'defender_chamber_movements_total',
+  emergencyEvents: 'defender_emergency_events_total',
+  assignmentVersion: 'defender_assignment_version',
+  calcDuration: 'defender_assignment_calculation_duration_seconds',
+  chambersMoved: 'defender_assignment_chambers_moved',
+  weightVariance: 'defender_assignment_weight_variance_percent',
+  minChambers: 'defender_assignment_min_chambers',
+  maxChambers: 'defender_assignment_max_chambers',
+  avgChambers: 'defender_assignment_avg_chambers',
+  minWeight: 'defender_assignment_min_weight',
+  maxWeight: 'defender_assignment_max_weight',
+  avgWeight: 'defender_assignment_avg_weight',
+  movedWeightFraction: 'defender_assignment_moved_weight_fraction',
+  publishConflicts: 'defender_assignment_publish_conflicts_total',
+  leaderChanges: 'defender_controller_leadership_changes_total',
+} as const;
+
+export const controllerMetricProviders = [
+  makeGaugeProvider({ name: CM.isLeader, help: '1 while this controller holds the leader term' }),
+  makeGaugeProvider({ name: CM.activeDefenders, help: 'Defenders with a fresh heartbeat' }),
+  makeCounterProvider({ name: CM.rebalanceEvents, help: 'Assignment maps published', labelNames: ['trigger'] }),
+  makeHistogramProvider({ name: CM.rebalanceDuration, help: 'Compute time of a published map, seconds', buckets: [0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1] }),
+  makeCounterProvider({ name: CM.chamberMovements, help: 'Chambers whose owner changed' }),
+  makeCounterProvider({ name: CM.emergencyEvents, help: 'Crash recalculations' }),
+  makeGaugeProvider({ name: CM.assignmentVersion, help: 'Version of the last map published or read' }),
+  makeHistogramProvider({ name: CM.calcDuration, help: 'Assignment calculation time, seconds', buckets: [0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1] }),
+  makeGaugeProvider({ name: CM.chambersMoved, help: 'Chambers moved by the last calculation' }),
+  makeGaugeProvider({ name: CM.weightVariance, help: 'Weight standard deviation / average x 100' }),
+  makeGaugeProvider({ name: CM.minChambers, help: 'Fewest chambers on a defender' }),
+  makeGaugeProvider({ name: CM.maxChambers, help: 'Most chambers on a defender' }),
+  makeGaugeProvider({ name: CM.avgChambers, help: 'Average chambers per defender' }),
+  makeGaugeProvider({ name: CM.minWeight, help: 'Least weight on a defender' }),
+  makeGaugeProvider({ name: CM.maxWeight, help: 'Most weight on a defender' }),
+  makeGaugeProvider({ name: CM.avgWeight, help: 'Average weight per defender' }),
+  makeGaugeProvider({ name: CM.movedWeightFraction, help: 'Moved weight / total weight of the last calculation' }),
+  makeCounterProvider({ name: CM.publishConflicts, help: 'Publications lost to a concurrent writer (compare-and-set)' }),
+  makeCounterProvider({ name: CM.leaderChanges, help: 'Times this controller became or stopped being leader', labelNames: ['event'] }),
+];

@@ -1,0 +1,234 @@
+import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
+import { InjectMetric } from '@willsoto/nestjs-prometheus';
+import type { Counter, Gauge, Histogram } from 'prom-client';
+import { hostname } from 'node:os';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import type { AssignmentResult, TriggerDecision } from '@defender/assignment';
+import type { AssignmentMap } from '@defender/contracts';
+import { ElectionClient, electionClientOptionsFromEnv, LeaderElection, LeadershipTerm } from '@defender/election';
+import { ClusterKvService, StoreService } from '@defender/nest-common';
+import { ControllerConfig } from '../config';
+import { CONTROLLER_CONFIG } from '../tokens';
+import { ControllerEngine, EngineObserver } from '../engine/controller-engine';
+import { CM } from './controller-metrics';
+
+/** Exit code when the controller cannot go on (Kubernetes restarts it). */
+export const EXIT_CONTROLLER_FAILED = 5;
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve();
+    const t = setTimeout(done, ms);
+    function done() {
+      clearTimeout(t);
+      signal.removeEventListener('abort', done);
+      resolve();
+    }
+    signal.addEventListener('abort', done, { once: true });
+  });
+}
+
+/**
+ * Campaigns through the election agents; while leader, runs one {@link ControllerEngine} per term
+ * and stops it the moment the term ends. Standbys keep their NATS, store and agent connections hot.
+ */
+@Injectable()
+export class LeadershipService implements OnApplicationBootstrap, BeforeApplicationShutdown {
+  private readonly logger = new Logger(LeadershipService.name);
+  readonly controllerId: string;
+  private election: LeaderElection | undefined;
+  private client: ElectionClient | undefined;
+  private engine: ControllerEngine | undefined;
+  private term: LeadershipTerm | undefined;
+  private stopping = false;
+  private lastMap: AssignmentMap | undefined;
+
+  constructor(
+    @Inject(CONTROLLER_CONFIG) private readonly config: ControllerConfig,
+    private readonly kv: ClusterKvService,
+    private readonly store: StoreService,
+    @InjectMetric(CM.isLeader) private readonly isLeaderGauge: Gauge,
+    @InjectMetric(CM.activeDefenders) private readonly activeGauge: Gauge,
+    @InjectMetric(CM.rebalanceEvents) private readonly rebalanceEvents: Counter,
+    @InjectMetric(CM.rebalanceDuration) private readonly rebalanceDuration: Histogram,
+    @InjectMetric(CM.chamberMovements) private readonly movements: Counter,
+    @InjectMetric(CM.emergencyEvents) private readonly emergencies: Counter,
+    @InjectMetric(CM.assignmentVersion) private readonly versionGauge: Gauge,
+    @InjectMetric(CM.calcDuration) private readonly calcDuration: Histogram,
+    @InjectMetric(CM.chambersMoved) private readonly chambersMovedGauge: Gauge,
+    @InjectMetric(CM.weightVariance) private readonly varianceGauge: Gauge,
+    @InjectMetric(CM.minChambers) private readonly minChambers: Gauge,
+    @InjectMetric(CM.maxChambers) private readonly maxChambers: Gauge,
+    @InjectMetric(CM.avgChambers) private readonly avgChambers: Gauge,
+    @InjectMetric(CM.minWeight) private readonly minWeight: Gauge,
+    @InjectMetric(CM.maxWeight) private readonly maxWeight: Gauge,
+    @InjectMetric(CM.avgWeight) private readonly avgWeight: Gauge,
+    @InjectMetric(CM.movedWeightFraction) private readonly movedFraction: Gauge,
+    @InjectMetric(CM.publishConflicts) private readonly conflicts: Counter,
+    @InjectMetric(CM.leaderChanges) private readonly leaderChanges: Counter,
+  ) {
+    this.controllerId = config.POD_NAME ?? `${hostname()}:${process.pid}`;
+    this.isLeaderGauge.set(0);
+  }
+
+  /** The engine of the current term, if leader. */
+  get current(): { term: LeadershipTerm; engine: ControllerEngine } | undefined {
+    return this.term && this.engine ? { term: this.term, engine: this.engine } : undefined;
+  }
+  get isLeader(): boolean {
+    return this.election?.isLeader() ?? false;
+  }
+  /** The last map this process published (for /api/v1/assignments on a leader). */
+  get publishedMap(): AssignmentMap | undefined {
+    return this.engine?.map ?? this.lastMap;
+  }
+
+  onApplicationBootstrap(): void {
+    void this.start().catch((err: unknown) => this.fatal('could not start campaigning', err));
+  }
+
+  async beforeApplicationShutdown(): Promise<void> {
+    this.stopping = true;
+    this.engine?.stop();
+    // Steps down and releases the lease so a standby takes over at once.
+    await this.election?.stop();
+    this.client?.close();
+  }
+
+  private fatal(msg: string, err: unknown): void {
+    if (this.stopping) return;
+    this.logger.fatal({ msg, err: err instanceof Error ? err.message : String(err) });
+    setImmediate(() => process.exit(EXIT_CONTROLLER_FAILED));
+  }
+
+  private async start(): Promise<void> {
+    // A leader that cannot reach NATS or the store could not do its job: wait for both first.
+    await Promise.all([this.kv.buckets(), this.store.ready()]);
+    if (this.stopping) return;
+    this.client = new ElectionClient(
+      electionClientOptionsFromEnv(this.config, { protoRoots: [join(__dirname, 'proto')] }),
+    );
+    this.election = new LeaderElection({
+      transport: this.client,
+      election: this.config.ELECTION_NAME,
+      candidate: this.controllerId,
+      ttlMs: this.config.ELECTION_TTL_SECONDS * 1000,
+      onElected: (term) => this.elected(term),
+      onDeposed: (term, reason) => this.deposed(term, reason),
+      onError: (err) => this.logger.debug({ msg: 'election call failed', err: err.message }),
+    });
+    this.election.start();
+    this.logger.log({ msg: 'campaigning', election: this.config.ELECTION_NAME, candidate: this.controllerId, agents: this.config.ELECTION_AGENT_ADDR });
+  }
+
+  private elected(term: LeadershipTerm): void {
+    this.term = term;
+    this.isLeaderGauge.set(1);
+    this.leaderChanges.inc({ event: 'elected' });
+    this.logger.log({ msg: 'elected leader', epoch: term.fencingToken, controllerId: this.controllerId });
+    void this.runTerm(term).catch((err: unknown) => this.fatal('controller engine failed', err));
+  }
+
+  private deposed(term: LeadershipTerm, reason: string): void {
+    if (this.term?.fencingToken === term.fencingToken) {
+      this.engine?.stop();
+      this.term = undefined;
+    }
+    this.isLeaderGauge.set(0);
+    this.leaderChanges.inc({ event: 'deposed' });
+    this.logger.warn({ msg: 'no longer leader', epoch: term.fencingToken, reason });
+  }
+
+  private async runTerm(term: LeadershipTerm): Promise<void> {
+    const buckets = await this.kv.buckets();
+    const store = await this.store.ready();
+    const election = this.election;
+    if (!election) return;
+    const cfg = this.config;
+    const engine = new ControllerEngine(
+      {
+        fencingToken: String(term.fencingToken),
+        isLeader: () => election.currentTerm()?.fencingToken === term.fencingToken,
+      },
+      {
+        controllerId: this.controllerId,
+        trigger: {
+          heartbeatIntervalMs: cfg.HEARTBEAT_INTERVAL_SECONDS * 1000,
+          coldStartWindowMs: cfg.COLD_START_WINDOW_SECONDS * 1000,
+          scaleWindowMs: cfg.SCALE_WINDOW_SECONDS * 1000,
+          maxBatchWaitMs: Math.max(cfg.MAX_BATCH_WAIT_SECONDS, cfg.COLD_START_WINDOW_SECONDS, cfg.SCALE_WINDOW_SECONDS) * 1000,
+        },
+        strategy: cfg.ASSIGNMENT_STRATEGY,
+        tolerance: cfg.WEIGHT_REBALANCE_THRESHOLD,
+        cooldownMs: cfg.REBALANCE_COOLDOWN_SECONDS * 1000,
+        ...(cfg.MAX_CHAMBERS_PER_DEFENDER > 0 ? { maxChambersPerDefender: cfg.MAX_CHAMBERS_PER_DEFENDER } : {}),
+        vnodes: cfg.ASSIGNMENT_VNODE_COUNT,
+        chamberRefreshMs: cfg.WEIGHT_CACHE_TTL_SECONDS * 1000,
+      },
+      {
+        maps: buckets.assignments,
+        heartbeats: buckets.heartbeats,
+        chambers: {
+          list: async () =>
+            (await store.chamberMetadata.list()).map((m) => ({ key: `${m.toolId}:${m.chamberId}`, weight: m.weight })),
+        },
+        now: Date.now,
+        monotonic: () => performance.now(),
+        sleep,
+        observer: this.observer(),
+      },
+    );
+    this.engine = engine;
+    const reason = await engine.run(cfg.HEARTBEAT_INTERVAL_SECONDS * 1000);
+    this.lastMap = engine.map;
+    this.logger.log({ msg: 'term ended', epoch: term.fencingToken, reason });
+  }
+
+  private observer(): EngineObserver {
+    return {
+      decision: (d: TriggerDecision, active: number) => {
+        this.activeGauge.set(active);
+        if (d.action === 'wait') this.logger.debug({ msg: 'batching topology changes', trigger: d.trigger, deadline: new Date(d.deadline).toISOString() });
+      },
+      published: (map: AssignmentMap, result: AssignmentResult | null, why: string) => {
+        this.rebalanceEvents.inc({ trigger: why });
+        this.versionGauge.set(map.version);
+        const s = map.statistics;
+        if (result) {
+          this.rebalanceDuration.observe(result.stats.calculationDurationMs / 1000);
+          this.calcDuration.observe(result.stats.calculationDurationMs / 1000);
+          this.movements.inc(result.stats.chambersMoved);
+          if (why === 'crash') this.emergencies.inc();
+        }
+        this.chambersMovedGauge.set(s.chambersMoved);
+        this.varianceGauge.set(s.weightVariancePercent);
+        this.minChambers.set(s.minChambersPerDefender);
+        this.maxChambers.set(s.maxChambersPerDefender);
+        this.avgChambers.set(s.avgChambersPerDefender);
+        this.minWeight.set(s.minWeightPerDefender);
+        this.maxWeight.set(s.maxWeightPerDefender);
+        this.avgWeight.set(s.avgWeightPerDefender);
+        this.movedFraction.set(s.movedWeightFraction);
+        this.logger.log({
+          msg: 'published assignment map',
+          version: map.version,
+          epoch: map.fencingToken,
+          trigger: why,
+          lifecycle: map.lifecycleState,
+          defenders: map.defenderCount,
+          chambers: map.chamberCount,
+          chambersMoved: s.chambersMoved,
+          movedWeightFraction: Number(s.movedWeightFraction.toFixed(4)),
+          floorFraction: Number(s.floorFraction.toFixed(4)),
+          calculationMs: Number(s.calculationDurationMs.toFixed(3)),
+        });
+      },
+      error: (what: string, err: unknown) => {
+        if ((err as Error).name === 'RevisionConflictError') this.conflicts.inc();
+        this.logger.warn({ msg: `${what} failed`, err: (err as Error).message });
+      },
+      stopped: (reason: string) => this.logger.warn({ msg: 'controller engine stopped', reason }),
+    };
+  }
+}

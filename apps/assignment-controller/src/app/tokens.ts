@@ -1,0 +1,2 @@
+/** The validated ControllerConfig. */
+export const CONTROLLER_CONFIG = Symbol('CONTROLLER_CONFIG');

@@ -1,0 +1,30 @@
+import { Module } from '@nestjs/common';
+import { createRunEvaluator } from '@defender/pipeline';
+import { CHAMBER_WORK } from './membership/chamber-work';
+import { DefenderIdentity } from './membership/defender-identity';
+import { membershipMetricProviders } from './membership/defender-metrics';
+import { MembershipService, PROCESS_EXIT } from './membership/membership.service';
+import { StatusController } from './membership/status.controller';
+import { ProcessingController } from './processing/processing.controller';
+import { processingMetricProviders } from './processing/processing-metrics';
+import { ProcessingService, RUN_EVALUATOR } from './processing/processing.service';
+
+/**
+ * The defender's work: membership (stable ID, heartbeats, assignment map, owned chambers) and run
+ * processing (one worker per owned chamber). Membership drives processing through CHAMBER_WORK;
+ * processing learns who we are from DefenderIdentity.
+ */
+@Module({
+  controllers: [StatusController, ProcessingController],
+  providers: [
+    DefenderIdentity,
+    MembershipService,
+    ProcessingService,
+    { provide: CHAMBER_WORK, useExisting: ProcessingService },
+    { provide: RUN_EVALUATOR, useFactory: () => createRunEvaluator() },
+    { provide: PROCESS_EXIT, useValue: (code: number) => setImmediate(() => process.exit(code)) },
+    ...membershipMetricProviders,
+    ...processingMetricProviders,
+  ],
+})
+export class DefenderModule {}

@@ -1,0 +1,137 @@
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { connect } from '@nats-io/transport-node';
+import type { NatsConnection } from '@nats-io/nats-core';
+import { buildAssignmentMap } from '@defender/membership';
+import { AssignmentMapBucket, HeartbeatBucket, openBucket } from '@defender/nats-kv';
+import { describeWithInfra, freePort, getJson, spawnBuiltApp, SpawnedApp, testNatsUrl, waitFor } from '@defender/infra-harness';
+import { EXIT_POOL_EXHAUSTED } from './membership.service';
+
+let run = 0;
+
+describeWithInfra(['nats'], 'defender membership (real processes, real NATS)', () => {
+  let nc: NatsConnection;
+  const procs: SpawnedApp[] = [];
+
+  beforeAll(async () => {
+    nc = await connect({ servers: testNatsUrl() });
+  });
+  afterAll(async () => {
+    await Promise.all(procs.map((p) => p.stop('SIGKILL')));
+    await nc.drain();
+  });
+
+  async function cluster(maxDefenders = 5) {
+    const tag = `m${++run}-${process.pid}`;
+    const names = { ids: `ids-${tag}`, hb: `hb-${tag}`, map: `map-${tag}` };
+    const env = {
+      NATS_SERVERS: testNatsUrl(),
+      HTTP_HOST: '127.0.0.1',
+      NATS_KV_STABLE_IDS: names.ids,
+      NATS_KV_HEARTBEATS: names.hb,
+      NATS_KV_ASSIGNMENTS: names.map,
+      HEARTBEAT_INTERVAL_SECONDS: '0.5',
+      MAX_DEFENDERS: String(maxDefenders),
+      LOG_LEVEL: process.env['TEST_APP_LOG_LEVEL'] ?? 'warn',
+      SQLITE_PATH: join(tmpdir(), `defender-${tag}`, 'd.db'),
+    };
+    const heartbeats = new HeartbeatBucket(await openBucket(nc, names.hb), names.hb);
+    const maps = new AssignmentMapBucket(await openBucket(nc, names.map, { history: 5 }), names.map);
+    const start = async (extra: Record<string, string> = {}) => {
+      const http = await freePort();
+      const p = spawnBuiltApp('defender', { ...env, HTTP_PORT: String(http), ...extra });
+      procs.push(p);
+      return { p, url: `http://127.0.0.1:${http}` };
+    };
+    let revision: number | null = null;
+    const publish = async (version: number, token: string, assignments: Record<string, string>) => {
+      const owners = [...new Set(Object.values(assignments))].map((id) => ({ id }));
+      const map = buildAssignmentMap({
+        version,
+        now: new Date(),
+        fencingToken: token,
+        controllerId: 'test',
+        trigger: 'planned_scale',
+        state: 'STABLE',
+        lifecycleState: 'stable',
+        firstAssignmentAt: null,
+        assignments,
+        defenders: owners,
+      });
+      revision = await maps.publish(map, revision);
+    };
+    return { heartbeats, start, publish };
+  }
+
+  it('claims IDs, heartbeats, follows the map, ignores stale maps, and leaves cleanly', async () => {
+    const c = await cluster();
+    const a = await c.start({ POD_UID: 'pod-a' });
+    await waitFor('defender-0 heartbeat', async () => (await c.heartbeats.readAll()).heartbeats.length === 1, 20_000);
+    const b = await c.start({ POD_UID: 'pod-b' });
+    await waitFor('two heartbeats', async () => (await c.heartbeats.readAll()).heartbeats.length === 2, 20_000);
+    const ids = (await c.heartbeats.readAll()).heartbeats.map((h) => [h.heartbeat.defenderId, h.heartbeat.state, h.heartbeat.podUid]);
+    expect(ids).toEqual([
+      ['defender-0', 'FOLLOWER', 'pod-a'],
+      ['defender-1', 'FOLLOWER', 'pod-b'],
+    ]);
+    expect((await getJson(`${a.url}/health/ready`)).status).toBe(503);
+
+    await c.publish(1, '5', { 't1:c1': 'defender-0', 't1:c2': 'defender-1', 't2:c1': 'defender-1' });
+    await waitFor('both ready', async () => (await getJson(`${a.url}/health/ready`)).status === 200 && (await getJson(`${b.url}/health/ready`)).status === 200, 20_000);
+    expect((await getJson(`${b.url}/api/v1/assignments`)).body).toEqual({
+      defenderId: 'defender-1',
+      assignmentVersion: 1,
+      chambers: ['t1:c2', 't2:c1'],
+    });
+    expect((await getJson(`${a.url}/api/v1/status`)).body).toMatchObject({
+      defenderId: 'defender-0',
+      state: 'STABLE',
+      isLeader: false,
+      assignedChambers: 1,
+      assignmentVersion: 1,
+    });
+
+    await c.publish(2, '5', { 't1:c1': 'defender-0', 't1:c2': 'defender-0', 't2:c1': 'defender-1' });
+    await waitFor('v2 applied', async () => ((await getJson(`${a.url}/api/v1/assignments`)).body as { assignmentVersion: number }).assignmentVersion === 2, 20_000);
+    expect(((await getJson(`${a.url}/api/v1/assignments`)).body as { chambers: string[] }).chambers).toEqual(['t1:c1', 't1:c2']);
+
+    // A deposed controller (lower token) publishes a higher version: ignored and counted.
+    await c.publish(3, '4', { 't1:c1': 'defender-1', 't1:c2': 'defender-1', 't2:c1': 'defender-1' });
+    await waitFor('rejection counted', async () => /defender_assignment_maps_rejected_total\{app="defender"\} 1/.test((await getJson(`${a.url}/metrics`)).text), 20_000);
+    expect((await getJson(`${a.url}/api/v1/assignments`)).body).toMatchObject({ assignmentVersion: 2, chambers: ['t1:c1', 't1:c2'] });
+    const metrics = (await getJson(`${a.url}/metrics`)).text;
+    expect(metrics).toMatch(/defender_state\{app="defender"\} 3/);
+    expect(metrics).toMatch(/defender_stable_id\{app="defender"\} 0/);
+    expect(metrics).toMatch(/defender_assigned_chambers\{app="defender"\} 2/);
+    expect(metrics).toMatch(/defender_subscription_added_total\{app="defender"\} 2/);
+
+    // SIGTERM: heartbeat and claim removed at once, exit 0; the next process takes defender-0.
+    expect(await a.p.stop('SIGTERM')).toEqual({ code: 0, signal: null });
+    expect((await c.heartbeats.readAll()).heartbeats.map((h) => h.heartbeat.defenderId)).toEqual(['defender-1']);
+    await c.start({ POD_UID: 'pod-a2' });
+    await waitFor('defender-0 back', async () => (await c.heartbeats.readAll()).heartbeats.some((h) => h.heartbeat.podUid === 'pod-a2' && h.heartbeat.defenderId === 'defender-0'), 20_000);
+  });
+
+  it('exits non-zero with a clear message when the stable-ID pool is exhausted', async () => {
+    const c = await cluster(1);
+    await c.start({ POD_UID: 'only' });
+    await waitFor('first heartbeat', async () => (await c.heartbeats.readAll()).heartbeats.length === 1, 20_000);
+    const extra = await c.start({ POD_UID: 'extra', LOG_LEVEL: 'info' });
+    const res = await extra.p.exited;
+    expect(res.code).toBe(EXIT_POOL_EXHAUSTED);
+    expect(extra.p.stdout()).toMatch(/stable-ID pool exhausted: all 1 stable IDs \(defender-0..defender-0\) are claimed by live defenders/);
+  });
+
+  it('a SIGKILLed defender\'s ID is taken over after 3 missed heartbeats, not before', async () => {
+    const c = await cluster(1);
+    const first = await c.start({ POD_UID: 'victim' });
+    await waitFor('first heartbeat', async () => (await c.heartbeats.readAll()).heartbeats.length === 1, 20_000);
+    await first.p.stop('SIGKILL');
+    const killedAt = Date.now();
+    const second = await c.start({ POD_UID: 'successor' });
+    await waitFor('successor owns defender-0', async () => (await c.heartbeats.readAll()).heartbeats.some((h) => h.heartbeat.podUid === 'successor'), 30_000, 50);
+    // 3 x 0.5 s (less the time between its last refresh and the kill) must have passed since the victim's last refresh before the takeover.
+    expect(Date.now() - killedAt).toBeGreaterThanOrEqual(1500 - 500);
+    expect(second.p.child.exitCode).toBeNull();
+  });
+});

@@ -1,0 +1,310 @@
+import {
+  BeforeApplicationShutdown,
+  Inject,
+  Injectable,
+  Logger,
+  OnApplicationBootstrap,
+  Optional,
+} from '@nestjs/common';
+import { InjectMetric } from '@willsoto/nestjs-prometheus';
+import type { Counter, Gauge, Histogram } from 'prom-client';
+import { randomUUID } from 'node:crypto';
+import { AssignmentMap, DefenderState, defenderNumberOf, Heartbeat } from '@defender/contracts';
+import { DefenderLifecycle, diffOwnership, ownedChambers } from '@defender/membership';
+import {
+  backoffDelayMs,
+  ClaimLostError,
+  NatsUnavailableError,
+  PoolExhaustedError,
+  STALE_AFTER_INTERVALS,
+  StableIdRegistry,
+  StoredMap,
+} from '@defender/nats-kv';
+import { ClusterBuckets, ClusterKvService, HealthRegistry } from '@defender/nest-common';
+import { DEFENDER_CONFIG } from '../tokens';
+import { DefenderConfig } from '../config';
+import { CHAMBER_WORK, ChamberWork } from './chamber-work';
+import { M } from './defender-metrics';
+import { DefenderIdentity } from './defender-identity';
+
+/** Exit codes of a defender that cannot go on (Kubernetes restarts it). */
+export const EXIT_POOL_EXHAUSTED = 3;
+export const EXIT_CLAIM_LOST = 4;
+export const EXIT_MEMBERSHIP_FAILED = 5;
+
+/** Extra claim rounds when the pool is full, one staleness window apart. */
+export const POOL_EXHAUSTED_RETRIES = 1;
+
+export const PROCESS_EXIT = Symbol('PROCESS_EXIT');
+export type ProcessExit = (code: number) => void;
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+/**
+ * The defender's cluster membership (seed 002 state machine): claims a stable ID, heartbeats,
+ * watches the assignment map and keeps the set of owned chambers — releasing lost chambers (after
+ * their in-flight work) before taking gained ones. On shutdown: stops intake, drains, removes its
+ * heartbeat and releases the ID.
+ */
+@Injectable()
+export class MembershipService implements OnApplicationBootstrap, BeforeApplicationShutdown {
+  private readonly logger = new Logger(MembershipService.name);
+  private readonly lifecycle = new DefenderLifecycle(Date.now);
+  private readonly ownerId: string;
+  private readonly startedAt = new Date().toISOString();
+  private buckets: ClusterBuckets | undefined;
+  private registry: StableIdRegistry | undefined;
+  private owned: string[] = [];
+  private held: AssignmentMap | undefined;
+  private applying: Promise<void> = Promise.resolve();
+  private stopping = false;
+  private heartbeatTimer: NodeJS.Timeout | undefined;
+  private stopWatch: (() => void) | undefined;
+
+  constructor(
+    @Inject(DEFENDER_CONFIG) private readonly config: DefenderConfig,
+    private readonly kv: ClusterKvService,
+    private readonly health: HealthRegistry,
+    @Inject(PROCESS_EXIT) private readonly exit: ProcessExit,
+    private readonly identity: DefenderIdentity,
+    @Optional() @Inject(CHAMBER_WORK) private readonly work: ChamberWork | null,
+    @InjectMetric(M.state) private readonly stateGauge: Gauge,
+    @InjectMetric(M.stableId) private readonly stableIdGauge: Gauge,
+    @InjectMetric(M.assignedChambers) private readonly assignedGauge: Gauge,
+    @InjectMetric(M.assignmentVersion) private readonly versionGauge: Gauge,
+    @InjectMetric(M.heartbeatErrors) private readonly heartbeatErrors: Counter,
+    @InjectMetric(M.subscriptionAdded) private readonly addedCounter: Counter,
+    @InjectMetric(M.subscriptionRemoved) private readonly removedCounter: Counter,
+    @InjectMetric(M.subscriptionErrors) private readonly subscriptionErrors: Counter,
+    @InjectMetric(M.subscriptionUpdateDuration) private readonly updateDuration: Histogram,
+    @InjectMetric(M.currentSubscriptions) private readonly currentGauge: Gauge,
+    @InjectMetric(M.mapsRejected) private readonly mapsRejected: Counter,
+  ) {
+    this.ownerId = config.POD_UID ?? randomUUID();
+    this.stableIdGauge.set(-1);
+    this.setState('INITIALIZATION');
+    this.health.set('stable-id', false, 'not claimed yet');
+    this.health.set('assignment', false, 'no assignment map applied yet');
+  }
+
+  /** The claimed ID, e.g. `defender-3`. */
+  get defenderId(): string | undefined {
+    return this.registry?.current?.defenderId;
+  }
+  get state(): DefenderState {
+    return this.lifecycle.state;
+  }
+  get ownedChambers(): readonly string[] {
+    return this.owned;
+  }
+  get mapVersion(): number {
+    return this.held?.version ?? 0;
+  }
+  get uptimeSeconds(): number {
+    return Math.round((Date.now() - Date.parse(this.startedAt)) / 1000);
+  }
+
+  onApplicationBootstrap(): void {
+    void this.run().catch((err: unknown) => this.fatal(EXIT_MEMBERSHIP_FAILED, 'membership failed', err));
+  }
+
+  async beforeApplicationShutdown(): Promise<void> {
+    this.stopping = true;
+    const from = this.lifecycle.state;
+    this.setState('SHUTDOWN');
+    this.stopWatch?.();
+    if (this.heartbeatTimer) clearTimeout(this.heartbeatTimer);
+    await this.applying;
+    if (this.work) await this.work.drain(this.config.SHUTDOWN_DRAIN_TIMEOUT_SECONDS * 1000);
+    const id = this.defenderId;
+    if (this.buckets && id) {
+      try {
+        await this.buckets.heartbeats.remove(id);
+        await this.registry?.release();
+        this.logger.log({ msg: 'released stable ID', defenderId: id, from });
+      } catch (err) {
+        // The claim then goes stale and is taken over after 3 intervals: slower, still correct.
+        this.logger.warn({ msg: 'could not release stable ID on shutdown', defenderId: id, err: (err as Error).message });
+      }
+    }
+  }
+
+  private setState(s: DefenderState): void {
+    this.lifecycle.to(s);
+    this.stateGauge.set(this.lifecycle.code);
+  }
+
+  private fatal(code: number, msg: string, err: unknown): void {
+    if (this.stopping) return;
+    this.logger.fatal({ msg, defenderId: this.defenderId, err: err instanceof Error ? err.message : String(err), exitCode: code });
+    this.exit(code);
+  }
+
+  private async run(): Promise<void> {
+    this.buckets = await this.retry('open KV buckets', () => this.kv.buckets());
+    if (this.stopping) return;
+    this.setState('CLAIMING_ID');
+    const registry = new StableIdRegistry(
+      this.buckets.stableIds,
+      {
+        maxDefenders: this.config.MAX_DEFENDERS,
+        intervalSeconds: this.config.HEARTBEAT_INTERVAL_SECONDS,
+        ownerId: this.ownerId,
+        podName: this.config.POD_NAME,
+      },
+      this.buckets.stableIdsName,
+    );
+    this.registry = registry;
+    let claim;
+    for (let round = 0; ; round++) {
+      try {
+        claim = await this.retry('claim a stable ID', () => registry.claim());
+        break;
+      } catch (err) {
+        if (!(err instanceof PoolExhaustedError)) throw err;
+        if (round >= POOL_EXHAUSTED_RETRIES || this.stopping) {
+          this.fatal(EXIT_POOL_EXHAUSTED, `stable-ID pool exhausted: ${err.message}; raise MAX_DEFENDERS or scale down`, err);
+          return;
+        }
+        // A crashed predecessor's claim goes stale within 3 intervals: wait that long once before giving up.
+        const waitMs = (STALE_AFTER_INTERVALS + 1) * this.config.HEARTBEAT_INTERVAL_SECONDS * 1000;
+        this.logger.warn({ msg: 'stable-ID pool full; waiting for a stale claim', waitMs });
+        await sleep(waitMs);
+      }
+    }
+    if (this.stopping) {
+      await registry.release();
+      return;
+    }
+    this.identity.set(claim.defenderId, claim.generation);
+    this.stableIdGauge.set(claim.n);
+    this.health.set('stable-id', true, claim.defenderId);
+    this.logger.log({ msg: 'claimed stable ID', defenderId: claim.defenderId, how: claim.how, ownerId: this.ownerId });
+    this.setState('FOLLOWER');
+    await this.heartbeat();
+    await this.watchMap();
+  }
+
+  /** Retries `fn` while NATS is unavailable, with jittered backoff; other errors propagate. */
+  private async retry<T>(what: string, fn: () => Promise<T>): Promise<T> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await fn();
+      } catch (err) {
+        if (!(err instanceof NatsUnavailableError) || this.stopping) throw err;
+        const delay = backoffDelayMs(attempt, { baseMs: 200, maxMs: 5000, random: Math.random });
+        this.logger.warn({ msg: `${what}: NATS unavailable, retrying`, attempt, delayMs: delay, err: err.message });
+        await sleep(delay);
+      }
+    }
+  }
+
+  private async heartbeat(): Promise<void> {
+    if (this.stopping || !this.buckets || !this.registry) return;
+    const id = this.defenderId;
+    try {
+      await this.registry.refresh();
+      const hb: Heartbeat = {
+        schema: 1,
+        defenderId: id ?? '',
+        podName: this.config.POD_NAME,
+        podUid: this.config.POD_UID,
+        state: this.lifecycle.state,
+        mapVersionSeen: this.mapVersion,
+        load: { chambers: this.owned.length, inflight: this.work?.inflight() ?? 0, processedTotal: this.work?.processedTotal() ?? 0 },
+        capacity: this.config.DEFENDER_CAPACITY,
+        intervalSeconds: this.config.HEARTBEAT_INTERVAL_SECONDS,
+        startedAt: this.startedAt,
+        sentAt: new Date().toISOString(),
+      };
+      await this.buckets.heartbeats.publish(hb);
+    } catch (err) {
+      if (err instanceof ClaimLostError) {
+        // We were judged dead (e.g. frozen) and our ID went to another process: stop at once.
+        this.fatal(EXIT_CLAIM_LOST, 'stable ID taken over by another process', err);
+        return;
+      }
+      this.heartbeatErrors.inc();
+      // Keep working on owned chambers: their writes are fenced in the store.
+      this.logger.warn({ msg: 'heartbeat failed', defenderId: id, err: (err as Error).message });
+    }
+    if (!this.stopping) {
+      this.heartbeatTimer = setTimeout(() => void this.heartbeat(), this.config.HEARTBEAT_INTERVAL_SECONDS * 1000);
+    }
+  }
+
+  private async watchMap(): Promise<void> {
+    for (let attempt = 0; !this.stopping; attempt++) {
+      const buckets = this.buckets;
+      if (!buckets) return;
+      try {
+        const w = await buckets.assignments.watch(
+          {
+            onMap: (stored) => {
+              attempt = 0;
+              this.applying = this.applying.then(() =>
+                this.apply(stored).catch((err: unknown) =>
+                  // Owned set and processing could disagree now: restart and re-apply from scratch.
+                  this.fatal(EXIT_MEMBERSHIP_FAILED, 'could not apply the assignment map', err),
+                ),
+              );
+              return this.applying;
+            },
+            onRejected: (revision, reason) => {
+              this.mapsRejected.inc();
+              this.logger.warn({ msg: 'assignment map ignored', revision, reason });
+            },
+          },
+          this.held,
+        );
+        this.stopWatch = () => w.stop();
+        await w.done;
+      } catch (err) {
+        if (this.stopping) return;
+        this.logger.warn({ msg: 'assignment watch failed; re-watching', err: (err as Error).message });
+      }
+      if (!this.stopping) await sleep(backoffDelayMs(attempt, { baseMs: 200, maxMs: 5000, random: Math.random }));
+    }
+  }
+
+  private async apply(stored: StoredMap): Promise<void> {
+    if (this.stopping) return;
+    const id = this.defenderId;
+    if (!id) return;
+    const started = process.hrtime.bigint();
+    const next = ownedChambers(stored.map, id);
+    const { added, removed } = diffOwnership(this.owned, next);
+    try {
+      // Lost chambers first, so their in-flight work is finished (or fenced) before anyone else's.
+      if (removed.length > 0) await this.work?.release(removed);
+      this.owned = this.owned.filter((c) => !removed.includes(c));
+      if (added.length > 0) await this.work?.acquire(added, stored.map.version);
+      this.owned = next;
+    } catch (err) {
+      this.subscriptionErrors.inc();
+      this.logger.error({ msg: 'applying the assignment map failed', version: stored.map.version, err: (err as Error).message });
+      throw err;
+    }
+    this.held = stored.map;
+    const ids = Object.keys(stored.map.defenderInfo).sort((a, b) => (defenderNumberOf(a) ?? 0) - (defenderNumberOf(b) ?? 0));
+    this.identity.setMap(new Set(Object.keys(stored.map.assignments)), ids[0]);
+    this.addedCounter.inc(added.length);
+    this.removedCounter.inc(removed.length);
+    this.assignedGauge.set(next.length);
+    this.currentGauge.set(next.length);
+    this.versionGauge.set(stored.map.version);
+    this.updateDuration.observe(Number(process.hrtime.bigint() - started) / 1e9);
+    if (this.lifecycle.state === 'FOLLOWER') this.setState('STABLE');
+    this.health.set('assignment', true, `map v${stored.map.version}`);
+    this.logger.log({
+      msg: 'assignment applied',
+      defenderId: id,
+      version: stored.map.version,
+      revision: stored.revision,
+      chambers: next.length,
+      added: added.length,
+      removed: removed.length,
+      clusterState: stored.map.state,
+    });
+  }
+}

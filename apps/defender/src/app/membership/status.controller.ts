@@ -1,0 +1,35 @@
+import { Controller, Get, Inject } from '@nestjs/common';
+import { DEFENDER_CONFIG } from '../tokens';
+import { DefenderConfig } from '../config';
+import { MembershipService } from './membership.service';
+
+/** GET /api/v1/status and /api/v1/assignments (seed 000's shapes). */
+@Controller('api/v1')
+export class StatusController {
+  constructor(
+    private readonly membership: MembershipService,
+    @Inject(DEFENDER_CONFIG) private readonly config: DefenderConfig,
+  ) {}
+
+  @Get('status')
+  status() {
+    return {
+      defenderId: this.membership.defenderId ?? null,
+      podName: this.config.POD_NAME ?? null,
+      state: this.membership.state,
+      isLeader: false,
+      assignedChambers: this.membership.ownedChambers.length,
+      assignmentVersion: this.membership.mapVersion,
+      uptimeSeconds: this.membership.uptimeSeconds,
+    };
+  }
+
+  @Get('assignments')
+  assignments() {
+    return {
+      defenderId: this.membership.defenderId ?? null,
+      assignmentVersion: this.membership.mapVersion,
+      chambers: this.membership.ownedChambers,
+    };
+  }
+}

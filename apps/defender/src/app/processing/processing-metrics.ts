@@ -1,0 +1,36 @@
+import { makeCounterProvider, makeGaugeProvider, makeHistogramProvider } from '@willsoto/nestjs-prometheus';
+
+/** Processing metrics (seed 000 names, plus dead letters and fencing). */
+export const PM = {
+  received: 'defender_messages_received_total',
+  processed: 'defender_messages_processed_total',
+  failed: 'defender_messages_failed_total',
+  deadLetters: 'defender_dead_letters_total',
+  processTime: 'defender_process_time_seconds',
+  cacheHitRate: 'defender_cache_hit_rate',
+  storeRead: 'defender_cassandra_read_duration_seconds',
+  storeWrite: 'defender_cassandra_write_duration_seconds',
+  uchartCalc: 'defender_uchart_calculation_duration_seconds',
+  alarms: 'defender_alarms_total',
+  fenced: 'defender_fenced_writes_total',
+  paused: 'defender_processing_paused_total',
+  inflight: 'defender_inflight_runs',
+} as const;
+
+const LATENCY = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+
+export const processingMetricProviders = [
+  makeCounterProvider({ name: PM.received, help: 'Notifications taken for processing' }),
+  makeCounterProvider({ name: PM.processed, help: 'Runs applied (including replays found already applied)', labelNames: ['outcome'] }),
+  makeCounterProvider({ name: PM.failed, help: 'Failed processing attempts (retried)' }),
+  makeCounterProvider({ name: PM.deadLetters, help: 'Notifications sent to dc.dead.<reason>', labelNames: ['reason'] }),
+  makeHistogramProvider({ name: PM.processTime, help: 'Notification read to commit and publish, seconds', buckets: LATENCY }),
+  makeGaugeProvider({ name: PM.cacheHitRate, help: 'U-chart history cache hit rate (0-1)' }),
+  makeHistogramProvider({ name: PM.storeRead, help: 'Store reads (history, trace), seconds; named as in the seeds for either backend', buckets: LATENCY }),
+  makeHistogramProvider({ name: PM.storeWrite, help: 'Store commits, seconds; named as in the seeds for either backend', buckets: LATENCY }),
+  makeHistogramProvider({ name: PM.uchartCalc, help: 'Indicator computation and rule evaluation, seconds', buckets: LATENCY }),
+  makeCounterProvider({ name: PM.alarms, help: 'Alarms published' }),
+  makeCounterProvider({ name: PM.fenced, help: 'Chambers stopped because a newer owner fenced our writes' }),
+  makeCounterProvider({ name: PM.paused, help: 'Pauses because NATS or the store was unavailable', labelNames: ['stage'] }),
+  makeGaugeProvider({ name: PM.inflight, help: 'Runs being processed now' }),
+];

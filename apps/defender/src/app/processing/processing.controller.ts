@@ -1,0 +1,72 @@
+import { Controller, Get, Headers, Inject, Post, Res, ServiceUnavailableException, UnauthorizedException, NotFoundException } from '@nestjs/common';
+import { Session } from 'node:inspector/promises';
+import { getHeapSnapshot } from 'node:v8';
+import { timingSafeEqual } from 'node:crypto';
+import { DefenderConfig } from '../config';
+import { DEFENDER_CONFIG } from '../tokens';
+import { ProcessingService } from './processing.service';
+
+interface Writable {
+  setHeader(name: string, value: string): unknown;
+  status(code: number): unknown;
+  end(data?: unknown): unknown;
+  write(chunk: unknown): unknown;
+}
+
+/** GET /api/v1/cache/stats, the chambers being processed, and token-protected profiling. */
+@Controller()
+export class ProcessingController {
+  constructor(
+    private readonly processing: ProcessingService,
+    @Inject(DEFENDER_CONFIG) private readonly config: DefenderConfig,
+  ) {}
+
+  @Get('api/v1/cache/stats')
+  cacheStats() {
+    const stats = this.processing.cacheStats();
+    if (!stats) throw new ServiceUnavailableException('the history cache is not open yet (store not ready)');
+    return stats;
+  }
+
+  @Get('api/v1/chambers')
+  chambers() {
+    return { chambers: this.processing.workerStates() };
+  }
+
+  /** A V8 heap snapshot (open in Chrome DevTools > Memory). */
+  @Get('debug/heap-snapshot')
+  heapSnapshot(@Headers('authorization') auth: string | undefined, @Res() res: Writable): void {
+    this.authorize(auth);
+    res.setHeader('content-type', 'application/octet-stream');
+    res.setHeader('content-disposition', `attachment; filename="defender-${process.pid}-${Date.now()}.heapsnapshot"`);
+    const stream = getHeapSnapshot();
+    stream.on('data', (c) => res.write(c));
+    stream.on('end', () => res.end());
+  }
+
+  /** A CPU profile of the next `seconds` (default 10, at most 60), as a .cpuprofile. */
+  @Post('debug/cpu-profile')
+  async cpuProfile(@Headers('authorization') auth: string | undefined, @Headers('x-profile-seconds') secs: string | undefined): Promise<unknown> {
+    this.authorize(auth);
+    const seconds = Math.min(60, Math.max(1, Number(secs ?? 10) || 10));
+    const session = new Session();
+    session.connect();
+    try {
+      await session.post('Profiler.enable');
+      await session.post('Profiler.start');
+      await new Promise((r) => setTimeout(r, seconds * 1000));
+      const { profile } = await session.post('Profiler.stop');
+      return profile;
+    } finally {
+      session.disconnect();
+    }
+  }
+
+  private authorize(auth: string | undefined): void {
+    const token = this.config.DEBUG_TOKEN;
+    if (!token) throw new NotFoundException('debug endpoints are disabled (set DEBUG_TOKEN)');
+    const given = Buffer.from(auth?.startsWith('Bearer ') ? auth.slice(7) : '');
+    const want = Buffer.from(token);
+    if (given.length !== want.length || !timingSafeEqual(given, want)) throw new UnauthorizedException('invalid or missing bearer token');
+  }
+}

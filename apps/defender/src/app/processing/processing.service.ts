@@ -1,0 +1,312 @@
+import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
+import { InjectMetric } from '@willsoto/nestjs-prometheus';
+import type { Counter, Gauge, Histogram } from 'prom-client';
+import { performance } from 'node:perf_hooks';
+import type { NatsConnection } from '@nats-io/nats-core';
+import { ChamberRef, DeadLetter, DefenderStore, parseNotificationSubject, splitChamberKey } from '@defender/contracts';
+import { ownerEpoch } from '@defender/membership';
+import { ensureStreams, NotificationFeed, NotificationReader, publishOnce, watchNotifications } from '@defender/nats-kv';
+import { NatsConnectionService, StoreService } from '@defender/nest-common';
+import { ChamberWorker, PipelineObserver, RunEvaluator, Semaphore, WorkerDeps } from '@defender/pipeline';
+import { UChartHistoryCache } from '@defender/store';
+import { DefenderConfig } from '../config';
+import { DEFENDER_CONFIG } from '../tokens';
+import { ChamberWork } from '../membership/chamber-work';
+import { PM } from './processing-metrics';
+import { DefenderIdentity } from '../membership/defender-identity';
+
+export const RUN_EVALUATOR = Symbol('RUN_EVALUATOR');
+
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve();
+    const done = () => {
+      clearTimeout(t);
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    const t = setTimeout(done, ms);
+    signal.addEventListener('abort', done, { once: true });
+  });
+}
+
+/**
+ * Runs one {@link ChamberWorker} per owned chamber: membership calls `acquire` / `release` as the
+ * assignment map changes. One headers-only feed of the notification stream wakes the workers; each
+ * reads its chamber by sequence from the store's high-water mark.
+ */
+@Injectable()
+export class ProcessingService implements ChamberWork, OnApplicationBootstrap, OnApplicationShutdown {
+  private readonly logger = new Logger(ProcessingService.name);
+  private readonly workers = new Map<string, ChamberWorker>();
+  private readonly semaphore: Semaphore;
+  private cache: UChartHistoryCache | undefined;
+  private reader: NotificationReader | undefined;
+  private feed: NotificationFeed | undefined;
+  private nc: NatsConnection | undefined;
+  private ready: Promise<void> | undefined;
+  private draining = false;
+  private processedTotalCount = 0;
+  private storeHandle: DefenderStore | undefined;
+
+  constructor(
+    @Inject(DEFENDER_CONFIG) private readonly config: DefenderConfig,
+    private readonly nats: NatsConnectionService,
+    private readonly store: StoreService,
+    @Inject(RUN_EVALUATOR) private readonly evaluator: RunEvaluator,
+    private readonly identity: DefenderIdentity,
+    @InjectMetric(PM.received) private readonly received: Counter,
+    @InjectMetric(PM.processed) private readonly processed: Counter,
+    @InjectMetric(PM.failed) private readonly failed: Counter,
+    @InjectMetric(PM.deadLetters) private readonly deadLetters: Counter,
+    @InjectMetric(PM.processTime) private readonly processTime: Histogram,
+    @InjectMetric(PM.cacheHitRate) private readonly hitRate: Gauge,
+    @InjectMetric(PM.storeRead) private readonly storeRead: Histogram,
+    @InjectMetric(PM.storeWrite) private readonly storeWrite: Histogram,
+    @InjectMetric(PM.uchartCalc) private readonly uchartCalc: Histogram,
+    @InjectMetric(PM.alarms) private readonly alarms: Counter,
+    @InjectMetric(PM.fenced) private readonly fenced: Counter,
+    @InjectMetric(PM.paused) private readonly paused: Counter,
+    @InjectMetric(PM.inflight) private readonly inflightGauge: Gauge,
+  ) {
+    this.semaphore = new Semaphore(config.MAX_CONCURRENT_MESSAGES);
+  }
+
+  onApplicationBootstrap(): void {
+    this.ready = this.prepare();
+    this.ready.catch((err: unknown) => this.logger.error({ msg: 'processing could not start', err: (err as Error).message }));
+  }
+
+  /** Cache statistics for /api/v1/cache/stats (null until the store is open). */
+  cacheStats() {
+    return this.cache?.stats() ?? null;
+  }
+
+  /** Chambers with a running worker, their high-water marks. */
+  workerStates(): { chamber: string; highWaterMark: number; busy: boolean; epoch: number }[] {
+    return [...this.workers.values()].map((w) => ({ chamber: w.key, highWaterMark: w.mark, busy: w.busy, epoch: w.epoch })).sort((a, b) => (a.chamber < b.chamber ? -1 : 1));
+  }
+
+  private async prepare(): Promise<void> {
+    const nc = await this.nats.connection();
+    this.nc = nc;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await ensureStreams(nc, {
+          replicas: this.config.NATS_STREAM_REPLICAS,
+          notificationMaxAgeSeconds: this.config.NOTIFICATION_RETENTION_SECONDS,
+          eventsMaxAgeSeconds: this.config.EVENTS_RETENTION_SECONDS,
+          duplicateWindowSeconds: 3600,
+        });
+        break;
+      } catch (err) {
+        if ((err as { retryable?: boolean }).retryable !== true) throw err;
+        await new Promise((r) => setTimeout(r, Math.min(5000, 200 * 2 ** attempt)));
+      }
+    }
+    this.reader = await NotificationReader.open(nc, this.config.NATS_STREAM_NAME);
+    const store = await this.store.ready();
+    this.storeHandle = store;
+    this.cache = new UChartHistoryCache({ source: store.uchart, sizeMb: this.config.CACHE_SIZE_MB });
+    this.feed = await watchNotifications(nc, (subject, seq) => this.onNotice(subject, seq), {
+      stream: this.config.NATS_STREAM_NAME,
+      onError: (err) => this.logger.warn({ msg: 'notification feed ended', err: err.message }),
+    });
+    this.logger.log({ msg: 'processing ready', maxConcurrent: this.config.MAX_CONCURRENT_MESSAGES });
+  }
+
+  private onNotice(subject: string, seq: number): void {
+    const s = parseNotificationSubject(subject);
+    if (!s) return;
+    const key = `${s.toolId}:${s.chamberId}`;
+    const w = this.workers.get(key);
+    if (w) w.notify(seq);
+    else if (!this.identity.inMap(key) && this.identity.handlesUnknownChambers()) void this.deadLetterUnknown(subject, key, seq);
+  }
+
+  /**
+   * A notification for a chamber no defender owns (not in chamber_metadata, so not in the map).
+   * Kept in the stream: if the chamber is added later, its owner starts from the stream's beginning.
+   */
+  private async deadLetterUnknown(subject: string, key: string, seq: number): Promise<void> {
+    const nc = this.nc;
+    const reader = this.reader;
+    if (!nc || !reader) return;
+    try {
+      const msg = await reader.next(subject, seq);
+      if (!msg || msg.sequence !== seq) return;
+      const dl: DeadLetter = {
+        schema: 1,
+        reason: 'unknown-chamber',
+        detail: `no defender owns ${key}: it is not in the assignment map (add it to chamber_metadata)`,
+        subject,
+        streamSequence: seq,
+        payloadBase64: Buffer.from(msg.data).toString('base64'),
+        defenderId: this.identity.defenderId() ?? 'unknown',
+        attempts: 1,
+        deadLetteredAt: new Date().toISOString(),
+      };
+      await publishOnce(nc, 'dc.dead.unknown-chamber', JSON.stringify(dl), `dead:${key}:${seq}`);
+      this.deadLetters.inc({ reason: 'unknown-chamber' });
+      this.logger.warn({ msg: 'dead-lettered', chamber: key, sequence: seq, reason: 'unknown-chamber' });
+    } catch (err) {
+      this.logger.warn({ msg: 'could not dead-letter an unknown chamber', chamber: key, sequence: seq, err: (err as Error).message });
+    }
+  }
+
+  async acquire(chambers: readonly string[], mapVersion: number): Promise<void> {
+    await this.ready;
+    if (this.draining) return;
+    const epoch = ownerEpoch(mapVersion, this.identity.claimGeneration());
+    for (const key of chambers) {
+      if (this.workers.has(key)) continue;
+      this.startWorker(splitChamberKey(key), epoch);
+    }
+  }
+
+  async release(chambers: readonly string[]): Promise<void> {
+    await Promise.all(
+      chambers.map(async (key) => {
+        const w = this.workers.get(key);
+        if (!w) return;
+        this.workers.delete(key);
+        // Finish the run in progress (or lose it to the fence), then forget the chamber's cache.
+        await w.stop();
+        this.cache?.invalidate(w.chamber);
+      }),
+    );
+  }
+
+  async drain(timeoutMs: number): Promise<void> {
+    this.draining = true;
+    await this.feed?.stop().catch(() => undefined);
+    const all = Promise.all([...this.workers.values()].map((w) => w.stop()));
+    const timedOut = await Promise.race([all.then(() => false), new Promise<boolean>((r) => setTimeout(() => r(true), timeoutMs).unref())]);
+    if (timedOut) this.logger.warn({ msg: 'drain timed out; in-flight runs are left to the next owner (fenced)', timeoutMs });
+    this.workers.clear();
+  }
+
+  inflight(): number {
+    return [...this.workers.values()].filter((w) => w.busy).length;
+  }
+
+  processedTotal(): number {
+    return this.processedTotalCount;
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    if (!this.draining) await this.drain(1000);
+    this.cache?.close();
+  }
+
+  private startWorker(chamber: ChamberRef, epoch: number, attempt = 0): void {
+    const reader = this.reader;
+    const cache = this.cache;
+    const nc = this.nc;
+    if (!reader || !cache || !nc) throw new Error('processing not ready');
+    const deps: WorkerDeps = {
+      source: reader,
+      sink: { publish: async (subject, payload, msgId) => void (await publishOnce(nc, subject, payload, msgId)) },
+      store: this.storeWithTimings(),
+      evaluator: this.evaluator,
+      cache,
+      semaphore: this.semaphore,
+      observer: this.observer(),
+      now: () => new Date(),
+      monotonic: () => performance.now(),
+      sleep,
+    };
+    const worker = new ChamberWorker(chamber, epoch, deps, {
+      ownerId: this.identity.defenderId() ?? 'unknown',
+      processTimeoutMs: this.config.PROCESS_TIMEOUT_SECONDS * 1000,
+      maxAttempts: this.config.PROCESS_MAX_ATTEMPTS,
+      idlePollMs: this.config.IDLE_POLL_SECONDS * 1000,
+      maxTracePoints: this.config.MAX_TRACE_POINTS,
+      maxOutageBackoffMs: 5000,
+    });
+    this.workers.set(worker.key, worker);
+    worker.start((reason, err) => {
+      if (this.workers.get(worker.key) !== worker) return;
+      if (reason === 'error' && !this.draining) {
+        // A bug or an unexpected store answer: restart from the store's mark after a pause.
+        this.logger.error({ msg: 'chamber worker crashed; restarting', chamber: worker.key, err: (err as Error)?.message });
+        this.workers.delete(worker.key);
+        setTimeout(() => {
+          if (!this.draining && !this.workers.has(worker.key)) this.startWorker(chamber, epoch, attempt + 1);
+        }, Math.min(30_000, 500 * 2 ** attempt)).unref();
+      } else if (reason === 'fenced') {
+        this.workers.delete(worker.key);
+      }
+    });
+  }
+
+  /** The store with read/write timings for the seeds' histograms. */
+  private storeWithTimings(): WorkerDeps['store'] {
+    const s = this.storeOrThrow();
+    const timed = <A extends unknown[], R>(h: Histogram, fn: (...a: A) => Promise<R>) => async (...a: A): Promise<R> => {
+      const end = h.startTimer();
+      try {
+        return await fn(...a);
+      } finally {
+        end();
+      }
+    };
+    return {
+      chamberState: {
+        get: timed(this.storeRead, (c: ChamberRef) => s.chamberState.get(c)),
+        claim: timed(this.storeWrite, (c: ChamberRef, e: number, o: string, n: Date) => s.chamberState.claim(c, e, o, n)),
+        commitRun: timed(this.storeWrite, (i: Parameters<typeof s.chamberState.commitRun>[0]) => s.chamberState.commitRun(i)),
+      },
+      traces: { ...s.traces, read: timed(this.storeRead, (r: Parameters<typeof s.traces.read>[0]) => s.traces.read(r)) } as typeof s.traces,
+      uchart: s.uchart,
+      alarms: s.alarms,
+      strategies: s.strategies,
+      chamberMetadata: s.chamberMetadata,
+    };
+  }
+
+  private storeOrThrow(): DefenderStore {
+    if (!this.storeHandle) throw new Error('store not open');
+    return this.storeHandle;
+  }
+
+  private observer(): PipelineObserver {
+    return {
+      received: () => {
+        this.received.inc();
+        this.inflightGauge.set(this.inflight());
+      },
+      processed: (chamber, sequence, ms, outcome) => {
+        this.processedTotalCount++;
+        this.processed.inc({ outcome });
+        this.processTime.observe(ms / 1000);
+        this.inflightGauge.set(this.inflight());
+        const stats = this.cache?.stats();
+        if (stats) this.hitRate.set(stats.hitRate);
+        this.logger.debug({ msg: 'run applied', chamber, sequence, ms: Math.round(ms), outcome });
+      },
+      deadLettered: (chamber, sequence, reason, detail) => {
+        this.deadLetters.inc({ reason });
+        this.logger.warn({ msg: 'dead-lettered', chamber, sequence, reason, detail });
+      },
+      failedAttempt: (chamber, sequence, attempt, err) => {
+        this.failed.inc();
+        this.logger.warn({ msg: 'run attempt failed', chamber, sequence, attempt, err: (err as Error)?.message });
+      },
+      paused: (chamber, what, err) => {
+        this.paused.inc({ stage: what });
+        this.logger.warn({ msg: 'paused: dependency unavailable', chamber, stage: what, err: (err as Error)?.message });
+      },
+      fenced: (chamber, epoch, err) => {
+        this.fenced.inc();
+        this.logger.warn({ msg: 'fenced: a newer owner holds the chamber', chamber, epoch, err: (err as Error)?.message });
+      },
+      alarm: () => this.alarms.inc(),
+      stage: (stage, ms) => {
+        if (stage === 'evaluate') this.uchartCalc.observe(ms / 1000);
+      },
+    };
+  }
+}
+

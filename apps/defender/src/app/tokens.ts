@@ -1,0 +1,2 @@
+/** The validated DefenderConfig. */
+export const DEFENDER_CONFIG = Symbol('DEFENDER_CONFIG');

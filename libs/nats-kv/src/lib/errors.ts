@@ -1,0 +1,80 @@
+import { JetStreamApiCodes, JetStreamApiError } from '@nats-io/jetstream';
+import {
+  ClosedConnectionError,
+  ConnectionError,
+  DrainingConnectionError,
+  NoRespondersError,
+  RequestError,
+  TimeoutError,
+} from '@nats-io/nats-core';
+
+/** A compare-and-set lost: the entry changed since `expectedRevision` was read. */
+export class RevisionConflictError extends Error {
+  override readonly name = 'RevisionConflictError';
+  constructor(
+    readonly bucket: string,
+    readonly key: string,
+    readonly expectedRevision: number,
+    options?: { cause?: unknown },
+  ) {
+    super(`${bucket}/${key}: revision ${expectedRevision} is no longer the latest`, options);
+  }
+}
+
+/** NATS could not be reached or did not answer in time; retry later (with backoff). */
+export class NatsUnavailableError extends Error {
+  override readonly name = 'NatsUnavailableError';
+  readonly retryable = true;
+}
+
+/** Every stable ID in 0..MAX_DEFENDERS-1 is held by a live process. */
+export class PoolExhaustedError extends Error {
+  override readonly name = 'PoolExhaustedError';
+  constructor(readonly maxDefenders: number) {
+    super(`all ${maxDefenders} stable IDs (defender-0..defender-${maxDefenders - 1}) are claimed by live defenders`);
+  }
+}
+
+/** Our stable-ID claim was taken over (we were judged dead): stop acting as this defender at once. */
+export class ClaimLostError extends Error {
+  override readonly name = 'ClaimLostError';
+  constructor(
+    readonly defenderId: string,
+    options?: { cause?: unknown },
+  ) {
+    super(`stable ID ${defenderId} is no longer ours`, options);
+  }
+}
+
+function isTransportError(err: unknown): boolean {
+  return (
+    err instanceof TimeoutError ||
+    err instanceof NoRespondersError ||
+    err instanceof ClosedConnectionError ||
+    err instanceof DrainingConnectionError ||
+    err instanceof ConnectionError ||
+    err instanceof RequestError
+  );
+}
+
+/** True for the JetStream answer to a failed compare-and-set (wrong last sequence). */
+export function isWrongLastSequence(err: unknown): boolean {
+  return (
+    err instanceof JetStreamApiError &&
+    (err.code === JetStreamApiCodes.StreamWrongLastSequence || err.code === JetStreamApiCodes.StreamWrongLastSequenceUnknown)
+  );
+}
+
+/**
+ * Maps an error from a KV call to the typed errors above; anything else is rethrown as is.
+ * `expectedRevision` is given for compare-and-set calls.
+ */
+export function mapKvError(err: unknown, bucket: string, key: string, expectedRevision?: number): Error {
+  if (expectedRevision !== undefined && isWrongLastSequence(err)) {
+    return new RevisionConflictError(bucket, key, expectedRevision, { cause: err });
+  }
+  if (isTransportError(err)) {
+    return new NatsUnavailableError(`${bucket}/${key}: ${(err as Error).message}`, { cause: err });
+  }
+  return err instanceof Error ? err : new Error(String(err));
+}

@@ -1,0 +1,78 @@
+import type { KV } from '@nats-io/kv';
+import { Heartbeat, InvalidMessageError, parseHeartbeat } from '@defender/contracts';
+import { DEFAULT_BUCKETS } from './buckets';
+import { mapKvError } from './errors';
+
+/** A heartbeat as read from the bucket. */
+export interface ObservedHeartbeat {
+  readonly heartbeat: Heartbeat;
+  readonly revision: number;
+  /** When the NATS server stored it. */
+  readonly storedAt: Date;
+}
+
+/** An entry that could not be read as a heartbeat (reported, never fatal). */
+export interface BadHeartbeat {
+  readonly key: string;
+  readonly revision: number;
+  readonly reason: string;
+}
+
+/**
+ * The `defender-heartbeats` bucket: one key per defender ID. Liveness is judged by the reader from
+ * when it last saw a key's revision change, never from KV expiry (NATS before 2.11 sends no watch
+ * event when an entry ages out).
+ */
+export class HeartbeatBucket {
+  constructor(
+    private readonly kv: KV,
+    private readonly bucket: string = DEFAULT_BUCKETS.heartbeats,
+  ) {}
+
+  /** Publishes (overwrites) this defender's heartbeat. */
+  async publish(hb: Heartbeat): Promise<number> {
+    try {
+      return await this.kv.put(hb.defenderId, JSON.stringify(hb));
+    } catch (err) {
+      throw mapKvError(err, this.bucket, hb.defenderId);
+    }
+  }
+
+  /** Removes this defender's heartbeat on a clean shutdown, so the controller sees a leave at once. */
+  async remove(defenderId: string): Promise<void> {
+    try {
+      await this.kv.delete(defenderId);
+    } catch (err) {
+      throw mapKvError(err, this.bucket, defenderId);
+    }
+  }
+
+  /** Every current heartbeat, and the entries that are not valid heartbeats. */
+  async readAll(): Promise<{ heartbeats: ObservedHeartbeat[]; bad: BadHeartbeat[] }> {
+    const heartbeats: ObservedHeartbeat[] = [];
+    const bad: BadHeartbeat[] = [];
+    try {
+      const keys: string[] = [];
+      for await (const k of await this.kv.keys()) keys.push(k);
+      keys.sort();
+      for (const key of keys) {
+        const e = await this.kv.get(key);
+        if (!e || e.operation !== 'PUT') continue;
+        try {
+          const heartbeat = parseHeartbeat(e.value);
+          if (heartbeat.defenderId !== key) {
+            bad.push({ key, revision: e.revision, reason: `defenderId ${heartbeat.defenderId} does not match the key` });
+            continue;
+          }
+          heartbeats.push({ heartbeat, revision: e.revision, storedAt: e.created });
+        } catch (err) {
+          if (!(err instanceof InvalidMessageError)) throw err;
+          bad.push({ key, revision: e.revision, reason: err.reason });
+        }
+      }
+    } catch (err) {
+      throw mapKvError(err, this.bucket, '>');
+    }
+    return { heartbeats, bad };
+  }
+}

@@ -1,0 +1,79 @@
+import { connect } from '@nats-io/transport-node';
+import { jetstream, jetstreamManager } from '@nats-io/jetstream';
+import { describeWithInfra, startNatsServer, waitFor } from '@defender/infra-harness';
+import { NotificationReader, publishOnce, watchNotifications } from './notifications';
+import { ensureStreams, STREAMS } from './streams';
+
+describeWithInfra(['nats'], 'notification streams against a real nats-server', () => {
+  it('creates the streams idempotently (concurrently), reads a chamber by sequence, wakes on new runs, dedupes events', async () => {
+    const srv = await startNatsServer();
+    const nc = await connect({ servers: srv.url });
+    try {
+      await Promise.all([ensureStreams(nc), ensureStreams(nc), ensureStreams(nc)]);
+      const jsm = await jetstreamManager(nc);
+      const info = await jsm.streams.info(STREAMS.notifications);
+      expect(info.config).toMatchObject({ subjects: ['dc.*.*.completed'], allow_direct: true, storage: 'file', retention: 'limits' });
+
+      const js = jetstream(nc);
+      const notices: [string, number][] = [];
+      const feed = await watchNotifications(nc, (subject, seq) => notices.push([subject, seq]));
+      for (const [t, c] of [['t1', 'c1'], ['t1', 'c2'], ['t1', 'c1'], ['t2', 'c1'], ['t1', 'c1']]) {
+        await js.publish(`dc.${t}.${c}.completed`, JSON.stringify({ t, c }));
+      }
+      await expect(js.publish('dc.t1.c1.started', 'x')).rejects.toThrow();
+
+      const reader = await NotificationReader.open(nc);
+      const seqs: number[] = [];
+      for (let from = 1; ; ) {
+        const m = await reader.next('dc.t1.c1.completed', from);
+        if (!m) break;
+        seqs.push(m.sequence);
+        from = m.sequence + 1;
+      }
+      expect(seqs).toEqual([1, 3, 5]);
+      expect(await reader.lastSequence()).toBe(5);
+
+      await waitFor('five notices', async () => notices.length === 5, 5000);
+      expect(notices.map(([, s]) => s)).toEqual([1, 2, 3, 4, 5]);
+      expect(notices[1]![0]).toBe('dc.t1.c2.completed');
+      await feed.stop();
+
+      expect(await publishOnce(nc, 'defense.alarms.t1.c1', '{"a":1}', 'alarm-t1:c1-3-nelson1')).toBe(true);
+      expect(await publishOnce(nc, 'defense.alarms.t1.c1', '{"a":1}', 'alarm-t1:c1-3-nelson1')).toBe(false);
+      expect((await jsm.streams.info(STREAMS.defenseEvents)).state.messages).toBe(1);
+      expect(await publishOnce(nc, 'dc.dead.invalid-json', 'x', 'dead-7')).toBe(true);
+      expect((await jsm.streams.info(STREAMS.deadLetters)).state.messages).toBe(1);
+    } finally {
+      await nc.close();
+      await srv.stop();
+    }
+  });
+
+  it('the feed resumes without gaps after a NATS restart', async () => {
+    const srv = await startNatsServer();
+    const nc = await connect({ servers: srv.url, maxReconnectAttempts: -1, reconnectTimeWait: 100 });
+    try {
+      await ensureStreams(nc);
+      const seen: number[] = [];
+      const feed = await watchNotifications(nc, (_s, seq) => seen.push(seq));
+      const js = jetstream(nc);
+      await js.publish('dc.t.c.completed', '1');
+      await waitFor('first', async () => seen.length === 1, 5000);
+      await srv.restart({ hard: true });
+      await waitFor('publish after restart', async () => {
+        try {
+          await js.publish('dc.t.c.completed', String(seen.length + 1));
+          return true;
+        } catch {
+          return false;
+        }
+      }, 20_000, 200);
+      await waitFor('second', async () => seen.length >= 2, 20_000);
+      expect(seen.slice(0, 2)).toEqual([1, 2]);
+      await feed.stop();
+    } finally {
+      await nc.close();
+      await srv.stop();
+    }
+  });
+});

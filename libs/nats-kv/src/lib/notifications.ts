@@ -1,0 +1,117 @@
+import type { NatsConnection } from '@nats-io/nats-core';
+import { DeliverPolicy, jetstream, JetStreamManager, jetstreamManager } from '@nats-io/jetstream';
+import { mapKvError } from './errors';
+import { STREAMS } from './streams';
+
+/** One stored notification. */
+export interface StoredNotification {
+  readonly subject: string;
+  readonly sequence: number;
+  readonly data: Uint8Array;
+  /** When the server stored it. */
+  readonly storedAt: Date;
+}
+
+/**
+ * Reads a chamber's notifications by stream sequence (direct get, `next_by_subj`), so a chamber's
+ * position lives in the store (its high-water mark) and a new owner resumes exactly after it.
+ */
+export class NotificationReader {
+  private constructor(
+    private readonly jsm: JetStreamManager,
+    private readonly stream: string,
+  ) {}
+
+  static async open(nc: NatsConnection, stream: string = STREAMS.notifications): Promise<NotificationReader> {
+    try {
+      return new NotificationReader(await jetstreamManager(nc), stream);
+    } catch (err) {
+      throw mapKvError(err, stream, '(stream)');
+    }
+  }
+
+  /**
+   * The first notification on `subject` at or after `fromSequence`, or null when there is none yet.
+   *
+   * @throws NatsUnavailableError when NATS does not answer (retry later).
+   */
+  async next(subject: string, fromSequence: number): Promise<StoredNotification | null> {
+    try {
+      const m = await this.jsm.direct.getMessage(this.stream, { seq: Math.max(1, fromSequence), next_by_subj: subject });
+      if (!m) return null;
+      return { subject: m.subject, sequence: m.seq, data: m.data, storedAt: m.time };
+    } catch (err) {
+      throw mapKvError(err, this.stream, subject);
+    }
+  }
+
+  /** The stream's last sequence (0 when empty). */
+  async lastSequence(): Promise<number> {
+    try {
+      return (await this.jsm.streams.info(this.stream)).state.last_seq;
+    } catch (err) {
+      throw mapKvError(err, this.stream, '(info)');
+    }
+  }
+}
+
+/** A running {@link watchNotifications} feed. */
+export interface NotificationFeed {
+  stop(): Promise<void>;
+}
+
+/**
+ * Calls `onNotice(subject, sequence)` for every notification stored from now on (an ordered,
+ * headers-only consumer: one per process, whatever the number of chambers). It is a wake-up signal
+ * only; readers fetch the message itself with {@link NotificationReader}. The ordered consumer
+ * resumes after a NATS restart without gaps; callers should still re-check their chambers after a
+ * reconnect (and now and then), since a notice is only a hint.
+ */
+export async function watchNotifications(
+  nc: NatsConnection,
+  onNotice: (subject: string, sequence: number) => void,
+  opts: { stream?: string; onError?: (err: Error) => void } = {},
+): Promise<NotificationFeed> {
+  const stream = opts.stream ?? STREAMS.notifications;
+  const js = jetstream(nc);
+  let consumer;
+  try {
+    // No subject filter: the stream holds only notifications (and filter_subjects needs NATS 2.10).
+    consumer = await js.consumers.get(stream, {
+      deliver_policy: DeliverPolicy.New,
+      headers_only: true,
+    });
+  } catch (err) {
+    throw mapKvError(err, stream, '(consumer)');
+  }
+  const messages = await consumer.consume({ max_messages: 1000 });
+  const done = (async () => {
+    try {
+      for await (const m of messages) onNotice(m.subject, m.seq);
+    } catch (err) {
+      opts.onError?.(err as Error);
+    }
+  })();
+  return {
+    async stop() {
+      await messages.close();
+      await done;
+    },
+  };
+}
+
+/**
+ * Publishes `data` on `subject` into a stream with deduplication by `msgId`: publishing the same
+ * id again within the stream's duplicate window stores nothing new (used for alarms, holds and dead
+ * letters, which may be re-published after a crash).
+ *
+ * @returns whether the server stored it (false: a duplicate).
+ */
+export async function publishOnce(nc: NatsConnection, subject: string, data: string | Uint8Array, msgId: string): Promise<boolean> {
+  try {
+    const ack = await jetstream(nc).publish(subject, data, { msgID: msgId });
+    return !ack.duplicate;
+  } catch (err) {
+    throw mapKvError(err, '(publish)', subject);
+  }
+}

@@ -1,0 +1,71 @@
+import { Inject, Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import type { DefenderStore } from '@defender/contracts';
+import { openStore, StoreConfig } from '@defender/store';
+import { HealthRegistry } from '../health/health.registry';
+
+export const STORE_CONFIG = Symbol('STORE_CONFIG');
+
+/**
+ * The process's store (Cassandra or SQLite). Opens in the background with retries (the HTTP server
+ * comes up first and reports not-ready with a `store` check), closes on shutdown.
+ */
+@Injectable()
+export class StoreService implements OnModuleInit, OnApplicationShutdown {
+  private readonly logger = new Logger(StoreService.name);
+  private store: DefenderStore | undefined;
+  private lastError: string | undefined;
+  private closing = false;
+  private readonly opened: Promise<DefenderStore>;
+  private resolveOpened!: (s: DefenderStore) => void;
+
+  constructor(
+    @Inject(STORE_CONFIG) private readonly config: StoreConfig,
+    private readonly health: HealthRegistry,
+  ) {
+    this.opened = new Promise((resolve) => (this.resolveOpened = resolve));
+  }
+
+  onModuleInit(): void {
+    this.health.register('store', () =>
+      this.store ? { ok: true, detail: this.config.kind } : { ok: false, detail: this.lastError ?? 'opening' },
+    );
+    void this.openLoop();
+  }
+
+  /** Resolves once the store is open (migrations applied). */
+  ready(): Promise<DefenderStore> {
+    return this.opened;
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    this.closing = true;
+    await this.store?.close();
+  }
+
+  private async openLoop(): Promise<void> {
+    if (this.config.kind === 'sqlite' && this.config.sqlite.filename !== ':memory:') {
+      mkdirSync(dirname(this.config.sqlite.filename), { recursive: true });
+    }
+    for (let attempt = 0; !this.closing; attempt++) {
+      try {
+        const store = await openStore(this.config);
+        if (this.closing) {
+          await store.close();
+          return;
+        }
+        this.store = store;
+        this.lastError = undefined;
+        this.logger.log({ msg: 'store open', kind: this.config.kind });
+        this.resolveOpened(store);
+        return;
+      } catch (err) {
+        this.lastError = (err as Error).message;
+        const delay = Math.min(10_000, 250 * 2 ** attempt) * (0.5 + Math.random() / 2);
+        this.logger.warn({ msg: 'store not available; retrying', kind: this.config.kind, err: this.lastError, delayMs: Math.round(delay) });
+        await new Promise((r) => setTimeout(r, delay));
+      }
+    }
+  }
+}

@@ -1,0 +1,6 @@
+export default {
+  displayName: 'pipeline',
+  preset: '../../jest.preset.js',
+  rootDir: __dirname,
+  coverageDirectory: '../../coverage/libs/pipeline',
+};

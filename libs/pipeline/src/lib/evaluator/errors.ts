@@ -1,0 +1,48 @@
+import type { DeadLetterReason } from '@defender/contracts';
+import type { StrategyIssue } from '@defender/defense-rules';
+
+/**
+ * The run's trace cannot be evaluated: it fails the U-chart engine's validation (e.g. explicit sample
+ * times that are not finite or go backwards, step markers out of range), or it belongs to another run
+ * or chamber than the notification. Deterministic: retrying the run cannot help, so a worker should
+ * dead-letter it with {@link InvalidTraceError.deadLetterReason} at once. The uchart
+ * `TraceValidationError` (listing every issue) is the `cause` when there is one.
+ */
+export class InvalidTraceError extends Error {
+  override readonly name = 'InvalidTraceError';
+  readonly deadLetterReason: DeadLetterReason = 'invalid-trace';
+  readonly runId: string;
+
+  constructor(runId: string, detail: string, options?: { cause?: unknown }) {
+    super(`trace of run ${runId} cannot be evaluated: ${detail}`, options);
+    this.runId = runId;
+  }
+}
+
+/**
+ * The chamber's stored defense strategy document is invalid and the evaluator was created with
+ * `invalidStrategy: 'throw'` (the default is to evaluate with `DEFAULT_STRATEGY` and report the
+ * document in `skipped`). `issues` lists every problem; the defense-rules `StrategyValidationError`
+ * is the `cause`.
+ */
+export class InvalidStrategyDocumentError extends Error {
+  override readonly name = 'InvalidStrategyDocumentError';
+  readonly issues: readonly StrategyIssue[];
+
+  constructor(issues: readonly StrategyIssue[], options?: { cause?: unknown }) {
+    super(
+      `stored defense strategy is invalid: ${issues.map((i) => (i.path ? `${i.path}: ${i.message}` : i.message)).join('; ')}`,
+      options,
+    );
+    this.issues = issues;
+  }
+}
+
+/** An option of {@link createRunEvaluator} is out of its domain. */
+export class EvaluatorConfigError extends Error {
+  override readonly name = 'EvaluatorConfigError';
+
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+  }
+}

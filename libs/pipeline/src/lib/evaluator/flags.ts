@@ -1,0 +1,55 @@
+/**
+ * Bits of `UChartPoint.flags` (an unsigned 32-bit integer) as written by the run evaluator.
+ *
+ * - Run bits are set on every point of a run: `RUN_ALARMED` is what escalation ("2 alarms in the last
+ *   5 runs") reads back from stored history, so it must survive the round trip; `RUN_HOLD` marks the
+ *   run that put the chamber on hold.
+ * - Point bits describe this indicator in this run: `VIOLATION` (any rule fired on it), `NEW_LIMITS`
+ *   (the limits it was judged against were frozen by this run), and one bit per rule that fired.
+ *
+ * Bits 4-7 and 26-31 are reserved (always 0).
+ */
+export const POINT_FLAGS = {
+  RUN_ALARMED: 1 << 0,
+  VIOLATION: 1 << 1,
+  RUN_HOLD: 1 << 2,
+  NEW_LIMITS: 1 << 3,
+  N1: 1 << 8,
+  N2: 1 << 9,
+  N3: 1 << 10,
+  N4: 1 << 11,
+  N5: 1 << 12,
+  N6: 1 << 13,
+  N7: 1 << 14,
+  N8: 1 << 15,
+  WE1: 1 << 16,
+  WE2: 1 << 17,
+  WE3: 1 << 18,
+  WE4: 1 << 19,
+  EWMA: 1 << 20,
+  CUSUM_UPPER: 1 << 21,
+  CUSUM_LOWER: 1 << 22,
+  SPEC_USL: 1 << 23,
+  SPEC_LSL: 1 << 24,
+  /** A rule id this build has no bit for (a newer defense-rules version). */
+  OTHER_RULE: 1 << 25,
+} as const;
+
+/** A named bit of {@link POINT_FLAGS}. */
+export type PointFlag = keyof typeof POINT_FLAGS;
+
+const RULE_BITS: ReadonlyMap<string, number> = new Map(
+  Object.entries(POINT_FLAGS).filter(([name]) => /^(N\d|WE\d|EWMA|CUSUM_|SPEC_)/.test(name)),
+);
+
+/** The flag bit of a violation's rule id (`N1`..`N8`, `WE1`..`WE4`, `EWMA`, `CUSUM_*`, `SPEC_*`), else `OTHER_RULE`. */
+export function ruleFlag(ruleId: string): number {
+  return RULE_BITS.get(ruleId) ?? POINT_FLAGS.OTHER_RULE;
+}
+
+/** The names of the bits set in `flags`, in bit order (for logs, APIs and tests). */
+export function describeFlags(flags: number): PointFlag[] {
+  return (Object.keys(POINT_FLAGS) as PointFlag[])
+    .filter((name) => (flags & POINT_FLAGS[name]) !== 0)
+    .sort((a, b) => POINT_FLAGS[a] - POINT_FLAGS[b]);
+}

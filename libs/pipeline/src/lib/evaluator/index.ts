@@ -1,0 +1,14 @@
+export { holdIdOf } from './alarms';
+export {
+  CHART_KEYS,
+  decodeHistory,
+  decodeLimits,
+  decodePoint,
+  decodeRun,
+  encodeLimits,
+  encodePoint,
+  type DecodedLimits,
+} from './codec';
+export { EvaluatorConfigError, InvalidStrategyDocumentError, InvalidTraceError } from './errors';
+export { describeFlags, POINT_FLAGS, ruleFlag, type PointFlag } from './flags';
+export { createRunEvaluator, storeIndicatorKey, type RunEvaluatorOptions } from './run-evaluator';

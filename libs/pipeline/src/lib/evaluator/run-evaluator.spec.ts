@@ -1,0 +1,409 @@
+import { StrategyValidationError } from '@defender/defense-rules';
+import { TraceValidationError } from '@defender/uchart';
+import { holdIdOf } from './alarms';
+import { decodeLimits } from './codec';
+import { EvaluatorConfigError, InvalidStrategyDocumentError, InvalidTraceError } from './errors';
+import { describeFlags, POINT_FLAGS } from './flags';
+import { createRunEvaluator } from './run-evaluator';
+import { CHAMBER, notificationOf, SimulatedChamber, T0, traceOf } from './testing/harness';
+
+const RECIPE = 'POLY';
+const KEY = `${RECIPE}|p-main`;
+
+/** A pressure trace: 3 ramp samples, then 8 main-step samples whose mean is exactly `mean`. */
+function pressureRun(runId: string, mean: number, extra: Record<string, number[]> = {}) {
+  const d = [-0.5, 0.5, -0.25, 0.25, -0.125, 0.125, 0, 0];
+  return traceOf(
+    runId,
+    { pressure: [0, 5, 8, ...d.map((x) => mean + x)], ...extra },
+    {
+      steps: [
+        { name: 'ramp', startIndex: 0 },
+        { name: 'main', startIndex: 3 },
+      ],
+    },
+  );
+}
+
+function strategy(indicator: object = {}, extra: object = {}) {
+  return {
+    schemaVersion: 1,
+    name: 'etch-pm2',
+    indicators: [
+      {
+        id: 'p-main',
+        svid: 'pressure',
+        statistic: 'mean',
+        window: { kind: 'step', step: 'main' },
+        baseline: { minRuns: 5 },
+        rules: ['western-electric'],
+        spec: { usl: 20 },
+        ...indicator,
+      },
+    ],
+    escalation: [{ alarms: 2, withinRuns: 5, action: 'HOLD_CHAMBER' }],
+    ...extra,
+  };
+}
+
+const PHASE_ONE = [10.0, 10.2, 9.9, 10.1, 9.8];
+
+describe('createRunEvaluator: baseline, alarms and escalation over stored history', () => {
+  const evaluator = createRunEvaluator();
+  const doc = strategy();
+
+  function chamberAfterPhaseOne() {
+    const chamber = new SimulatedChamber(evaluator);
+    const runs = PHASE_ONE.map((m, i) => chamber.process(pressureRun(`run-${i + 1}`, m), RECIPE, doc));
+    return { chamber, runs };
+  }
+
+  it('collects minRuns Phase I points, then freezes limits that judge the next run already', () => {
+    const { chamber, runs } = chamberAfterPhaseOne();
+    for (const r of runs) {
+      expect(r.evaluation.newLimitSets).toEqual([]);
+      expect(r.evaluation.alarms).toEqual([]);
+      expect(r.evaluation.points).toEqual([{ indicatorKey: KEY, value: expect.any(Number), flags: 0 }]);
+    }
+    const sixth = chamber.process(pressureRun('run-6', 10.05), RECIPE, doc);
+    const mrBar = 0.25;
+    expect(sixth.evaluation.newLimitSets).toEqual([
+      {
+        ...CHAMBER,
+        indicatorKey: KEY,
+        version: 1,
+        chartType: 'individuals',
+        center: expect.closeTo(10, 12),
+        sigma: expect.closeTo(mrBar / 1.128, 12),
+        lcl: expect.closeTo(10 - (3 * mrBar) / 1.128, 12),
+        ucl: expect.closeTo(10 + (3 * mrBar) / 1.128, 12),
+        params: { sigmaMethod: 'moving-range', nSigma: 3, mrBar: expect.closeTo(mrBar, 12), exclusionPasses: 0 },
+        baseline: { reason: 'initial', runIds: ['run-1', 'run-2', 'run-3', 'run-4', 'run-5'], excludedRunIds: [] },
+        createdAt: new Date(T0 + 6 * 60_000),
+      },
+    ]);
+    expect(sixth.evaluation.points).toEqual([
+      { indicatorKey: KEY, value: expect.closeTo(10.05, 12), limitsVersion: 1, flags: POINT_FLAGS.NEW_LIMITS },
+    ]);
+    // Stored, the limits are current from now on; the next run does not establish them again.
+    const seventh = chamber.process(pressureRun('run-7', 9.95), RECIPE, doc);
+    expect(seventh.evaluation.newLimitSets).toEqual([]);
+    expect(seventh.evaluation.points[0]).toEqual({ indicatorKey: KEY, value: expect.closeTo(9.95, 12), limitsVersion: 1, flags: 0 });
+  });
+
+  it('raises a mean-shift alarm with full context, then holds the chamber on the 2nd alarm in 5 runs', () => {
+    const { chamber } = chamberAfterPhaseOne();
+    chamber.process(pressureRun('run-6', 10.05), RECIPE, doc);
+    const limits = chamber.limits[0];
+    const shifted = chamber.process(pressureRun('run-7', 13), RECIPE, doc).evaluation;
+    expect(shifted.alarms).toEqual([
+      {
+        ruleId: 'WE1',
+        indicatorKey: KEY,
+        action: 'ALARM',
+        value: expect.closeTo(13, 12),
+        lcl: limits.lcl,
+        ucl: limits.ucl,
+        center: limits.center,
+        recipe: RECIPE,
+        step: 'main',
+        svid: 'pressure',
+        statistic: 'mean',
+        message: expect.stringMatching(
+          /^WE1 on ETCH01:PM2 run run-7 \(recipe POLY, step main, SVID pressure, mean\): one point beyond the control limits; value 13 \(LCL 9\.33\d*, centre 10, UCL 10\.66\d*, limits v1\)$/,
+        ),
+        details: {
+          description: 'one point beyond the control limits',
+          toolId: 'ETCH01',
+          chamberId: 'PM2',
+          runId: 'run-7',
+          sequence: 7,
+          recipe: RECIPE,
+          indicator: { key: KEY, id: 'p-main', svid: 'pressure', statistic: 'mean', window: { kind: 'step', step: 'main' } },
+          limits: { version: 1, center: limits.center, sigma: limits.sigma, lcl: limits.lcl, ucl: limits.ucl },
+          points: [{ runId: 'run-7', value: expect.closeTo(13, 12) }],
+        },
+      },
+    ]);
+    expect(shifted.hold).toBeUndefined();
+    expect(describeFlags(shifted.points[0].flags)).toEqual(['RUN_ALARMED', 'VIOLATION', 'WE1']);
+
+    const calm = chamber.process(pressureRun('run-8', 10), RECIPE, doc).evaluation;
+    expect(calm.alarms).toEqual([]);
+    expect(calm.points[0].flags).toBe(0);
+
+    // The only memory of run 7's alarm is the RUN_ALARMED bit of its stored point.
+    const again = chamber.process(pressureRun('run-9', 13.5), RECIPE, doc);
+    expect(again.input.history.map((h) => h.runId)).toContain('run-7');
+    expect(again.evaluation.alarms.map((a) => a.ruleId)).toEqual(['WE1', 'WE2']);
+    expect(again.evaluation.alarms[1].details?.['points']).toEqual([
+      { runId: 'run-7', value: expect.closeTo(13, 12) },
+      { runId: 'run-9', value: expect.closeTo(13.5, 12) },
+    ]);
+    expect(again.evaluation.hold).toEqual({
+      holdId: 'hold:ETCH01:PM2:9',
+      ruleId: 'escalation',
+      reason: 'escalation: 2 alarmed runs in the last 5 (threshold 2) (run run-9, sequence 9, recipe POLY)',
+    });
+    expect(describeFlags(again.evaluation.points[0].flags)).toEqual(['RUN_ALARMED', 'VIOLATION', 'RUN_HOLD', 'WE1', 'WE2']);
+
+    // A replay of the same run (same input) gives the same records: same alarms, same hold id.
+    expect(evaluator.evaluate(again.input)).toEqual(again.evaluation);
+  });
+
+  it('does not escalate when the earlier alarm has left the window', () => {
+    const { chamber } = chamberAfterPhaseOne();
+    chamber.process(pressureRun('run-6', 13), RECIPE, doc);
+    for (let i = 7; i <= 10; i++) chamber.process(pressureRun(`run-${i}`, 10), RECIPE, doc);
+    const r = chamber.process(pressureRun('run-11', 13), RECIPE, doc).evaluation;
+    expect(r.alarms.map((a) => a.ruleId)).toEqual(['WE1']);
+    expect(r.hold).toBeUndefined();
+  });
+
+  it('holds at once when the violated indicator says HOLD_CHAMBER', () => {
+    const hold = strategy({ action: 'HOLD_CHAMBER' }, { escalation: [] });
+    const chamber = new SimulatedChamber(evaluator);
+    PHASE_ONE.forEach((m, i) => chamber.process(pressureRun(`run-${i + 1}`, m), RECIPE, hold));
+    const r = chamber.process(pressureRun('run-6', 25), RECIPE, hold).evaluation;
+    expect(r.alarms.map((a) => [a.ruleId, a.action])).toEqual([
+      ['SPEC_USL', 'HOLD_CHAMBER'],
+      ['WE1', 'HOLD_CHAMBER'],
+    ]);
+    expect(r.alarms[0]).toMatchObject({ value: 25, ucl: 20, details: { limits: { version: 1, usl: 20 } } });
+    expect(r.alarms[0].message).toContain('value 25 > USL 20');
+    expect(r.hold).toEqual({
+      holdId: 'hold:ETCH01:PM2:6',
+      ruleId: 'indicator-action',
+      reason: `violation with action HOLD_CHAMBER: ${KEY} SPEC_USL, ${KEY} WE1 (run run-6, sequence 6, recipe POLY)`,
+    });
+  });
+
+  it('keeps recipes apart: one chart, baseline and limit set per recipe', () => {
+    const doc = strategy({ spec: undefined });
+    const chamber = new SimulatedChamber(evaluator);
+    const out = [];
+    for (let i = 0; i < 12; i++) {
+      const recipe = i % 2 ? 'B' : 'A';
+      const mean = (recipe === 'A' ? 10 : 50) + PHASE_ONE[i % 5] - 10;
+      out.push(chamber.process(pressureRun(`run-${i + 1}`, mean), recipe, doc).evaluation);
+    }
+    expect(out.flatMap((e) => e.alarms)).toEqual([]);
+    expect(chamber.limits.map((l) => [l.indicatorKey, Math.round(l.center)]).sort()).toEqual([
+      ['A|p-main', 10],
+      ['B|p-main', 50],
+    ]);
+  });
+});
+
+describe('createRunEvaluator: chambers running several recipes', () => {
+  it('finds each recipe its 20 Phase I points in the default history, however the recipes interleave', () => {
+    const doc = strategy({ spec: undefined, baseline: { minRuns: 20 } });
+    const chamber = new SimulatedChamber(createRunEvaluator());
+    const recipes = ['A', 'B', 'C', 'D'];
+    const frozen: [string, number][] = [];
+    for (let i = 0; i < 84; i++) {
+      const recipe = recipes[i % 4];
+      const r = chamber.process(pressureRun(`run-${i + 1}`, 10 + (PHASE_ONE[i % 5] - 10) * (1 + (i % 3))), recipe, doc);
+      for (const l of r.evaluation.newLimitSets) frozen.push([l.indicatorKey, r.sequence]);
+    }
+    // Each recipe's 21st run (its 20 Phase I points are then in the last 100 runs of the chamber).
+    expect(frozen).toEqual([
+      ['A|p-main', 81],
+      ['B|p-main', 82],
+      ['C|p-main', 83],
+      ['D|p-main', 84],
+    ]);
+  });
+});
+
+describe('createRunEvaluator: NaN-heavy traces', () => {
+  const evaluator = createRunEvaluator();
+
+  it('charts the valid samples, skips an SVID with none, and excludes ±Infinity', () => {
+    const both = {
+      ...strategy(),
+      indicators: [
+        { id: 'a-mean', svid: 'a', statistic: 'mean', baseline: { minRuns: 3 } },
+        { id: 'b-mean', svid: 'b', statistic: 'mean', baseline: { minRuns: 3 } },
+        { id: 'a-missing', svid: 'a', statistic: 'n_missing', chart: { type: 'p' }, baseline: { minRuns: 3 } },
+      ],
+    };
+    const a = new Array<number>(1000).fill(NaN);
+    a[10] = 4;
+    a[500] = 6;
+    a[501] = Infinity;
+    a[502] = -Infinity;
+    const chamber = new SimulatedChamber(evaluator);
+    const r = chamber.process(traceOf('run-1', { a, b: new Array<number>(1000).fill(NaN) }), RECIPE, both).evaluation;
+    expect(r.points).toEqual([
+      { indicatorKey: `${RECIPE}|a-mean`, value: 5, flags: 0 },
+      // p chart: the count, its size, and the charted proportion as chart state.
+      { indicatorKey: `${RECIPE}|a-missing`, value: 998, size: 1000, flags: 0, chart: { statistic: 0.998 } },
+    ]);
+    expect(r.skipped).toEqual([
+      { indicatorKey: `${RECIPE}|b-mean`, reason: 'no-value: no-valid-samples: all 1000 samples are NaN/Inf' },
+    ]);
+  });
+
+  it('an all-NaN run yields no point (the worker dead-letters it) and Phase I goes on around it', () => {
+    const chamber = new SimulatedChamber(evaluator);
+    const s = strategy();
+    const runs = [
+      chamber.process(pressureRun('run-1', PHASE_ONE[0]), RECIPE, s),
+      chamber.process(pressureRun('run-2', PHASE_ONE[1]), RECIPE, s),
+      chamber.process(traceOf('run-3', { pressure: new Array<number>(11).fill(NaN) }, { steps: [{ name: 'main', startIndex: 0 }] }), RECIPE, s),
+      chamber.process(pressureRun('run-4', PHASE_ONE[2]), RECIPE, s),
+      chamber.process(pressureRun('run-5', PHASE_ONE[3]), RECIPE, s),
+      chamber.process(pressureRun('run-6', PHASE_ONE[4]), RECIPE, s),
+      chamber.process(pressureRun('run-7', 10), RECIPE, s),
+    ];
+    expect(runs[2].deadLettered).toBe(true);
+    expect(runs[2].evaluation.skipped).toEqual([
+      { indicatorKey: KEY, reason: 'no-value: no-valid-samples: all 11 samples are NaN/Inf' },
+    ]);
+    expect(runs[5].evaluation.newLimitSets).toEqual([]);
+    expect(runs[6].input.history.map((h) => h.points.length)).toEqual([1, 1, 0, 1, 1, 1]);
+    expect(runs[6].evaluation.newLimitSets.map((l) => l.baseline.runIds)).toEqual([
+      ['run-1', 'run-2', 'run-4', 'run-5', 'run-6'],
+    ]);
+  });
+});
+
+describe('createRunEvaluator: strategy documents', () => {
+  const invalid = { schemaVersion: 1, name: 'broken', indicators: [{ id: 'bad id!', svid: 'a', statistic: 'mean' }] };
+  const trace = traceOf('run-1', { a: [1, 2, 3], b: [4, 5, 7] });
+
+  it('evaluates with the default strategy and reports an invalid stored document in skipped', () => {
+    const r = new SimulatedChamber(createRunEvaluator()).process(trace, RECIPE, invalid).evaluation;
+    expect(r.points.map((p) => p.indicatorKey)).toEqual(['POLY|mean/a', 'POLY|mean/b', 'POLY|std/a', 'POLY|std/b']);
+    expect(r.skipped).toEqual([
+      {
+        indicatorKey: '*',
+        reason: expect.stringMatching(
+          /^invalid-strategy: evaluated with the default strategy; invalid defense strategy: indicators\.0\.id: /,
+        ),
+      },
+    ]);
+    expect(createRunEvaluator({ minHistoryRuns: 1 }).historyRuns(invalid)).toBe(20 + 20);
+  });
+
+  it("throws InvalidStrategyDocumentError with invalidStrategy: 'throw'", () => {
+    const evaluator = createRunEvaluator({ invalidStrategy: 'throw', minHistoryRuns: 1 });
+    const chamber = new SimulatedChamber(evaluator);
+    let caught: unknown;
+    try {
+      chamber.process(trace, RECIPE, invalid);
+    } catch (err) {
+      caught = err;
+    }
+    expect(caught).toBeInstanceOf(InvalidStrategyDocumentError);
+    const err = caught as InvalidStrategyDocumentError;
+    expect(err.name).toBe('InvalidStrategyDocumentError');
+    expect(err.issues.map((i) => i.path)).toEqual(['indicators.0.id']);
+    expect(err.cause).toBeInstanceOf(StrategyValidationError);
+    expect(() => evaluator.historyRuns({ schemaVersion: 2 })).toThrow(/unsupported version 2/);
+    expect(evaluator.historyRuns(strategy())).toBe(8 + 20); // WE4 looks at 8 runs
+  });
+
+  it('uses no stored strategy, JSON text, and out-of-scope documents as documented', () => {
+    const evaluator = createRunEvaluator({ minHistoryRuns: 1 });
+    const keys = (doc: unknown, recipe = RECIPE) =>
+      new SimulatedChamber(evaluator).process(trace, recipe, doc).evaluation.points.map((p) => p.indicatorKey);
+    const own = { schemaVersion: 1, name: 'own', indicators: [{ id: 'x', svid: 'b', statistic: 'max' }] };
+    expect(keys(undefined)).toEqual(['POLY|mean/a', 'POLY|mean/b', 'POLY|std/a', 'POLY|std/b']);
+    expect(keys(JSON.stringify(own))).toEqual(['POLY|x']);
+    const scoped = { ...own, scope: { recipe: 'OTHER' } };
+    expect(keys(scoped)).toEqual(['POLY|mean/a', 'POLY|mean/b', 'POLY|std/a', 'POLY|std/b']);
+    expect(keys(scoped, 'OTHER')).toEqual(['OTHER|x']);
+    // A scoped document may leave some runs to the default strategy: enough history for both.
+    expect(evaluator.historyRuns(own)).toBe(20 + 20);
+    expect(evaluator.historyRuns({ ...own, indicators: [{ ...own.indicators[0], baseline: { minRuns: 5 } }] })).toBe(8 + 20);
+    expect(evaluator.historyRuns({ ...scoped, indicators: [{ ...own.indicators[0], baseline: { minRuns: 5 } }] })).toBe(20 + 20);
+    expect(createRunEvaluator({ extraHistoryRuns: 0, minHistoryRuns: 1 }).historyRuns(undefined)).toBe(20);
+    // By default at least 100 runs, so that each of several recipes finds its Phase I points.
+    expect(createRunEvaluator().historyRuns(undefined)).toBe(100);
+    expect(createRunEvaluator().historyRuns({ ...own, indicators: [{ ...own.indicators[0], baseline: { minRuns: 90 } }] })).toBe(110);
+  });
+
+  it('rejects options out of their domain', () => {
+    expect(() => createRunEvaluator({ extraHistoryRuns: -1 })).toThrow(EvaluatorConfigError);
+    expect(() => createRunEvaluator({ minHistoryRuns: 0 })).toThrow('minHistoryRuns must be an integer >= 1, got 0');
+    expect(() => createRunEvaluator({ strategyCacheSize: 0 })).toThrow('strategyCacheSize must be an integer >= 1, got 0');
+    expect(() => createRunEvaluator({ invalidStrategy: 'ignore' as 'throw' })).toThrow(EvaluatorConfigError);
+  });
+});
+
+describe('createRunEvaluator: traces and limits it cannot use', () => {
+  const evaluator = createRunEvaluator();
+
+  it('throws InvalidTraceError (dead-letter reason invalid-trace) for a trace the U-chart engine rejects', () => {
+    const good = traceOf('run-1', { a: [1, 2, 3] });
+    const bad = { ...good, timing: { kind: 'explicit' as const, timesSeconds: Float64Array.of(0, NaN, 2) } };
+    const input = {
+      chamber: CHAMBER,
+      sequence: 1,
+      notification: notificationOf(bad, RECIPE),
+      trace: bad,
+      history: [],
+      limits: [],
+      strategy: undefined,
+      now: new Date(T0),
+    };
+    let caught: unknown;
+    try {
+      evaluator.evaluate(input);
+    } catch (err) {
+      caught = err;
+    }
+    expect(caught).toBeInstanceOf(InvalidTraceError);
+    expect(caught).toMatchObject({ name: 'InvalidTraceError', deadLetterReason: 'invalid-trace', runId: 'run-1' });
+    expect((caught as Error).cause).toBeInstanceOf(TraceValidationError);
+    expect((caught as Error).message).toContain('timing.timesSeconds[1]: is not finite');
+    expect(() => evaluator.evaluate({ ...input, trace: { ...good, runId: 'run-0' } })).toThrow(
+      'trace of run run-1 cannot be evaluated: the trace read is of ETCH01:PM2 run run-0',
+    );
+  });
+
+  it('judges an indicator with unreadable stored limits on spec limits only, and never re-baselines it', () => {
+    const chamber = new SimulatedChamber(evaluator);
+    chamber.putLimitSet({
+      ...CHAMBER,
+      indicatorKey: KEY,
+      version: 3,
+      chartType: 'xbar-r',
+      center: 10,
+      sigma: 1,
+      lcl: 7,
+      ucl: 13,
+      params: {},
+      baseline: { reason: 'manual', runIds: [], excludedRunIds: [] },
+      createdAt: new Date(T0),
+    });
+    const doc = strategy();
+    const out = [...PHASE_ONE, 10, 10, 30].map((m, i) => chamber.process(pressureRun(`run-${i + 1}`, m), RECIPE, doc).evaluation);
+    expect(out.flatMap((e) => e.newLimitSets)).toEqual([]);
+    expect(out[0].skipped).toEqual([{ indicatorKey: KEY, reason: 'unreadable-limits: limits v3 (xbar-r): chart type "xbar-r" is unknown' }]);
+    expect(out[7].points[0].limitsVersion).toBeUndefined();
+    expect(out[7].alarms.map((a) => a.ruleId)).toEqual(['SPEC_USL']);
+  });
+});
+
+describe('hold ids', () => {
+  it('are deterministic per chamber and sequence, and bounded to 128 characters', () => {
+    expect(holdIdOf(CHAMBER, 42)).toBe('hold:ETCH01:PM2:42');
+    const long = { toolId: 'T'.repeat(128), chamberId: 'C'.repeat(128) };
+    const id = holdIdOf(long, 42);
+    expect(id).toMatch(/^hold:[0-9a-f]{16}:42$/);
+    expect(holdIdOf(long, 42)).toBe(id);
+    expect(holdIdOf(long, 43)).not.toBe(id);
+  });
+});
+
+describe('limit sets written by the evaluator read back', () => {
+  it('decodes what it encodes (checked in every scenario above through the store round trip)', () => {
+    const chamber = new SimulatedChamber(createRunEvaluator());
+    [...PHASE_ONE, 10].forEach((m, i) => chamber.process(pressureRun(`run-${i + 1}`, m), RECIPE, strategy()));
+    const decoded = decodeLimits(chamber.limits[0]);
+    expect(decoded).toMatchObject({ ok: true, limits: { version: 1, center: expect.closeTo(10, 12), frozenAt: new Date(T0 + 6 * 60_000).toISOString() } });
+  });
+});

@@ -1,0 +1,263 @@
+import {
+  chamberKey,
+  RECORD_LIMITS,
+  type ChamberRef,
+  type LimitSetRecord,
+  type TraceRecord,
+  type UChartPoint,
+} from '@defender/contracts';
+import {
+  evaluate,
+  maybeEstablishBaseline,
+  readingsFromTrace,
+  StrategyValidationError,
+  type ChamberHistory,
+  type IndicatorConfig,
+  type Reading,
+} from '@defender/defense-rules';
+import {
+  createTrace,
+  DegenerateBaselineError,
+  IndicatorCalculator,
+  InsufficientBaselineError,
+  TraceValidationError,
+  type FrozenLimits,
+  type Trace,
+} from '@defender/uchart';
+import type { EvaluationInput, RunEvaluation, RunEvaluator } from '../ports';
+import { holdFor, violationToAlarm, type RunIdentity } from './alarms';
+import { decodeHistory, decodeLimits, encodeLimits, encodePoint } from './codec';
+import { EvaluatorConfigError, InvalidStrategyDocumentError, InvalidTraceError } from './errors';
+import { POINT_FLAGS, ruleFlag } from './flags';
+import { requiredRuns, StrategyCache, strategyForRun, type StoredStrategy } from './strategy';
+
+/** Options of {@link createRunEvaluator}. */
+export interface RunEvaluatorOptions {
+  /**
+   * What to do when the chamber's stored strategy document fails validation:
+   * - `default` (the default): evaluate with `DEFAULT_STRATEGY`, so the chamber stays defended, and
+   *   report the document in `skipped` as `{ indicatorKey: '*', reason: 'invalid-strategy: ...' }`;
+   * - `throw`: throw {@link InvalidStrategyDocumentError} from `evaluate` and `historyRuns`.
+   */
+  readonly invalidStrategy?: 'default' | 'throw';
+  /**
+   * Runs of history requested beyond the strategy's `requiredHistoryRuns` (integer >= 0, default 20):
+   * room for runs that lack an indicator (all its samples NaN, dead-lettered runs) inside the
+   * rule, escalation and Phase I windows, and for Phase I to keep collecting when a baseline is refused.
+   */
+  readonly extraHistoryRuns?: number;
+  /**
+   * Fewest runs of history requested (integer >= 1, default 100, the history cache's default runs per
+   * chamber). Charts are per recipe but history is the chamber's last runs: a chamber running k
+   * recipes in turn has about 1/k of its history per recipe, and a recipe's Phase I needs
+   * `baseline.minRuns` of its own points inside the window. 100 runs let up to 4-5 recipes collect
+   * the default 20-run baseline; raise it for chambers with more.
+   */
+  readonly minHistoryRuns?: number;
+  /** Reused across runs (it holds the percentile scratch buffer); default: a new one. */
+  readonly calculator?: IndicatorCalculator;
+  /** Distinct strategy documents whose validation is remembered (default 256). */
+  readonly strategyCacheSize?: number;
+}
+
+/**
+ * The store key of an indicator: `<recipe>|<defense-rules key>` (the key is the indicator id, or
+ * `<id>/<svid>` for an indicator over every SVID). An indicator is (chamber, recipe, window, SVID,
+ * statistic): runs of different recipes never share a chart, a baseline or limits.
+ */
+export function storeIndicatorKey(recipe: string, key: string): string {
+  return `${recipe}|${key}`;
+}
+
+const DEFAULT_EXTRA_HISTORY_RUNS = 20;
+const DEFAULT_MIN_HISTORY_RUNS = 100;
+
+function toTrace(rec: TraceRecord, chamber: ChamberRef, runId: string): Trace {
+  if (rec.runId !== runId || rec.toolId !== chamber.toolId || rec.chamberId !== chamber.chamberId) {
+    throw new InvalidTraceError(runId, `the trace read is of ${rec.toolId}:${rec.chamberId} run ${rec.runId}`);
+  }
+  try {
+    return createTrace({ runId: rec.runId, timing: rec.timing, svids: rec.svids, steps: rec.steps });
+  } catch (err) {
+    if (err instanceof TraceValidationError) throw new InvalidTraceError(runId, err.message, { cause: err });
+    throw err;
+  }
+}
+
+class DefenseRunEvaluator implements RunEvaluator {
+  private readonly calculator: IndicatorCalculator;
+  private readonly strategies: StrategyCache;
+  private readonly extraHistoryRuns: number;
+  private readonly minHistoryRuns: number;
+  private readonly throwOnInvalidStrategy: boolean;
+
+  constructor(options: RunEvaluatorOptions) {
+    const extra = options.extraHistoryRuns ?? DEFAULT_EXTRA_HISTORY_RUNS;
+    if (!(Number.isSafeInteger(extra) && extra >= 0)) {
+      throw new EvaluatorConfigError(`extraHistoryRuns must be an integer >= 0, got ${extra}`);
+    }
+    const min = options.minHistoryRuns ?? DEFAULT_MIN_HISTORY_RUNS;
+    if (!(Number.isSafeInteger(min) && min >= 1)) {
+      throw new EvaluatorConfigError(`minHistoryRuns must be an integer >= 1, got ${min}`);
+    }
+    const cacheSize = options.strategyCacheSize ?? 256;
+    if (!(Number.isSafeInteger(cacheSize) && cacheSize >= 1)) {
+      throw new EvaluatorConfigError(`strategyCacheSize must be an integer >= 1, got ${cacheSize}`);
+    }
+    const mode = options.invalidStrategy ?? 'default';
+    if (mode !== 'default' && mode !== 'throw') {
+      throw new EvaluatorConfigError(`invalidStrategy must be 'default' or 'throw', got ${String(mode)}`);
+    }
+    this.extraHistoryRuns = extra;
+    this.minHistoryRuns = min;
+    this.throwOnInvalidStrategy = mode === 'throw';
+    this.calculator = options.calculator ?? new IndicatorCalculator();
+    this.strategies = new StrategyCache(cacheSize);
+  }
+
+  historyRuns(strategyDoc: unknown): number {
+    return Math.max(this.minHistoryRuns, requiredRuns(this.stored(strategyDoc)) + this.extraHistoryRuns);
+  }
+
+  evaluate(input: EvaluationInput): RunEvaluation {
+    const { chamber, notification } = input;
+    const runId = notification.runId;
+    const recipe = notification.recipe;
+    const run: RunIdentity = { chamber, sequence: input.sequence, runId, recipe };
+    const skipped: { indicatorKey: string; reason: string }[] = [];
+
+    const stored = this.stored(input.strategy);
+    if (stored.kind === 'invalid') {
+      skipped.push({
+        indicatorKey: '*',
+        reason: `invalid-strategy: evaluated with the default strategy; ${new StrategyValidationError(stored.issues).message}`,
+      });
+    }
+    const strategy = strategyForRun(stored, { chamber: chamberKey(chamber), recipe });
+    const trace = toTrace(input.trace, chamber, runId);
+
+    const readings: Reading[] = [];
+    for (const r of readingsFromTrace(trace, strategy, this.calculator)) {
+      const key = storeIndicatorKey(recipe, r.key);
+      if (key.length > RECORD_LIMITS.indicatorKey) {
+        skipped.push({
+          indicatorKey: key.slice(0, RECORD_LIMITS.indicatorKey),
+          reason: `key-too-long: over ${RECORD_LIMITS.indicatorKey} characters`,
+        });
+      } else readings.push({ ...r, key });
+    }
+    const keys = new Set(readings.map((r) => r.key));
+
+    // Current limits of this run's indicators (the newest version, should several be passed).
+    const records = new Map<string, LimitSetRecord>();
+    for (const rec of input.limits) {
+      if (!keys.has(rec.indicatorKey)) continue;
+      const seen = records.get(rec.indicatorKey);
+      if (!seen || rec.version > seen.version) records.set(rec.indicatorKey, rec);
+    }
+    const limits: Record<string, FrozenLimits> = {};
+    // Indicators whose stored limits cannot be read: judged on spec limits only, never re-baselined
+    // here (a new version would silently replace limits someone set).
+    const unreadable = new Set<string>();
+    for (const [key, rec] of records) {
+      const decoded = decodeLimits(rec);
+      if (decoded.ok) limits[key] = decoded.limits;
+      else {
+        unreadable.add(key);
+        skipped.push({ indicatorKey: key, reason: `unreadable-limits: ${decoded.detail}` });
+      }
+    }
+    const history: ChamberHistory = { runs: decodeHistory(input.history, keys), limits };
+
+    const newLimitSets: LimitSetRecord[] = [];
+    const fresh = new Set<string>();
+    const configs = new Map<string, IndicatorConfig>(strategy.indicators.map((c) => [c.id, c]));
+    const frozenAt = input.now.toISOString();
+    for (const r of readings) {
+      if (r.value === undefined || limits[r.key] || unreadable.has(r.key) || fresh.has(r.key)) continue;
+      const cfg = configs.get(r.indicatorId);
+      if (!cfg) continue;
+      let established: FrozenLimits | undefined;
+      try {
+        established = maybeEstablishBaseline(history, r.key, cfg, { frozenAt });
+      } catch (err) {
+        // Too many runs excluded as out of control, or no variation: Phase I keeps collecting (spec
+        // limits still apply) and the baseline is tried again with the next run.
+        if (err instanceof InsufficientBaselineError || err instanceof DegenerateBaselineError) continue;
+        throw err;
+      }
+      if (!established) continue;
+      limits[r.key] = established;
+      fresh.add(r.key);
+      newLimitSets.push(encodeLimits(chamber, r.key, established, input.now));
+    }
+
+    const evaluation = evaluate(
+      history,
+      { runId, context: { toolId: chamber.toolId, chamberId: chamber.chamberId, recipe }, readings },
+      strategy,
+    );
+
+    const hold = holdFor(evaluation.actions, evaluation.violations, run);
+    const runFlags = (evaluation.record.alarmed ? POINT_FLAGS.RUN_ALARMED : 0) | (hold ? POINT_FLAGS.RUN_HOLD : 0);
+    const pointFlags = new Map<string, number>();
+    for (const v of evaluation.violations) {
+      const key = v.indicator.key;
+      pointFlags.set(key, (pointFlags.get(key) ?? 0) | POINT_FLAGS.VIOLATION | ruleFlag(v.rule));
+    }
+    const points: UChartPoint[] = [];
+    for (const r of readings) {
+      const p = evaluation.record.points[r.key];
+      if (!p) continue;
+      let flags = runFlags | (pointFlags.get(r.key) ?? 0);
+      if (fresh.has(r.key) && p.limitsVersion !== null) flags |= POINT_FLAGS.NEW_LIMITS;
+      points.push(encodePoint(r.key, p, flags));
+    }
+    for (const s of evaluation.skipped) skipped.push({ indicatorKey: s.key, reason: `${s.reason}: ${s.detail}` });
+
+    return {
+      points,
+      alarms: evaluation.violations.map((v) => violationToAlarm(v, run)),
+      ...(hold ? { hold } : {}),
+      newLimitSets,
+      skipped,
+    };
+  }
+
+  private stored(doc: unknown): StoredStrategy {
+    const stored = this.strategies.get(doc);
+    if (stored.kind === 'invalid' && this.throwOnInvalidStrategy) {
+      throw new InvalidStrategyDocumentError(stored.issues, { cause: new StrategyValidationError(stored.issues) });
+    }
+    return stored;
+  }
+}
+
+/**
+ * The production {@link RunEvaluator}: U-chart engine (`@defender/uchart`) + defense rules
+ * (`@defender/defense-rules`) over the store's records. Pure and deterministic: no clock (the
+ * baseline timestamp is `input.now`), no timers, no logging, no I/O; holds only an
+ * `IndicatorCalculator` scratch buffer and a cache of validated strategy documents, so one instance
+ * serves every chamber of a worker (`evaluate` is synchronous).
+ *
+ * `evaluate(input)`:
+ * 1. strategy: the stored document validated with the defense-rules schema and resolved for the
+ *    chamber and recipe; missing, out of scope or invalid -> `DEFAULT_STRATEGY` (invalid: see
+ *    {@link RunEvaluatorOptions.invalidStrategy});
+ * 2. trace: the `TraceRecord` as a uchart trace (validated; NaN / ±Infinity samples count as missing);
+ *    readings per indicator, keyed `<recipe>|<key>` ({@link storeIndicatorKey});
+ * 3. history: committed runs decoded oldest first (dead-lettered runs, with no points, left out) and
+ *    the current limit sets as frozen limits;
+ * 4. Phase I: an indicator without limits whose Phase I points reach `baseline.minRuns` gets limits
+ *    (returned in `newLimitSets`, version 1, `createdAt = input.now`) that judge this run already;
+ *    a refused baseline (too few runs left after exclusion, no variation) keeps collecting;
+ * 5. rules: defense-rules `evaluate`; the result as points (flags: {@link POINT_FLAGS}, chart state:
+ *    `CHART_KEYS`), one alarm per violation, a hold when HOLD_CHAMBER is returned, and `skipped`.
+ *
+ * @throws {@link InvalidTraceError} when the trace fails validation or belongs to another run.
+ * @throws {@link InvalidStrategyDocumentError} for an invalid stored strategy with `invalidStrategy: 'throw'`.
+ * @throws {@link EvaluatorConfigError} (from this factory) for options out of their domain.
+ */
+export function createRunEvaluator(options: RunEvaluatorOptions = {}): RunEvaluator {
+  return new DefenseRunEvaluator(options);
+}

@@ -1,0 +1,83 @@
+import {
+  DEFAULT_STRATEGY,
+  requiredHistoryRuns,
+  resolveStrategy,
+  validateStrategy,
+  type DefenseStrategy,
+  type StrategyIssue,
+} from '@defender/defense-rules';
+
+/** A stored strategy document, validated: the strategy, or the issues that make it unusable. */
+export type StoredStrategy =
+  | { readonly kind: 'none' }
+  | { readonly kind: 'valid'; readonly strategy: DefenseStrategy }
+  | { readonly kind: 'invalid'; readonly issues: readonly StrategyIssue[] };
+
+/**
+ * Validates stored strategy documents with the defense-rules schema, remembering the last
+ * `capacity` distinct documents (by their JSON text) so a chamber's runs do not re-parse the same
+ * document every time. Pure: the result depends only on the document.
+ */
+export class StrategyCache {
+  private readonly entries = new Map<string, StoredStrategy>();
+
+  constructor(private readonly capacity = 256) {}
+
+  /**
+   * `undefined` / `null` (no stored strategy) -> `none`; a JSON object or JSON text is validated.
+   * Keyed by content, not identity, so a document changed in place is validated afresh.
+   */
+  get(doc: unknown): StoredStrategy {
+    if (doc === undefined || doc === null) return { kind: 'none' };
+    const key = cacheKey(doc);
+    if (key === undefined) return toStored(doc);
+    const hit = this.entries.get(key);
+    if (hit) return hit;
+    const stored = toStored(doc);
+    if (this.entries.size >= this.capacity) {
+      const oldest = this.entries.keys().next();
+      if (!oldest.done) this.entries.delete(oldest.value);
+    }
+    this.entries.set(key, stored);
+    return stored;
+  }
+}
+
+function cacheKey(doc: unknown): string | undefined {
+  if (typeof doc === 'string') return `s${doc}`;
+  if (typeof doc !== 'object') return undefined;
+  try {
+    return `j${JSON.stringify(doc)}`;
+  } catch (err) {
+    // Not JSON-serialisable (a cycle, a BigInt): validate without caching; the schema rejects it.
+    if (err instanceof TypeError) return undefined;
+    throw err;
+  }
+}
+
+function toStored(doc: unknown): StoredStrategy {
+  const r = validateStrategy(doc);
+  return r.ok ? { kind: 'valid', strategy: r.strategy } : { kind: 'invalid', issues: r.issues };
+}
+
+/**
+ * The strategy a run is evaluated with: the stored document when it is valid and its scope matches
+ * the chamber and recipe (defense-rules `resolveStrategy`), else `DEFAULT_STRATEGY`.
+ */
+export function strategyForRun(
+  stored: StoredStrategy,
+  run: { readonly chamber: string; readonly recipe: string },
+): DefenseStrategy {
+  return stored.kind === 'valid' ? resolveStrategy([stored.strategy], run) : DEFAULT_STRATEGY;
+}
+
+/**
+ * Runs of history any run of the chamber may need: `requiredHistoryRuns` of the stored strategy, and
+ * of `DEFAULT_STRATEGY` when that may apply instead (no valid document, or a scoped one).
+ */
+export function requiredRuns(stored: StoredStrategy): number {
+  if (stored.kind !== 'valid') return requiredHistoryRuns(DEFAULT_STRATEGY);
+  const own = requiredHistoryRuns(stored.strategy);
+  const { chamber, recipe } = stored.strategy.scope;
+  return chamber === undefined && recipe === undefined ? own : Math.max(own, requiredHistoryRuns(DEFAULT_STRATEGY));
+}

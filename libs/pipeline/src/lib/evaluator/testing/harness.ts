@@ -1,0 +1,171 @@
+/**
+ * Test support for the run evaluator (not exported from the library): traces and notifications from
+ * plain numbers, and a simulated chamber that feeds runs through the evaluator the way
+ * `ChamberWorker` does, with every stored record serialised to JSON and parsed back (the store's
+ * encode -> decode) before the next run reads it.
+ */
+import {
+  validateCommitRunInput,
+  validateLimitSet,
+  type ChamberRef,
+  type LimitSetRecord,
+  type RunNotification,
+  type RunPointSet,
+  type TraceRecord,
+  type TraceStep,
+} from '@defender/contracts';
+import type { EvaluationInput, RunEvaluation, RunEvaluator } from '../../ports';
+
+export const CHAMBER: ChamberRef = { toolId: 'ETCH01', chamberId: 'PM2' };
+export const T0 = Date.UTC(2024, 4, 1);
+
+/** A regular-timing trace (1 Hz unless given) of one run; arrays are copied into Float64Arrays. */
+export function traceOf(
+  runId: string,
+  svids: Readonly<Record<string, ArrayLike<number>>>,
+  options: { readonly frequencyHz?: number; readonly steps?: readonly TraceStep[]; readonly chamber?: ChamberRef } = {},
+): TraceRecord {
+  const map = new Map<string, Float64Array>();
+  for (const [name, values] of Object.entries(svids)) map.set(name, Float64Array.from(values));
+  return {
+    ...(options.chamber ?? CHAMBER),
+    runId,
+    timing: { kind: 'regular', startSeconds: 0, frequencyHz: options.frequencyHz ?? 1 },
+    svids: map,
+    steps: options.steps ?? [],
+  };
+}
+
+/** A valid completion notification for a trace. */
+export function notificationOf(trace: TraceRecord, recipe: string): RunNotification {
+  const at = new Date(T0).toISOString();
+  return {
+    schema: 1,
+    toolId: trace.toolId,
+    chamberId: trace.chamberId,
+    runId: trace.runId,
+    recipe,
+    contextWindow: { start: at, end: at },
+    svids: [...trace.svids.keys()],
+    trace: { store: 'default' },
+    completedAt: at,
+  };
+}
+
+function reviveDates<T>(json: string, field: string): T {
+  const value = JSON.parse(json) as Record<string, unknown>;
+  value[field] = new Date(value[field] as string);
+  return deepFreeze(value) as T;
+}
+
+/** Frozen all the way down, so an evaluator that mutated its input would throw. */
+function deepFreeze<T>(value: T): T {
+  if (value !== null && typeof value === 'object' && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const v of Object.values(value)) deepFreeze(v);
+  }
+  return value;
+}
+
+/** What happened to one run in {@link SimulatedChamber.process}. */
+export interface ProcessedRun {
+  readonly sequence: number;
+  readonly evaluation: RunEvaluation;
+  /** The worker would dead-letter the run: no point, something skipped (its set is committed empty). */
+  readonly deadLettered: boolean;
+  /** The history and limits the evaluator was given (after the store round trip). */
+  readonly input: EvaluationInput;
+}
+
+/**
+ * One chamber's store as the worker sees it: committed point sets (as JSON), the newest limit set
+ * per indicator (as JSON), and a sequence counter. `process` loads `historyRuns` newest sets and the
+ * current limits, evaluates, and commits like `ChamberWorker.attempt` (limit sets first, then the
+ * points; a run with no point and something skipped is dead-lettered: an empty set).
+ */
+export class SimulatedChamber {
+  /** Committed point sets, each serialised once and parsed back (frozen), as a store would return it. */
+  private readonly sets: RunPointSet[] = [];
+  private readonly limitSets = new Map<string, LimitSetRecord>();
+  private sequence = 0;
+
+  constructor(
+    private readonly evaluator: RunEvaluator,
+    readonly chamber: ChamberRef = CHAMBER,
+  ) {}
+
+  get committed(): RunPointSet[] {
+    return [...this.sets];
+  }
+
+  get limits(): LimitSetRecord[] {
+    return [...this.limitSets.values()];
+  }
+
+  /** Stores a limit set as if someone (an operator, another tool) had written it. */
+  putLimitSet(rec: LimitSetRecord): void {
+    this.limitSets.set(rec.indicatorKey, reviveDates<LimitSetRecord>(JSON.stringify(rec), 'createdAt'));
+  }
+
+  process(trace: TraceRecord, recipe: string, strategy?: unknown): ProcessedRun {
+    const sequence = ++this.sequence;
+    const now = new Date(T0 + sequence * 60_000);
+    const limit = Math.max(1, this.evaluator.historyRuns(strategy));
+    const input: EvaluationInput = {
+      chamber: this.chamber,
+      sequence,
+      notification: notificationOf(trace, recipe),
+      trace,
+      history: this.sets.slice(-limit),
+      limits: this.limits,
+      strategy: strategy === undefined ? undefined : JSON.parse(JSON.stringify(strategy)),
+      now,
+    };
+    const evaluation = this.evaluator.evaluate(input);
+    const deadLettered = evaluation.points.length === 0 && evaluation.skipped.length > 0;
+    const set: RunPointSet = {
+      ...this.chamber,
+      sequence,
+      runId: deadLettered ? `dead-letter:${sequence}:${trace.runId}` : trace.runId,
+      epoch: 1,
+      committedAt: now,
+      recipe,
+      points: deadLettered ? [] : evaluation.points,
+    };
+    // What the store would refuse must fail here, not in production.
+    validateCommitRunInput({
+      chamber: this.chamber,
+      epoch: 1,
+      ownerId: 'defender-0',
+      sequence,
+      runId: set.runId,
+      recipe,
+      committedAt: now,
+      points: set.points,
+      ...(deadLettered ? {} : { alarms: evaluation.alarms }),
+      ...(evaluation.hold && !deadLettered ? { hold: evaluation.hold } : {}),
+    });
+    for (const ls of evaluation.newLimitSets) validateLimitSet(ls);
+    if (!deadLettered) for (const ls of evaluation.newLimitSets) this.putLimitSet(ls);
+    this.sets.push(reviveDates<RunPointSet>(JSON.stringify(set), 'committedAt'));
+    return { sequence, evaluation, deadLettered, input };
+  }
+}
+
+/** Deterministic uniform [0, 1) generator (mulberry32). */
+export function mulberry32(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** Standard normal draws from a uniform generator (Box-Muller). */
+export function normal(rand: () => number): number {
+  const u = Math.max(rand(), 1e-12);
+  return Math.sqrt(-2 * Math.log(u)) * Math.cos(2 * Math.PI * rand());
+}

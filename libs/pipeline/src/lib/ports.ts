@@ -1,0 +1,95 @@
+import type {
+  AlarmInput,
+  AlarmRecord,
+  ChamberRef,
+  DeadLetter,
+  DefenderStore,
+  HoldInput,
+  RunNotification,
+  RunPointSet,
+  TraceRecord,
+  UChartPoint,
+  LimitSetRecord,
+} from '@defender/contracts';
+
+/** One stored notification (the stream's view). */
+export interface NotificationMessage {
+  readonly subject: string;
+  readonly sequence: number;
+  readonly data: Uint8Array;
+  readonly storedAt: Date;
+}
+
+/** Reads a chamber's notifications by stream sequence. */
+export interface NotificationSource {
+  /** First notification on `subject` at or after `fromSequence`, or null when there is none yet. */
+  next(subject: string, fromSequence: number): Promise<NotificationMessage | null>;
+}
+
+/** Where alarms, holds and dead letters go; every publication is deduplicated by `msgId`. */
+export interface EventSink {
+  publish(subject: string, payload: string, msgId: string): Promise<void>;
+}
+
+/** The parts of the store the pipeline uses. */
+export type PipelineStore = Pick<DefenderStore, 'chamberState' | 'uchart' | 'traces' | 'alarms' | 'strategies' | 'chamberMetadata'>;
+
+/**
+ * The chamber's committed U-chart history, through the defender's LRU cache (a miss reads the
+ * store); `UChartHistoryCache` from @defender/store.
+ */
+export interface HistoryProvider {
+  /** The newest `limit` runs, oldest first; `highWaterMark` reloads a cache that does not end there. */
+  history(chamber: ChamberRef, options: { readonly limit: number; readonly highWaterMark?: number }): Promise<RunPointSet[]>;
+  /** A run just committed by this defender. */
+  record(run: RunPointSet): void;
+  /** Forget the chamber (it moved away). */
+  invalidate(chamber: ChamberRef): void;
+}
+
+/** What the evaluator returns for one run. */
+export interface RunEvaluation {
+  readonly points: UChartPoint[];
+  readonly alarms: AlarmInput[];
+  readonly hold?: HoldInput;
+  /** Limit sets established by this run (Phase I baseline completed); stored before the commit. */
+  readonly newLimitSets: LimitSetRecord[];
+  /** Readings that produced no point, with why (for logs). */
+  readonly skipped: { indicatorKey: string; reason: string }[];
+}
+
+/** Inputs of {@link RunEvaluator.evaluate}. */
+export interface EvaluationInput {
+  readonly chamber: ChamberRef;
+  readonly sequence: number;
+  readonly notification: RunNotification;
+  readonly trace: TraceRecord;
+  /** Committed runs of the chamber, oldest first. */
+  readonly history: readonly RunPointSet[];
+  /** Current (newest) limit set per indicator. */
+  readonly limits: readonly LimitSetRecord[];
+  /** The chamber's defense strategy document, if one is stored (else the default). */
+  readonly strategy: unknown;
+  readonly now: Date;
+}
+
+/** Turns a run into U-chart points, alarms and a hold (U-chart engine + defense rules). */
+export interface RunEvaluator {
+  /** How many committed runs of history the evaluator needs. */
+  historyRuns(strategy: unknown): number;
+  evaluate(input: EvaluationInput): RunEvaluation;
+}
+
+/** What the pipeline reports (metrics, logs); all optional. */
+export interface PipelineObserver {
+  received?(chamber: string, sequence: number): void;
+  processed?(chamber: string, sequence: number, ms: number, outcome: 'applied' | 'already-applied'): void;
+  deadLettered?(chamber: string, sequence: number, reason: string, detail: string): void;
+  failedAttempt?(chamber: string, sequence: number, attempt: number, err: unknown): void;
+  paused?(chamber: string, what: string, err: unknown): void;
+  fenced?(chamber: string, epoch: number, err: unknown): void;
+  alarm?(chamber: string, alarm: AlarmInput | AlarmRecord): void;
+  stage?(stage: 'history' | 'trace' | 'evaluate' | 'commit', ms: number): void;
+}
+
+export type { DeadLetter };

@@ -1,0 +1,252 @@
+import { connect } from '@nats-io/transport-node';
+import type { NatsConnection } from '@nats-io/nats-core';
+import { jetstreamManager } from '@nats-io/jetstream';
+import Database from 'better-sqlite3';
+import { notificationSubject, RunPointSet } from '@defender/contracts';
+import { SqliteStore } from '@defender/store';
+import { describeWithInfra, getJson, startNatsServer, waitFor, NatsServerHandle } from '@defender/infra-harness';
+import { LocalCluster, SeedChamber } from './cluster';
+import { completeRun, makeTrace, notificationOf, publishRaw, RunSpec } from './runs';
+
+const SVIDS = ['pressure', 'rf_power'];
+
+function chambers(n: number): SeedChamber[] {
+  return Array.from({ length: n }, (_, i) => ({
+    toolId: `tool${i + 1}`,
+    chamberId: 'ch1',
+    svidCount: SVIDS.length,
+    collectionFreqHz: 1,
+    contextDurationSeconds: 600,
+  }));
+}
+
+function spec(toolId: string, k: number, over: Partial<RunSpec> = {}): RunSpec {
+  // Well-separated seeds: consecutive mulberry32 seeds would correlate runs and shrink the moving range.
+  return { toolId, chamberId: 'ch1', runId: `${toolId}-run-${k}`, svids: SVIDS, samples: 600, seed: Math.imul(k + 1, 2654435761) ^ toolId.length * 40503, ...over };
+}
+
+/** Every committed run of a chamber, oldest first (history is bounded: ask for plenty). */
+async function committed(store: SqliteStore, toolId: string): Promise<RunPointSet[]> {
+  return store.uchart.history({ toolId, chamberId: 'ch1' }, { limit: 1000 });
+}
+
+async function hwm(store: SqliteStore, toolId: string): Promise<number> {
+  return (await store.chamberState.get({ toolId, chamberId: 'ch1' }))?.highWaterMark ?? 0;
+}
+
+/** Checks exactly-once and order: one committed run per published sequence, increasing. */
+function expectExactlyOnce(runs: RunPointSet[], sequences: number[]): void {
+  expect(runs.map((r) => r.sequence)).toEqual([...sequences].sort((a, b) => a - b));
+  expect(new Set(runs.map((r) => r.runId)).size).toBe(runs.length);
+  for (let i = 1; i < runs.length; i++) expect(runs[i]!.epoch).toBeGreaterThanOrEqual(runs[i - 1]!.epoch);
+}
+
+describeWithInfra(['nats'], 'run processing: exactly-once, ordered, fenced (multi-process)', () => {
+  let cluster: LocalCluster | undefined;
+  let store: SqliteStore | undefined;
+  let nc: NatsConnection | undefined;
+  let privateNats: NatsServerHandle | undefined;
+
+  afterEach(async () => {
+    await cluster?.stop();
+    await store?.close();
+    await nc?.close();
+    await privateNats?.stop();
+    cluster = undefined;
+    store = undefined;
+    nc = undefined;
+    privateNats = undefined;
+  });
+
+  /**
+   * Each test gets its own nats-server: the notification stream's subjects are fixed
+   * (dc.*.*.completed), so two tests on one server would read each other's runs.
+   */
+  async function start(nChambers: number, defenders: number, env: Record<string, string> = {}) {
+    privateNats = await startNatsServer();
+    const natsUrl = privateNats.url;
+    const c = await LocalCluster.start({ natsUrl, chambers: chambers(nChambers), coldStartWindowSeconds: 1.5 });
+    cluster = c;
+    await c.startAgent();
+    await c.startController('controller-a');
+    for (let i = 0; i < defenders; i++) await c.startDefender(`pod-${i}`, env);
+    await waitFor('the first map', async () => c.publications.length > 0 && c.latest()!.defenderCount === defenders, 60_000);
+    await waitFor('defenders ready', async () => {
+      for (const p of c.procs.filter((x) => x.name.startsWith('pod-'))) {
+        if ((await getJson(`${p.url}/health/ready`).catch(() => ({ status: 0 }))).status !== 200) return false;
+      }
+      return true;
+    }, 60_000);
+    const st = await SqliteStore.open({ filename: c.sqlitePath });
+    store = st;
+    const conn = await connect({ servers: natsUrl, maxReconnectAttempts: -1, reconnectTimeWait: 100 });
+    nc = conn;
+    return { c, store: st, nc: conn };
+  }
+
+  it('applies every run once, in order, and raises each alarm once', async () => {
+    const { c, store, nc } = await start(3, 2);
+    const seqs: Record<string, number[]> = {};
+    for (const tool of ['tool1', 'tool2', 'tool3']) {
+      seqs[tool] = [];
+      for (let k = 0; k < 24; k++) {
+        // 22 in-control runs (baseline at 20), then a 15-sigma mean shift on run 23 and 24.
+        seqs[tool]!.push(await completeRun(store, nc, spec(tool, k, k >= 22 ? { shift: 15 } : {})));
+      }
+    }
+    for (const tool of Object.keys(seqs)) {
+      await waitFor(`${tool} caught up`, async () => (await hwm(store, tool)) === seqs[tool]!.at(-1), 60_000);
+      expectExactlyOnce(await committed(store, tool), seqs[tool]!);
+      const alarms = await store.alarms.list({ toolId: tool, chamberId: 'ch1' }, { limit: 100 });
+      expect(alarms.length).toBeGreaterThan(0);
+      // Both shifted runs alarmed on the mean of every SVID (a 15-sigma shift is beyond WE1 for sure);
+      // in-control runs may raise the occasional false alarm, which is the rules' nature, not a fault.
+      for (const seq of seqs[tool]!.slice(22)) {
+        for (const svid of SVIDS) expect(alarms.some((a) => a.sequence === seq && a.ruleId === 'WE1' && a.indicatorKey.endsWith(`mean/${svid}`))).toBe(true);
+      }
+      const identities = alarms.map((a) => `${a.sequence}|${a.ruleId}|${a.indicatorKey}`);
+      expect(new Set(identities).size).toBe(identities.length);
+      expect(alarms[0]).toMatchObject({ toolId: tool, chamberId: 'ch1', recipe: 'ETCH-A' });
+    }
+    // The alarm stream holds each stored alarm exactly once (publications are deduplicated).
+    const jsm = await jetstreamManager(nc);
+    const stored = (await Promise.all(['tool1', 'tool2', 'tool3'].map((t) => store.alarms.list({ toolId: t, chamberId: 'ch1' }, { limit: 100 })))).flat();
+    const info = await jsm.streams.info('defense-events', { subjects_filter: 'defense.alarms.>' });
+    const alarmSubjects = Object.values(info.state.subjects ?? {}).reduce((a, b) => a + b, 0);
+    expect(alarmSubjects).toBe(stored.length);
+    // Escalation: two alarmed runs within five -> the chamber is held.
+    expect(await store.alarms.hold({ toolId: 'tool1', chamberId: 'ch1' })).toMatchObject({ toolId: 'tool1' });
+    const metrics = (await Promise.all(c.procs.filter((p) => p.name.startsWith('pod-')).map((p) => getJson(`${p.url}/metrics`)))).map((m) => m.text).join('\n');
+    expect(metrics).toMatch(/defender_messages_processed_total\{outcome="applied",app="defender"\} \d+/);
+  });
+
+  it('SIGKILL of an owner in the middle of a burst: the new owner applies the rest, each run exactly once', async () => {
+    const { c, store, nc } = await start(2, 2);
+    const owner = c.latest()!.assignments['tool1:ch1']!;
+    const members = await c.members();
+    const victim = c.procs.find((p) => p.name === members[owner])!;
+    expect(victim).toBeDefined();
+    const seqs: number[] = [];
+    for (let k = 0; k < 30; k++) {
+      seqs.push(await completeRun(store, nc, spec('tool1', k, { samples: 20_000 })));
+      if (k === 10) await victim.app.stop('SIGKILL');
+    }
+    await waitFor('all 30 applied', async () => (await hwm(store, 'tool1')) === seqs.at(-1), 90_000);
+    const runs = await committed(store, 'tool1');
+    expectExactlyOnce(runs, seqs);
+    expect(new Set(runs.map((r) => r.epoch)).size).toBeGreaterThanOrEqual(1);
+    expect(c.latest()!.assignments['tool1:ch1']).not.toBe(owner);
+  });
+
+  it('a stale owner frozen with SIGSTOP and resumed after the takeover cannot write', async () => {
+    const { c, store, nc } = await start(1, 2);
+    const owner = c.latest()!.assignments['tool1:ch1']!;
+    const members = await c.members();
+    const victim = c.procs.find((p) => p.name === members[owner])!;
+    for (let k = 0; k < 3; k++) await completeRun(store, nc, spec('tool1', k));
+    await waitFor('warm-up applied', async () => (await committed(store, 'tool1')).length === 3, 30_000);
+    const epochBefore = (await store.chamberState.get({ toolId: 'tool1', chamberId: 'ch1' }))!.ownerEpoch;
+
+    victim.app.child.kill('SIGSTOP');
+    const seqs: number[] = [];
+    for (let k = 3; k < 8; k++) seqs.push(await completeRun(store, nc, spec('tool1', k, { samples: 50_000 })));
+    await waitFor('takeover processed the runs', async () => (await hwm(store, 'tool1')) === seqs.at(-1), 60_000);
+    const epochAfter = (await store.chamberState.get({ toolId: 'tool1', chamberId: 'ch1' }))!.ownerEpoch;
+    expect(epochAfter).toBeGreaterThan(epochBefore);
+
+    victim.app.child.kill('SIGCONT');
+    for (let k = 8; k < 12; k++) seqs.push(await completeRun(store, nc, spec('tool1', k)));
+    await waitFor('later runs applied', async () => (await hwm(store, 'tool1')) === seqs.at(-1), 60_000);
+    await new Promise((r) => setTimeout(r, 2000));
+    const runs = await committed(store, 'tool1');
+    expect(runs).toHaveLength(12);
+    // Every run after the freeze was written under the new owner's epoch (or a later one): none by the stale owner.
+    for (const r of runs.filter((x) => seqs.includes(x.sequence))) expect(r.epoch).toBeGreaterThanOrEqual(epochAfter);
+  });
+
+  it('NATS restarted during a burst: nothing lost, nothing doubled', async () => {
+    const { store, nc } = await start(2, 2);
+    const server = privateNats!;
+    const seqs: Record<string, number[]> = { tool1: [], tool2: [] };
+    const publish = async (tool: string, k: number) => {
+      for (;;) {
+        try {
+          seqs[tool]!.push(await completeRun(store, nc, spec(tool, k)));
+          return;
+        } catch {
+          await new Promise((r) => setTimeout(r, 200)); // NATS is down: retry like a producer would
+        }
+      }
+    };
+    for (let k = 0; k < 40; k++) {
+      await publish('tool1', k);
+      await publish('tool2', k);
+      if (k === 15) await server.restart({ hard: true, downMs: 1000 });
+    }
+    for (const tool of ['tool1', 'tool2']) {
+      await waitFor(`${tool} caught up`, async () => (await hwm(store, tool)) === seqs[tool]!.at(-1), 90_000);
+      expectExactlyOnce(await committed(store, tool), seqs[tool]!);
+    }
+  });
+
+  it('the store unavailable for a while: processing pauses and resumes with nothing lost', async () => {
+    const { c, store, nc } = await start(1, 1, { PROCESS_TIMEOUT_SECONDS: '30' });
+    const seqs: number[] = [];
+    for (let k = 0; k < 3; k++) seqs.push(await completeRun(store, nc, spec('tool1', k)));
+    await waitFor('warm-up applied', async () => (await hwm(store, 'tool1')) === seqs.at(-1), 30_000);
+    // Traces go in first; then an exclusive lock makes the store unavailable to the defender.
+    const pending = [3, 4, 5, 6].map((k) => spec('tool1', k));
+    for (const s of pending) await store.traces.write(makeTrace(s));
+    const locker = new Database(c.sqlitePath);
+    locker.exec('BEGIN EXCLUSIVE');
+    for (const s of pending) seqs.push(await publishRaw(nc, notificationSubject('tool1', 'ch1'), JSON.stringify(notificationOf(s))));
+    // Longer than the store's busy timeout (5 s): the defender's writes fail as unavailable and it pauses.
+    await new Promise((r) => setTimeout(r, 8000));
+    locker.exec('ROLLBACK');
+    locker.close();
+    await waitFor('resumed', async () => (await hwm(store, 'tool1')) === seqs.at(-1), 60_000);
+    expectExactlyOnce(await committed(store, 'tool1'), seqs);
+    const m = (await getJson(`${c.procs.find((p) => p.name === 'pod-0')!.url}/metrics`)).text;
+    expect(m).toMatch(/defender_processing_paused_total\{stage="[a-z-]+",app="defender"\} [1-9]/);
+    expect(m).not.toMatch(/defender_dead_letters_total\{reason="processing-failed"/);
+  });
+
+  it('bad input goes to dc.dead.<reason>, processes stay up, other chambers keep flowing', async () => {
+    const { c, store, nc } = await start(2, 2, { MAX_TRACE_POINTS: '1000000' });
+    const subj = notificationSubject('tool1', 'ch1');
+    const good = (k: number) => completeRun(store, nc, spec('tool2', k));
+    const expected: [string, () => Promise<number>][] = [
+      ['invalid-json', () => publishRaw(nc, subj, '{"runId": ')],
+      ['invalid-notification', () => publishRaw(nc, subj, JSON.stringify({ ...notificationOf(spec('tool1', 90)), runId: undefined }))],
+      ['invalid-notification', () => publishRaw(nc, subj, JSON.stringify({ ...notificationOf(spec('tool1', 91)), svids: 'pressure' }))],
+      ['subject-mismatch', () => publishRaw(nc, subj, JSON.stringify(notificationOf(spec('tool2', 92))))],
+      ['unknown-chamber', () => publishRaw(nc, notificationSubject('tool99', 'ch1'), JSON.stringify(notificationOf(spec('tool99', 93))))],
+      ['missing-trace', () => publishRaw(nc, subj, JSON.stringify(notificationOf(spec('tool1', 94))))],
+      ['invalid-trace', () => completeRun(store, nc, spec('tool1', 95, { samples: 0 }))],
+      ['no-indicators', () => completeRun(store, nc, spec('tool1', 96, { nanFraction: 1 }))],
+      ['trace-too-large', () => publishRaw(nc, subj, JSON.stringify(notificationOf(spec('tool1', 97, { samples: 25_000_000 }))))],
+    ];
+    const deadSeqs: number[] = [];
+    const goodSeqs: number[] = [];
+    for (const [, send] of expected) {
+      deadSeqs.push(await send());
+      goodSeqs.push(await good(goodSeqs.length));
+    }
+    // A valid run with NaN-filled samples (a third missing) is processed, and a duplicate run id is dead-lettered.
+    const nanSeq = await completeRun(store, nc, spec('tool1', 98, { nanFraction: 0.3 }));
+    const dupSeq = await publishRaw(nc, subj, JSON.stringify(notificationOf(spec('tool1', 98))));
+    await waitFor('tool1 through the corpus', async () => (await hwm(store, 'tool1')) === dupSeq, 60_000);
+    await waitFor('tool2 kept flowing', async () => (await hwm(store, 'tool2')) === goodSeqs.at(-1), 60_000);
+    expect((await committed(store, 'tool2')).map((r) => r.sequence)).toEqual(goodSeqs);
+    const t1 = await committed(store, 'tool1');
+    expect(t1.find((r) => r.sequence === nanSeq)?.points.length).toBeGreaterThan(0);
+
+    const jsm = await jetstreamManager(nc);
+    const reasons: string[] = [];
+    const dead = await jsm.streams.info('dc-dead-letters', { subjects_filter: 'dc.dead.*' });
+    for (const [s, n] of Object.entries(dead.state.subjects ?? {})) for (let i = 0; i < n; i++) reasons.push(s.slice('dc.dead.'.length));
+    const want = [...expected.map(([r]) => r), 'duplicate-run'].sort();
+    expect(reasons.sort()).toEqual(want);
+    for (const p of c.procs) expect(p.app.child.exitCode).toBeNull();
+  });
+});

@@ -1,0 +1,90 @@
+import type { NatsConnection } from '@nats-io/nats-core';
+import { jetstream } from '@nats-io/jetstream';
+import type { RunNotification, TraceRecord } from '@defender/contracts';
+import { notificationSubject } from '@defender/contracts';
+import type { SqliteStore } from '@defender/store';
+
+/** Deterministic uniform [0, 1) generator (mulberry32). */
+export function rng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** Standard normal deviate from a uniform source (Box-Muller). */
+export function gauss(u: () => number): number {
+  return Math.sqrt(-2 * Math.log(1 - u())) * Math.cos(2 * Math.PI * u());
+}
+
+export interface RunSpec {
+  toolId: string;
+  chamberId: string;
+  runId: string;
+  svids: string[];
+  /** Samples per SVID. */
+  samples: number;
+  freqHz?: number;
+  /** Added to every sample of every SVID (an excursion). */
+  shift?: number;
+  /** Fraction of samples replaced by NaN. */
+  nanFraction?: number;
+  seed: number;
+  /** Start of the context, epoch ms. */
+  startMs?: number;
+}
+
+/** A run's trace: per SVID level 100 + 10 x index, noise sd 1 (+ shift), optional NaNs. */
+export function makeTrace(spec: RunSpec): TraceRecord {
+  const u = rng(spec.seed);
+  const svids = new Map<string, Float64Array>();
+  spec.svids.forEach((name, i) => {
+    const a = new Float64Array(spec.samples);
+    for (let k = 0; k < a.length; k++) {
+      a[k] = spec.nanFraction && u() < spec.nanFraction ? NaN : 100 + 10 * i + (spec.shift ?? 0) + gauss(u);
+    }
+    svids.set(name, a);
+  });
+  return {
+    toolId: spec.toolId,
+    chamberId: spec.chamberId,
+    runId: spec.runId,
+    timing: { kind: 'regular', startSeconds: (spec.startMs ?? Date.UTC(2026, 10, 25)) / 1000, frequencyHz: spec.freqHz ?? 1 },
+    svids,
+    steps: [],
+    recipe: 'ETCH-A',
+  };
+}
+
+export function notificationOf(spec: RunSpec, over: Partial<RunNotification> = {}): RunNotification {
+  const start = spec.startMs ?? Date.UTC(2026, 10, 25);
+  const end = start + (spec.samples / (spec.freqHz ?? 1)) * 1000;
+  return {
+    schema: 1,
+    toolId: spec.toolId,
+    chamberId: spec.chamberId,
+    runId: spec.runId,
+    recipe: 'ETCH-A',
+    contextWindow: { start: new Date(start).toISOString(), end: new Date(end).toISOString() },
+    svids: spec.svids,
+    trace: { store: 'default', samples: spec.samples },
+    completedAt: new Date(end).toISOString(),
+    ...over,
+  };
+}
+
+/** Writes the trace to the store, then publishes the completion notification; returns its stream sequence. */
+export async function completeRun(store: Pick<SqliteStore, 'traces'>, nc: NatsConnection, spec: RunSpec): Promise<number> {
+  await store.traces.write(makeTrace(spec));
+  return publishRaw(nc, notificationSubject(spec.toolId, spec.chamberId), JSON.stringify(notificationOf(spec)));
+}
+
+/** Publishes any payload on a notification subject (for bad-input tests). */
+export async function publishRaw(nc: NatsConnection, subject: string, payload: string): Promise<number> {
+  const ack = await jetstream(nc).publish(subject, payload);
+  return ack.seq;
+}
