@@ -3,7 +3,7 @@ import nx from '@nx/eslint-plugin';
 /**
  * Module boundaries (see ../shared/style.md and docs/extending.md):
  *   app    -> nest, infra, domain
- *   nest   -> infra, domain
+ *   nest   -> nest, infra, domain
  *   infra  -> domain
  *   domain -> domain only, and no framework / transport / driver imports
  *   tool   -> tool, nest, infra, domain (test harness, generators, simulators; never shipped in an app)
@@ -15,7 +15,8 @@ function depConstraints(inTests) {
   const tool = inTests ? ['type:tool'] : [];
   return [
     { sourceTag: 'type:app', onlyDependOnLibsWithTags: ['type:nest', 'type:infra', 'type:domain', ...tool] },
-    { sourceTag: 'type:nest', onlyDependOnLibsWithTags: ['type:infra', 'type:domain', ...tool] },
+    // A nest lib may build on another (e.g. the controller module on nest-common).
+    { sourceTag: 'type:nest', onlyDependOnLibsWithTags: ['type:nest', 'type:infra', 'type:domain', ...tool] },
     { sourceTag: 'type:infra', onlyDependOnLibsWithTags: ['type:domain', ...tool] },
     {
       sourceTag: 'type:domain',

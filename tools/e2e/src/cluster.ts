@@ -166,7 +166,7 @@ export class LocalCluster {
   }
 
   async startDefender(podUid: string, extraEnv: Record<string, string> = {}): Promise<Proc> {
-    return this.spawn('defender', podUid, { POD_UID: podUid, POD_NAME: podUid, ...extraEnv });
+    return this.spawn('defender', podUid, { POD_UID: podUid, POD_NAME: podUid, ELECTION_AGENT_ADDR: this.agentAddrs(), ...extraEnv });
   }
 
   /** Live heartbeats by defender ID -> pod UID. */

@@ -139,4 +139,30 @@ describeWithInfra(['nats'], 'cluster membership and assignment flow (multi-proce
       expect(BigInt(b.fencingToken) >= BigInt(a.fencingToken)).toBe(true);
     }
   });
+
+  it('embedded mode: defenders host the controller; when the leading defender dies another defender\'s controller takes over', async () => {
+    const c = await LocalCluster.start({ natsUrl: testNatsUrl(), chambers: fabChambers(30) });
+    cluster = c;
+    await c.startAgent();
+    for (let i = 0; i < 3; i++) await c.startDefender(`pod-${i}`, { ASSIGNMENT_CONTROLLER_ENABLED: 'true' });
+    await waitFor('the cold-start map', async () => c.publications.length === 1 && c.latest()!.defenderCount === 3, 60_000);
+    const leaderStatus = async () => {
+      for (const p of c.procs.filter((x) => x.name.startsWith('pod-') && x.app.child.exitCode === null && x.app.child.signalCode === null)) {
+        const res = await getJson(`${p.url}/controller/api/v1/status`).catch(() => undefined);
+        if (res?.status === 200 && (res.body as { isLeader: boolean }).isLeader) return p;
+      }
+      return undefined;
+    };
+    const leader = (await leaderStatus())!;
+    expect(c.latest()!.controllerId).toBe(leader.name);
+    expect(((await getJson(`${leader.url}/api/v1/status`)).body as { isLeader: boolean }).isLeader).toBe(true);
+    await leader.app.stop('SIGKILL');
+    await waitFor('a map without the dead defender, from another controller', async () => {
+      const m = c.latest()!;
+      return m.defenderCount === 2 && m.controllerId !== leader.name;
+    }, 60_000);
+    const next = (await leaderStatus())!;
+    expect(next.name).not.toBe(leader.name);
+    expect(BigInt(c.latest()!.fencingToken)).toBeGreaterThan(BigInt(c.publications[0]!.map.fencingToken));
+  });
 });

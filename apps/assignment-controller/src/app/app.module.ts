@@ -1,8 +1,7 @@
 import { DynamicModule, Global, Module } from '@nestjs/common';
+import { ControllerModule } from '@defender/controller';
 import { ClusterKvModule, CommonAppModule, StoreModule, storeConfigFromEnv } from '@defender/nest-common';
 import { ControllerConfig } from './config';
-import { LeadershipModule } from './leadership/leadership.module';
-import { CONTROLLER_CONFIG } from './tokens';
 
 @Global()
 @Module({})
@@ -14,10 +13,8 @@ export class AppModule {
         CommonAppModule.forRoot('assignment-controller', config),
         ClusterKvModule.forRoot(config),
         StoreModule.forRoot(storeConfigFromEnv(config, config.POD_NAME ?? `assignment-controller:${process.pid}`)),
-        LeadershipModule,
+        ControllerModule.forRoot(config),
       ],
-      providers: [{ provide: CONTROLLER_CONFIG, useValue: config }],
-      exports: [CONTROLLER_CONFIG],
     };
   }
 }

@@ -1,4 +1,6 @@
 import { DynamicModule, Global, Module } from '@nestjs/common';
+import { RouterModule } from '@nestjs/core';
+import { ControllerModule } from '@defender/controller';
 import { ClusterKvModule, CommonAppModule, StoreModule, storeConfigFromEnv } from '@defender/nest-common';
 import { DefenderConfig } from './config';
 import { DefenderModule } from './defender.module';
@@ -15,6 +17,9 @@ export class AppModule {
         ClusterKvModule.forRoot(config),
         StoreModule.forRoot(storeConfigFromEnv(config, config.POD_NAME ?? `defender:${process.pid}`)),
         DefenderModule,
+        ...(config.ASSIGNMENT_CONTROLLER_ENABLED
+          ? [ControllerModule.forRoot(config), RouterModule.register([{ path: 'controller', module: ControllerModule }])]
+          : []),
       ],
       providers: [{ provide: DEFENDER_CONFIG, useValue: config }],
       exports: [DEFENDER_CONFIG],

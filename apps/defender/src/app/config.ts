@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { controllerEnvShape } from '@defender/controller';
 import { clusterEnvShape, commonEnvShape, env, storeEnvShape } from '@defender/nest-common';
 
 /** The defender's environment (see apps/defender/README.md). */
@@ -34,6 +35,14 @@ export const defenderEnvSchema = z.object({
   MAX_TRACE_POINTS: env.int(20_000_000, 1000, 1_000_000_000),
   /** An idle chamber looks at the stream at least this often (notices normally wake it at once). */
   IDLE_POLL_SECONDS: env.seconds(30, 0.1, 3600),
+  /**
+   * The seeds' embedded mode: this defender also runs the assignment controller (campaigning with
+   * the other defenders; routes under /controller/api/v1). Never together with a standalone
+   * assignment-controller deployment against the same cluster. The controller's variables
+   * (ELECTION_*, COLD_START_WINDOW_SECONDS, ...) apply when it is on.
+   */
+  ASSIGNMENT_CONTROLLER_ENABLED: env.bool(false),
+  ...controllerEnvShape(),
   /** Bearer token for /debug/heap-snapshot and /debug/cpu-profile; unset disables them. */
   DEBUG_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
 });

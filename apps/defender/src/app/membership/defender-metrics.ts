@@ -4,7 +4,6 @@ import { makeCounterProvider, makeGaugeProvider, makeHistogramProvider } from '@
 export const M = {
   state: 'defender_state',
   stableId: 'defender_stable_id',
-  isLeader: 'defender_is_leader',
   assignedChambers: 'defender_assigned_chambers',
   assignmentVersion: 'defender_assignment_version',
   heartbeatErrors: 'defender_heartbeat_errors_total',
@@ -19,7 +18,6 @@ export const M = {
 export const membershipMetricProviders = [
   makeGaugeProvider({ name: M.state, help: 'Process state: 0=INITIALIZATION 1=CLAIMING_ID 2=FOLLOWER 3=STABLE 9=SHUTDOWN' }),
   makeGaugeProvider({ name: M.stableId, help: 'Claimed stable ID n of defender-n (-1 before a claim)' }),
-  makeGaugeProvider({ name: M.isLeader, help: '1 if this process runs the assignment controller as leader' }),
   makeGaugeProvider({ name: M.assignedChambers, help: 'Chambers assigned to this defender' }),
   makeGaugeProvider({ name: M.assignmentVersion, help: 'Version of the assignment map applied' }),
   makeCounterProvider({ name: M.heartbeatErrors, help: 'Heartbeat publish or stable-ID refresh failures' }),

@@ -1,4 +1,5 @@
-import { Controller, Get, Inject } from '@nestjs/common';
+import { Controller, Get, Inject, Optional } from '@nestjs/common';
+import { LeadershipService } from '@defender/controller';
 import { DEFENDER_CONFIG } from '../tokens';
 import { DefenderConfig } from '../config';
 import { MembershipService } from './membership.service';
@@ -9,6 +10,7 @@ export class StatusController {
   constructor(
     private readonly membership: MembershipService,
     @Inject(DEFENDER_CONFIG) private readonly config: DefenderConfig,
+    @Optional() private readonly leadership?: LeadershipService,
   ) {}
 
   @Get('status')
@@ -17,7 +19,8 @@ export class StatusController {
       defenderId: this.membership.defenderId ?? null,
       podName: this.config.POD_NAME ?? null,
       state: this.membership.state,
-      isLeader: false,
+      // True only in the embedded mode, while this defender's controller holds the term.
+      isLeader: this.leadership?.isLeader ?? false,
       assignedChambers: this.membership.ownedChambers.length,
       assignmentVersion: this.membership.mapVersion,
       uptimeSeconds: this.membership.uptimeSeconds,

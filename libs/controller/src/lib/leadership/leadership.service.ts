@@ -8,8 +8,8 @@ import type { AssignmentResult, TriggerDecision } from '@defender/assignment';
 import type { AssignmentMap } from '@defender/contracts';
 import { ElectionClient, electionClientOptionsFromEnv, LeaderElection, LeadershipTerm } from '@defender/election';
 import { ClusterKvService, StoreService } from '@defender/nest-common';
-import { ControllerConfig } from '../config';
-import { CONTROLLER_CONFIG } from '../tokens';
+import { ControllerSettings } from '../controller-env';
+import { CONTROLLER_SETTINGS } from '../tokens';
 import { ControllerEngine, EngineObserver } from '../engine/controller-engine';
 import { CM } from './controller-metrics';
 
@@ -45,7 +45,7 @@ export class LeadershipService implements OnApplicationBootstrap, BeforeApplicat
   private lastMap: AssignmentMap | undefined;
 
   constructor(
-    @Inject(CONTROLLER_CONFIG) private readonly config: ControllerConfig,
+    @Inject(CONTROLLER_SETTINGS) private readonly config: ControllerSettings,
     private readonly kv: ClusterKvService,
     private readonly store: StoreService,
     @InjectMetric(CM.isLeader) private readonly isLeaderGauge: Gauge,

@@ -1,2 +1,0 @@
-/** The validated ControllerConfig. */
-export const CONTROLLER_CONFIG = Symbol('CONTROLLER_CONFIG');

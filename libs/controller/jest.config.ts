@@ -1,0 +1,10 @@
+export default {
+  displayName: 'controller',
+  preset: '../../jest.preset.js',
+  rootDir: __dirname,
+  coverageDirectory: '../../coverage/libs/controller',
+  globalSetup: '<rootDir>/../../tools/infra/src/jest/global-setup.ts',
+  globalTeardown: '<rootDir>/../../tools/infra/src/jest/global-teardown.ts',
+  globals: { infra: ['nats'] },
+  testTimeout: 60_000,
+};

@@ -1,0 +1,118 @@
+import { connect } from '@nats-io/transport-node';
+import type { NatsConnection } from '@nats-io/nats-core';
+import { performance } from 'node:perf_hooks';
+import type { Heartbeat } from '@defender/contracts';
+import { buildAssignmentMap } from '@defender/membership';
+import { AssignmentMapBucket, HeartbeatBucket, openBucket } from '@defender/nats-kv';
+import { describeWithInfra, testNatsUrl, waitFor } from '@defender/infra-harness';
+import { ControllerEngine, EngineConfig } from './controller-engine';
+
+const config: EngineConfig = {
+  controllerId: 'c-test',
+  trigger: { heartbeatIntervalMs: 200, coldStartWindowMs: 600, scaleWindowMs: 400, maxBatchWaitMs: 2000 },
+  strategy: 'sticky-balanced',
+  tolerance: 0.05,
+  cooldownMs: 0,
+  vnodes: 200,
+  chamberRefreshMs: 60_000,
+};
+
+const chambers = Array.from({ length: 12 }, (_, i) => ({ key: `tool${i}:ch1`, weight: 30_000 * (1 + (i % 4)) }));
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const t = setTimeout(resolve, ms);
+    signal.addEventListener('abort', () => (clearTimeout(t), resolve()), { once: true });
+  });
+}
+
+describeWithInfra(['nats'], 'ControllerEngine against real NATS KV', () => {
+  let nc: NatsConnection;
+  let n = 0;
+  beforeAll(async () => {
+    nc = await connect({ servers: testNatsUrl() });
+  });
+  afterAll(async () => {
+    await nc.drain();
+  });
+
+  async function buckets() {
+    const tag = `ce${++n}-${process.pid}`;
+    return {
+      maps: new AssignmentMapBucket(await openBucket(nc, `map-${tag}`, { history: 5 }), `map-${tag}`),
+      heartbeats: new HeartbeatBucket(await openBucket(nc, `hb-${tag}`), `hb-${tag}`),
+    };
+  }
+
+  function hb(id: string): Heartbeat {
+    const t = new Date().toISOString();
+    return { schema: 1, defenderId: id, state: 'FOLLOWER', mapVersionSeen: 0, load: { chambers: 0, inflight: 0, processedTotal: 0 }, intervalSeconds: 0.2, startedAt: t, sentAt: t };
+  }
+
+  function engine(b: Awaited<ReturnType<typeof buckets>>, token: string, leader: { on: boolean }) {
+    return new ControllerEngine({ fencingToken: token, isLeader: () => leader.on }, config, {
+      maps: b.maps,
+      heartbeats: b.heartbeats,
+      chambers: { list: async () => chambers },
+      now: Date.now,
+      monotonic: () => performance.now(),
+      sleep,
+    });
+  }
+
+  it('cold start: batches the joins, publishes one balanced map, and stops when the term ends', async () => {
+    const b = await buckets();
+    const beat = setInterval(() => void Promise.all(['defender-0', 'defender-1', 'defender-2'].map((id) => b.heartbeats.publish(hb(id)))), 150);
+    const leader = { on: true };
+    const e = engine(b, '7', leader);
+    const running = e.run(200);
+    try {
+      await waitFor('a map', async () => (await b.maps.read()) !== null, 10_000);
+      const first = (await b.maps.read())!;
+      expect(first.map).toMatchObject({ version: 1, fencingToken: '7', trigger: 'cold_start', lifecycleState: 'post_cold_start', defenderCount: 3, chamberCount: 12 });
+      expect(first.map.statistics.maxWeightPerDefender / first.map.statistics.avgWeightPerDefender).toBeLessThanOrEqual(1.34);
+      await new Promise((r) => setTimeout(r, 1000));
+      expect((await b.maps.read())!.revision).toBe(first.revision);
+    } finally {
+      leader.on = false;
+      expect(await running).toBe('term ended');
+      clearInterval(beat);
+    }
+  });
+
+  it('takeover re-stamps the map with the new token; an older term then cannot publish', async () => {
+    const b = await buckets();
+    const old = buildAssignmentMap({
+      version: 4,
+      now: new Date(),
+      fencingToken: '3',
+      controllerId: 'old',
+      trigger: 'planned_scale',
+      state: 'STABLE',
+      lifecycleState: 'stable',
+      firstAssignmentAt: new Date().toISOString(),
+      assignments: Object.fromEntries(chambers.map((c, i) => [c.key, `defender-${i % 2}`])),
+      defenders: [{ id: 'defender-0' }, { id: 'defender-1' }],
+    });
+    const rev = await b.maps.publish(old, null);
+    const beat = setInterval(() => void Promise.all(['defender-0', 'defender-1'].map((id) => b.heartbeats.publish(hb(id)))), 150);
+    const leader = { on: true };
+    const e = engine(b, '9', leader);
+    const running = e.run(200);
+    try {
+      await waitFor('takeover', async () => (await b.maps.read())!.map.fencingToken === '9', 10_000);
+      const now = (await b.maps.read())!;
+      expect(now.map).toMatchObject({ version: 5, trigger: 'takeover', lifecycleState: 'stable', assignments: old.assignments });
+      // The deposed leader's compare-and-set from the revision it knew fails.
+      await expect(b.maps.publish({ ...old, version: 5 }, rev)).rejects.toThrow(/no longer the latest/);
+
+      // A newer term (token 11) takes the map: this engine sees it and steps down.
+      await b.maps.publish({ ...now.map, version: 6, fencingToken: '11', trigger: 'takeover' }, now.revision);
+      await b.heartbeats.remove('defender-1'); // a graceful leave makes it try to publish
+      expect(await running).toMatch(/newer term \(token 11\)/);
+    } finally {
+      leader.on = false;
+      clearInterval(beat);
+    }
+  });
+});

@@ -1,0 +1,2 @@
+/** The validated ControllerSettings. */
+export const CONTROLLER_SETTINGS = Symbol('CONTROLLER_SETTINGS');
