@@ -29,6 +29,8 @@ export function controllerEnvShape() {
     MAX_CHAMBERS_PER_DEFENDER: env.int(0, 0, 1_000_000),
     /** Virtual nodes per defender on the hash ring (seed-two-phase). */
     ASSIGNMENT_VNODE_COUNT: env.int(200, 150, 500),
+    /** How often the leader recomputes chamber weights from observed runs (chamber_metadata). */
+    WEIGHT_UPDATE_INTERVAL_SECONDS: env.seconds(86_400, 1, 30 * 86_400),
     /** How often the chamber list and weights are re-read from the store. */
     WEIGHT_CACHE_TTL_SECONDS: env.seconds(3600, 1, 86_400),
   };

@@ -10,6 +10,7 @@ import {
   HoldInput,
   InvalidMessageError,
   notificationSubject,
+  observeTrace,
   parseNotificationSubject,
   parseRunNotification,
   RunNotification,
@@ -374,6 +375,12 @@ export class ChamberWorker {
     this.deps.cache.record(committed);
     if (result.outcome === 'applied') {
       await this.outageRetry('publish', () => this.publishEvents(msg.sequence, n, evaluation.alarms, evaluation.hold));
+      // Input for the scheduled weight recompute; a lost observation only makes the weight less fresh.
+      try {
+        await this.deps.store.chamberMetadata.recordObservation(observeTrace(trace, this.deps.now()));
+      } catch (err) {
+        this.deps.observer?.paused?.(this.key, 'observation', err);
+      }
     } else {
       // A replay: the alarms were published with the first commit (or are re-published by the outbox).
       await this.outageRetry('republish', () => this.republish(msg.sequence));

@@ -180,7 +180,16 @@ export class LeadershipService implements OnApplicationBootstrap, BeforeApplicat
       },
     );
     this.engine = engine;
-    const reason = await engine.run(cfg.HEARTBEAT_INTERVAL_SECONDS * 1000);
+    // The leader keeps chamber weights current from observed runs (seed 000: every 24 h).
+    const weights = setInterval(() => {
+      if (!election.isLeader()) return;
+      store.chamberMetadata.recomputeWeights(new Date()).then(
+        (s) => this.logger.log({ msg: 'chamber weights recomputed', updated: s.updated, unchanged: s.unchanged, observedChambers: s.observedChambers }),
+        (err: unknown) => this.logger.warn({ msg: 'weight recompute failed; next interval retries', err: (err as Error).message }),
+      );
+    }, cfg.WEIGHT_UPDATE_INTERVAL_SECONDS * 1000);
+    weights.unref();
+    const reason = await engine.run(cfg.HEARTBEAT_INTERVAL_SECONDS * 1000).finally(() => clearInterval(weights));
     this.lastMap = engine.map;
     this.logger.log({ msg: 'term ended', epoch: term.fencingToken, reason });
   }
