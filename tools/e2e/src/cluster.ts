@@ -184,6 +184,26 @@ export class LocalCluster {
     return undefined;
   }
 
+  /** The last `lines` lines each process wrote (stdout and stderr), for failure messages. */
+  tails(lines = 15): string {
+    return this.procs
+      .map((p) => {
+        const out = (p.app.stdout() + p.app.stderr()).trimEnd().split('\n').slice(-lines).join('\n');
+        const state = p.app.child.exitCode !== null ? `exited ${p.app.child.exitCode}` : p.app.child.signalCode ? `killed ${p.app.child.signalCode}` : 'running';
+        return `--- ${p.name} (${state}) ---\n${out}`;
+      })
+      .join('\n');
+  }
+
+  /** `waitFor` that, on timeout, appends every process's recent output to the error. */
+  async waitFor(what: string, probe: () => Promise<boolean>, timeoutMs: number, intervalMs = 100): Promise<void> {
+    try {
+      await waitFor(what, probe, timeoutMs, intervalMs);
+    } catch (err) {
+      throw new Error(`${(err as Error).message}\n${this.tails()}`, { cause: err });
+    }
+  }
+
   async stop(): Promise<void> {
     this.stopWatch?.();
     await Promise.all(this.procs.map((p) => p.app.stop('SIGKILL', 1000)));

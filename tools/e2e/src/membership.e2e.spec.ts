@@ -1,4 +1,4 @@
-import { describeWithInfra, getJson, testNatsUrl, waitFor } from '@defender/infra-harness';
+import { describeWithInfra, getJson, testNatsUrl } from '@defender/infra-harness';
 import { fabChambers, LocalCluster } from './cluster';
 
 /**
@@ -29,7 +29,7 @@ describeWithInfra(['nats'], 'cluster membership and assignment flow (multi-proce
   it('cold start: 10 defenders joining -> exactly one map, after the cold-start window, covering every chamber', async () => {
     const started = Date.now();
     const c = await startCluster(10);
-    await waitFor('the first map', async () => c.publications.length > 0, 60_000);
+    await c.waitFor('the first map', async () => c.publications.length > 0, 60_000);
     const first = c.publications[0]!;
     // Nothing else may follow: wait out another window plus a scale window.
     await new Promise((r) => setTimeout(r, 6000));
@@ -41,7 +41,7 @@ describeWithInfra(['nats'], 'cluster membership and assignment flow (multi-proce
     const leader = await c.leader();
     expect(leader).toBeDefined();
     expect(first.map.controllerId).toBe(leader!.name);
-    await waitFor('every defender applied v1', async () => {
+    await c.waitFor('every defender applied v1', async () => {
       const seen = (await c.heartbeats.readAll()).heartbeats.map((h) => h.heartbeat.mapVersionSeen);
       return seen.length === 10 && seen.every((v) => v === 1);
     }, 20_000);
@@ -49,9 +49,9 @@ describeWithInfra(['nats'], 'cluster membership and assignment flow (multi-proce
 
   it('planned scale 10 -> 13 -> 10: one map per step, movement near the floor, leavers drained', async () => {
     const c = await startCluster(10);
-    await waitFor('the cold-start map', async () => c.publications.length === 1, 60_000);
+    await c.waitFor('the cold-start map', async () => c.publications.length === 1, 60_000);
     for (let i = 10; i < 13; i++) await c.startDefender(`pod-${i}`);
-    await waitFor('a map with 13 defenders', async () => c.latest()?.defenderCount === 13, 60_000);
+    await c.waitFor('a map with 13 defenders', async () => c.latest()?.defenderCount === 13, 60_000);
     await new Promise((r) => setTimeout(r, 3000));
     expect(c.publications).toHaveLength(2);
     const up = c.latest()!;
@@ -64,7 +64,7 @@ describeWithInfra(['nats'], 'cluster membership and assignment flow (multi-proce
     for (const p of c.procs.filter((x) => ['pod-10', 'pod-11', 'pod-12'].includes(x.name))) {
       expect(await p.app.stop('SIGTERM')).toEqual({ code: 0, signal: null });
     }
-    await waitFor('a map with 10 defenders', async () => c.latest()?.defenderCount === 10, 60_000);
+    await c.waitFor('a map with 10 defenders', async () => c.latest()?.defenderCount === 10, 60_000);
     await new Promise((r) => setTimeout(r, 3000));
     expect(c.publications).toHaveLength(3);
     const down = c.latest()!;
@@ -74,14 +74,14 @@ describeWithInfra(['nats'], 'cluster membership and assignment flow (multi-proce
 
   it('crash: a SIGKILLed defender\'s chambers move within 3 heartbeats + 2 s, and nothing else moves', async () => {
     const c = await startCluster(6);
-    await waitFor('the cold-start map', async () => c.publications.length === 1, 60_000);
-    await waitFor('all applied', async () => (await c.heartbeats.readAll()).heartbeats.every((h) => h.heartbeat.mapVersionSeen === 1), 20_000);
+    await c.waitFor('the cold-start map', async () => c.publications.length === 1, 60_000);
+    await c.waitFor('all applied', async () => (await c.heartbeats.readAll()).heartbeats.every((h) => h.heartbeat.mapVersionSeen === 1), 20_000);
     const before = c.latest()!;
     const victim = c.procs.find((p) => p.name === 'pod-2')!;
     const victimId = Object.entries(await c.members()).find(([, uid]) => uid === 'pod-2')![0];
     await victim.app.stop('SIGKILL');
     const killedAt = Date.now();
-    await waitFor('the crash map', async () => c.publications.length === 2, 30_000, 50);
+    await c.waitFor('the crash map', async () => c.publications.length === 2, 30_000, 50);
     const detectMs = c.publications[1]!.seenAt - killedAt;
     const after = c.publications[1]!.map;
     expect(after.trigger).toBe('crash');
@@ -95,7 +95,7 @@ describeWithInfra(['nats'], 'cluster membership and assignment flow (multi-proce
 
   it('rolling restart of every defender: each reclaims its ID and no chamber moves', async () => {
     const c = await startCluster(5);
-    await waitFor('the cold-start map', async () => c.publications.length === 1, 60_000);
+    await c.waitFor('the cold-start map', async () => c.publications.length === 1, 60_000);
     const idsBefore = await c.members();
     const mapBefore = c.latest()!;
     for (let i = 0; i < 5; i++) {
@@ -103,7 +103,7 @@ describeWithInfra(['nats'], 'cluster membership and assignment flow (multi-proce
       const id = Object.entries(idsBefore).find(([, uid]) => uid === `pod-${i}`)![0];
       expect(await old.app.stop('SIGTERM')).toEqual({ code: 0, signal: null });
       const fresh = await c.startDefender(`pod-${i}-v2`);
-      await waitFor(`pod-${i}-v2 ready`, async () => (await getJson(`${fresh.url}/health/ready`).catch(() => ({ status: 0 }))).status === 200, 30_000);
+      await c.waitFor(`pod-${i}-v2 ready`, async () => (await getJson(`${fresh.url}/health/ready`).catch(() => ({ status: 0 }))).status === 200, 30_000);
       expect(((await getJson(`${fresh.url}/api/v1/status`)).body as { defenderId: string }).defenderId).toBe(id);
       // Like a Deployment's minReadySeconds: let the leave+join batch close before the next pod.
       await new Promise((r) => setTimeout(r, 2500));
@@ -114,11 +114,11 @@ describeWithInfra(['nats'], 'cluster membership and assignment flow (multi-proce
 
   it('controller leader SIGKILL: the standby takes over with a higher token, keeps the lifecycle, and handles the next crash', async () => {
     const c = await startCluster(4);
-    await waitFor('the cold-start map', async () => c.publications.length === 1, 60_000);
+    await c.waitFor('the cold-start map', async () => c.publications.length === 1, 60_000);
     const first = c.latest()!;
     const leader = (await c.leader())!;
     await leader.app.stop('SIGKILL');
-    await waitFor('the standby takes over', async () => c.publications.length === 2, 30_000, 50);
+    await c.waitFor('the standby takes over', async () => c.publications.length === 2, 30_000, 50);
     const takeover = c.latest()!;
     expect(takeover.trigger).toBe('takeover');
     expect(BigInt(takeover.fencingToken)).toBeGreaterThan(BigInt(first.fencingToken));
@@ -130,7 +130,7 @@ describeWithInfra(['nats'], 'cluster membership and assignment flow (multi-proce
 
     const victim = c.procs.find((p) => p.name === 'pod-1')!;
     await victim.app.stop('SIGKILL');
-    await waitFor('crash handled by the new leader', async () => c.publications.length === 3, 30_000);
+    await c.waitFor('crash handled by the new leader', async () => c.publications.length === 3, 30_000);
     expect(c.latest()).toMatchObject({ trigger: 'crash', fencingToken: takeover.fencingToken, controllerId: standby.name, defenderCount: 3 });
     // Every accepted map has a version above its predecessor and a token no lower.
     for (let i = 1; i < c.publications.length; i++) {
@@ -145,7 +145,7 @@ describeWithInfra(['nats'], 'cluster membership and assignment flow (multi-proce
     cluster = c;
     await c.startAgent();
     for (let i = 0; i < 3; i++) await c.startDefender(`pod-${i}`, { ASSIGNMENT_CONTROLLER_ENABLED: 'true' });
-    await waitFor('the cold-start map', async () => c.publications.length === 1 && c.latest()!.defenderCount === 3, 60_000);
+    await c.waitFor('the cold-start map', async () => c.publications.length === 1 && c.latest()!.defenderCount === 3, 60_000);
     const leaderStatus = async () => {
       for (const p of c.procs.filter((x) => x.name.startsWith('pod-') && x.app.child.exitCode === null && x.app.child.signalCode === null)) {
         const res = await getJson(`${p.url}/controller/api/v1/status`).catch(() => undefined);
@@ -157,7 +157,7 @@ describeWithInfra(['nats'], 'cluster membership and assignment flow (multi-proce
     expect(c.latest()!.controllerId).toBe(leader.name);
     expect(((await getJson(`${leader.url}/api/v1/status`)).body as { isLeader: boolean }).isLeader).toBe(true);
     await leader.app.stop('SIGKILL');
-    await waitFor('a map without the dead defender, from another controller', async () => {
+    await c.waitFor('a map without the dead defender, from another controller', async () => {
       const m = c.latest()!;
       return m.defenderCount === 2 && m.controllerId !== leader.name;
     }, 60_000);

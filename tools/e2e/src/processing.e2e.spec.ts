@@ -4,7 +4,7 @@ import { jetstreamManager } from '@nats-io/jetstream';
 import Database from 'better-sqlite3';
 import { notificationSubject, RunPointSet } from '@defender/contracts';
 import { SqliteStore } from '@defender/store';
-import { describeWithInfra, getJson, startNatsServer, waitFor, NatsServerHandle } from '@defender/infra-harness';
+import { describeWithInfra, getJson, startNatsServer, NatsServerHandle } from '@defender/infra-harness';
 import { LocalCluster, SeedChamber } from './cluster';
 import { completeRun, makeTrace, notificationOf, publishRaw, RunSpec } from './runs';
 
@@ -70,8 +70,8 @@ describeWithInfra(['nats'], 'run processing: exactly-once, ordered, fenced (mult
     await c.startAgent();
     await c.startController('controller-a');
     for (let i = 0; i < defenders; i++) await c.startDefender(`pod-${i}`, env);
-    await waitFor('the first map', async () => c.publications.length > 0 && c.latest()!.defenderCount === defenders, 60_000);
-    await waitFor('defenders ready', async () => {
+    await cluster!.waitFor('the first map', async () => c.publications.length > 0 && c.latest()!.defenderCount === defenders, 60_000);
+    await cluster!.waitFor('defenders ready', async () => {
       for (const p of c.procs.filter((x) => x.name.startsWith('pod-'))) {
         if ((await getJson(`${p.url}/health/ready`).catch(() => ({ status: 0 }))).status !== 200) return false;
       }
@@ -95,7 +95,7 @@ describeWithInfra(['nats'], 'run processing: exactly-once, ordered, fenced (mult
       }
     }
     for (const tool of Object.keys(seqs)) {
-      await waitFor(`${tool} caught up`, async () => (await hwm(store, tool)) === seqs[tool]!.at(-1), 60_000);
+      await cluster!.waitFor(`${tool} caught up`, async () => (await hwm(store, tool)) === seqs[tool]!.at(-1), 60_000);
       expectExactlyOnce(await committed(store, tool), seqs[tool]!);
       const alarms = await store.alarms.list({ toolId: tool, chamberId: 'ch1' }, { limit: 100 });
       expect(alarms.length).toBeGreaterThan(0);
@@ -131,7 +131,7 @@ describeWithInfra(['nats'], 'run processing: exactly-once, ordered, fenced (mult
       seqs.push(await completeRun(store, nc, spec('tool1', k, { samples: 20_000 })));
       if (k === 10) await victim.app.stop('SIGKILL');
     }
-    await waitFor('all 30 applied', async () => (await hwm(store, 'tool1')) === seqs.at(-1), 90_000);
+    await cluster!.waitFor('all 30 applied', async () => (await hwm(store, 'tool1')) === seqs.at(-1), 90_000);
     const runs = await committed(store, 'tool1');
     expectExactlyOnce(runs, seqs);
     expect(new Set(runs.map((r) => r.epoch)).size).toBeGreaterThanOrEqual(1);
@@ -144,19 +144,19 @@ describeWithInfra(['nats'], 'run processing: exactly-once, ordered, fenced (mult
     const members = await c.members();
     const victim = c.procs.find((p) => p.name === members[owner])!;
     for (let k = 0; k < 3; k++) await completeRun(store, nc, spec('tool1', k));
-    await waitFor('warm-up applied', async () => (await committed(store, 'tool1')).length === 3, 30_000);
+    await cluster!.waitFor('warm-up applied', async () => (await committed(store, 'tool1')).length === 3, 30_000);
     const epochBefore = (await store.chamberState.get({ toolId: 'tool1', chamberId: 'ch1' }))!.ownerEpoch;
 
     victim.app.child.kill('SIGSTOP');
     const seqs: number[] = [];
     for (let k = 3; k < 8; k++) seqs.push(await completeRun(store, nc, spec('tool1', k, { samples: 50_000 })));
-    await waitFor('takeover processed the runs', async () => (await hwm(store, 'tool1')) === seqs.at(-1), 60_000);
+    await cluster!.waitFor('takeover processed the runs', async () => (await hwm(store, 'tool1')) === seqs.at(-1), 60_000);
     const epochAfter = (await store.chamberState.get({ toolId: 'tool1', chamberId: 'ch1' }))!.ownerEpoch;
     expect(epochAfter).toBeGreaterThan(epochBefore);
 
     victim.app.child.kill('SIGCONT');
     for (let k = 8; k < 12; k++) seqs.push(await completeRun(store, nc, spec('tool1', k)));
-    await waitFor('later runs applied', async () => (await hwm(store, 'tool1')) === seqs.at(-1), 60_000);
+    await cluster!.waitFor('later runs applied', async () => (await hwm(store, 'tool1')) === seqs.at(-1), 60_000);
     await new Promise((r) => setTimeout(r, 2000));
     const runs = await committed(store, 'tool1');
     expect(runs).toHaveLength(12);
@@ -184,7 +184,7 @@ describeWithInfra(['nats'], 'run processing: exactly-once, ordered, fenced (mult
       if (k === 15) await server.restart({ hard: true, downMs: 1000 });
     }
     for (const tool of ['tool1', 'tool2']) {
-      await waitFor(`${tool} caught up`, async () => (await hwm(store, tool)) === seqs[tool]!.at(-1), 90_000);
+      await cluster!.waitFor(`${tool} caught up`, async () => (await hwm(store, tool)) === seqs[tool]!.at(-1), 90_000);
       expectExactlyOnce(await committed(store, tool), seqs[tool]!);
     }
   });
@@ -193,7 +193,7 @@ describeWithInfra(['nats'], 'run processing: exactly-once, ordered, fenced (mult
     const { c, store, nc } = await start(1, 1, { PROCESS_TIMEOUT_SECONDS: '30' });
     const seqs: number[] = [];
     for (let k = 0; k < 3; k++) seqs.push(await completeRun(store, nc, spec('tool1', k)));
-    await waitFor('warm-up applied', async () => (await hwm(store, 'tool1')) === seqs.at(-1), 30_000);
+    await cluster!.waitFor('warm-up applied', async () => (await hwm(store, 'tool1')) === seqs.at(-1), 30_000);
     // Traces go in first; then an exclusive lock makes the store unavailable to the defender.
     const pending = [3, 4, 5, 6].map((k) => spec('tool1', k));
     for (const s of pending) await store.traces.write(makeTrace(s));
@@ -204,7 +204,7 @@ describeWithInfra(['nats'], 'run processing: exactly-once, ordered, fenced (mult
     await new Promise((r) => setTimeout(r, 8000));
     locker.exec('ROLLBACK');
     locker.close();
-    await waitFor('resumed', async () => (await hwm(store, 'tool1')) === seqs.at(-1), 60_000);
+    await cluster!.waitFor('resumed', async () => (await hwm(store, 'tool1')) === seqs.at(-1), 60_000);
     expectExactlyOnce(await committed(store, 'tool1'), seqs);
     const m = (await getJson(`${c.procs.find((p) => p.name === 'pod-0')!.url}/metrics`)).text;
     expect(m).toMatch(/defender_processing_paused_total\{stage="[a-z-]+",app="defender"\} [1-9]/);
@@ -235,8 +235,8 @@ describeWithInfra(['nats'], 'run processing: exactly-once, ordered, fenced (mult
     // A valid run with NaN-filled samples (a third missing) is processed, and a duplicate run id is dead-lettered.
     const nanSeq = await completeRun(store, nc, spec('tool1', 98, { nanFraction: 0.3 }));
     const dupSeq = await publishRaw(nc, subj, JSON.stringify(notificationOf(spec('tool1', 98))));
-    await waitFor('tool1 through the corpus', async () => (await hwm(store, 'tool1')) === dupSeq, 60_000);
-    await waitFor('tool2 kept flowing', async () => (await hwm(store, 'tool2')) === goodSeqs.at(-1), 60_000);
+    await cluster!.waitFor('tool1 through the corpus', async () => (await hwm(store, 'tool1')) === dupSeq, 60_000);
+    await cluster!.waitFor('tool2 kept flowing', async () => (await hwm(store, 'tool2')) === goodSeqs.at(-1), 60_000);
     expect((await committed(store, 'tool2')).map((r) => r.sequence)).toEqual(goodSeqs);
     const t1 = await committed(store, 'tool1');
     expect(t1.find((r) => r.sequence === nanSeq)?.points.length).toBeGreaterThan(0);

@@ -70,7 +70,7 @@ export interface NotificationFeed {
 export async function watchNotifications(
   nc: NatsConnection,
   onNotice: (subject: string, sequence: number) => void,
-  opts: { stream?: string; onError?: (err: Error) => void } = {},
+  opts: { stream?: string; onError?: (err: Error) => void; onEnd?: () => void } = {},
 ): Promise<NotificationFeed> {
   const stream = opts.stream ?? STREAMS.notifications;
   const js = jetstream(nc);
@@ -85,15 +85,19 @@ export async function watchNotifications(
     throw mapKvError(err, stream, '(consumer)');
   }
   const messages = await consumer.consume({ max_messages: 1000 });
+  let stopping = false;
   const done = (async () => {
     try {
       for await (const m of messages) onNotice(m.subject, m.seq);
     } catch (err) {
       opts.onError?.(err as Error);
     }
+    // The consumer ended without stop(): the caller should re-watch (and re-check its chambers).
+    if (!stopping) opts.onEnd?.();
   })();
   return {
     async stop() {
+      stopping = true;
       await messages.close();
       await done;
     },

@@ -88,10 +88,16 @@ export class ProcessingService implements ChamberWork, OnApplicationBootstrap, O
     return [...this.workers.values()].map((w) => ({ chamber: w.key, highWaterMark: w.mark, busy: w.busy, epoch: w.epoch })).sort((a, b) => (a.chamber < b.chamber ? -1 : 1));
   }
 
+  /**
+   * Streams, reader, cache and feed. Every step is retried until it succeeds (or shutdown): a
+   * defender that cannot prepare must not fail its membership, only wait.
+   */
   private async prepare(): Promise<void> {
     const nc = await this.nats.connection();
     this.nc = nc;
-    for (let attempt = 0; ; attempt++) {
+    const store = await this.store.ready();
+    this.storeHandle = store;
+    for (let attempt = 0; !this.draining; attempt++) {
       try {
         await ensureStreams(nc, {
           replicas: this.config.NATS_STREAM_REPLICAS,
@@ -99,21 +105,43 @@ export class ProcessingService implements ChamberWork, OnApplicationBootstrap, O
           eventsMaxAgeSeconds: this.config.EVENTS_RETENTION_SECONDS,
           duplicateWindowSeconds: 3600,
         });
-        break;
+        this.reader ??= await NotificationReader.open(nc, this.config.NATS_STREAM_NAME);
+        this.cache ??= new UChartHistoryCache({ source: store.uchart, sizeMb: this.config.CACHE_SIZE_MB });
+        await this.startFeed(nc);
+        this.logger.log({ msg: 'processing ready', maxConcurrent: this.config.MAX_CONCURRENT_MESSAGES });
+        return;
       } catch (err) {
-        if ((err as { retryable?: boolean }).retryable !== true) throw err;
-        await new Promise((r) => setTimeout(r, Math.min(5000, 200 * 2 ** attempt)));
+        const delay = Math.min(10_000, 250 * 2 ** attempt) * (0.5 + Math.random() / 2);
+        this.logger.warn({ msg: 'processing not ready yet; retrying', attempt, delayMs: Math.round(delay), err: (err as Error).message });
+        await new Promise((r) => setTimeout(r, delay));
       }
     }
-    this.reader = await NotificationReader.open(nc, this.config.NATS_STREAM_NAME);
-    const store = await this.store.ready();
-    this.storeHandle = store;
-    this.cache = new UChartHistoryCache({ source: store.uchart, sizeMb: this.config.CACHE_SIZE_MB });
+  }
+
+  /** The wake-up feed; if it ever ends, it is restarted and every worker re-checks the stream. */
+  private async startFeed(nc: NatsConnection): Promise<void> {
     this.feed = await watchNotifications(nc, (subject, seq) => this.onNotice(subject, seq), {
       stream: this.config.NATS_STREAM_NAME,
-      onError: (err) => this.logger.warn({ msg: 'notification feed ended', err: err.message }),
+      onError: (err) => this.logger.warn({ msg: 'notification feed failed', err: err.message }),
+      onEnd: () => {
+        if (this.draining) return;
+        this.logger.warn({ msg: 'notification feed ended; re-watching' });
+        this.restartFeed(nc, 0);
+      },
     });
-    this.logger.log({ msg: 'processing ready', maxConcurrent: this.config.MAX_CONCURRENT_MESSAGES });
+  }
+
+  private restartFeed(nc: NatsConnection, attempt: number): void {
+    setTimeout(() => {
+      if (this.draining) return;
+      this.startFeed(nc).then(
+        () => this.workers.forEach((w) => w.notify(Number.MAX_SAFE_INTEGER)),
+        (err: unknown) => {
+          this.logger.warn({ msg: 'could not re-watch notifications; retrying', attempt, err: (err as Error).message });
+          this.restartFeed(nc, attempt + 1);
+        },
+      );
+    }, Math.min(10_000, 500 * 2 ** attempt)).unref();
   }
 
   private onNotice(subject: string, seq: number): void {
