@@ -1,0 +1,28 @@
+import { DynamicModule, Global, Module } from '@nestjs/common';
+import { ClusterKvModule, CommonAppModule, StoreModule, storeConfigFromEnv } from '@defender/nest-common';
+import { DashboardConfig } from './config';
+import { DASHBOARD_CONFIG } from './tokens';
+import { AlarmFeedService } from './alarms/alarm-feed.service';
+import { ChamberService } from './chambers/chamber.service';
+import { ClusterWatcherService } from './cluster/cluster-watcher.service';
+import { ApiController } from './web/api.controller';
+import { LocalFabController } from './local-fab/local-fab.controller';
+import { StaticController } from './web/static.controller';
+
+@Global()
+@Module({})
+export class AppModule {
+  static forRoot(config: DashboardConfig): DynamicModule {
+    return {
+      module: AppModule,
+      imports: [
+        CommonAppModule.forRoot('dashboard', config),
+        ClusterKvModule.forRoot(config),
+        StoreModule.forRoot(storeConfigFromEnv(config, config.POD_NAME ?? `dashboard:${process.pid}`)),
+      ],
+      controllers: [ApiController, LocalFabController, StaticController],
+      providers: [{ provide: DASHBOARD_CONFIG, useValue: config }, ClusterWatcherService, AlarmFeedService, ChamberService],
+      exports: [DASHBOARD_CONFIG],
+    };
+  }
+}

@@ -1,0 +1,120 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { chamberKey, parseChamberKey, type AlarmRecord, type ChamberMetadata, type DefenderStore } from '@defender/contracts';
+import { StoreService } from '@defender/nest-common';
+import { DashboardConfig } from '../config';
+import { DASHBOARD_CONFIG } from '../tokens';
+import { ClusterWatcherService } from '../cluster/cluster-watcher.service';
+import { AlarmFeedService } from '../alarms/alarm-feed.service';
+import { buildCharts, type ChartView } from './chamber-view';
+
+/** A chamber in the chamber list. */
+export interface ChamberListItem {
+  readonly key: string;
+  readonly owner: string | null;
+  readonly weight: number | null;
+  /** Alarms of the chamber in the dashboard's recent feed. */
+  readonly recentAlarms: number;
+  readonly lastMovedAt: string | null;
+}
+
+export interface ChamberDetail {
+  readonly key: string;
+  readonly toolId: string;
+  readonly chamberId: string;
+  readonly owner: string | null;
+  readonly lastMovedAt: string | null;
+  readonly metadata: (Omit<ChamberMetadata, 'lastUpdated'> & { lastUpdated: string }) | null;
+  readonly state: { ownerEpoch: number; ownerId: string; highWaterMark: number; updatedAt: string } | null;
+  readonly hold: { holdId: string; ruleId: string; reason: string; runId: string; sequence: number; heldAt: string } | null;
+  readonly runs: number;
+  readonly charts: readonly ChartView[];
+  readonly hiddenConstantCharts: number;
+  readonly alarms: readonly (Omit<AlarmRecord, 'raisedAt'> & { raisedAt: string })[];
+}
+
+/** Thrown for a malformed chamber key (HTTP 400 at the edge). */
+export class InvalidChamberKeyError extends Error {
+  override readonly name = 'InvalidChamberKeyError';
+}
+
+const METADATA_TTL_MS = 10_000;
+
+/** Reads a chamber's U-charts, limits, alarms and state from the store (read-only). */
+@Injectable()
+export class ChamberService {
+  private metadata: { at: number; rows: Map<string, ChamberMetadata> } | undefined;
+
+  constructor(
+    @Inject(DASHBOARD_CONFIG) private readonly config: DashboardConfig,
+    private readonly store: StoreService,
+    private readonly cluster: ClusterWatcherService,
+    private readonly feed: AlarmFeedService,
+  ) {}
+
+  private async db(): Promise<DefenderStore> {
+    return this.store.ready();
+  }
+
+  private async weights(): Promise<Map<string, ChamberMetadata>> {
+    const now = Date.now();
+    if (!this.metadata || now - this.metadata.at > METADATA_TTL_MS) {
+      const rows = await (await this.db()).chamberMetadata.list();
+      this.metadata = { at: now, rows: new Map(rows.map((r) => [chamberKey(r), r])) };
+    }
+    return this.metadata.rows;
+  }
+
+  /** Every chamber of the map or of chamber_metadata, most alarmed first, then by key. */
+  async list(): Promise<ChamberListItem[]> {
+    const map = this.cluster.currentMap();
+    const meta = await this.weights();
+    const counts = new Map<string, number>();
+    for (const a of this.feed.recent(Number.MAX_SAFE_INTEGER)) if (a.kind === 'alarm') counts.set(a.chamber, (counts.get(a.chamber) ?? 0) + 1);
+    const keys = new Set([...Object.keys(map?.assignments ?? {}), ...meta.keys()]);
+    return [...keys]
+      .map((key) => ({
+        key,
+        owner: map?.assignments[key] ?? null,
+        weight: meta.get(key)?.weight ?? null,
+        recentAlarms: counts.get(key) ?? 0,
+        lastMovedAt: map?.lastMovedAt[key] ? new Date(map.lastMovedAt[key]).toISOString() : null,
+      }))
+      .sort((a, b) => b.recentAlarms - a.recentAlarms || a.key.localeCompare(b.key));
+  }
+
+  async detail(key: string, opts: { runs?: number; includeConstant?: boolean } = {}): Promise<ChamberDetail> {
+    let ref;
+    try {
+      ref = parseChamberKey(key);
+    } catch (err) {
+      throw new InvalidChamberKeyError((err as Error).message, { cause: err });
+    }
+    const db = await this.db();
+    const runs = Math.min(1000, Math.max(1, opts.runs ?? this.config.CHART_RUNS));
+    const [history, limits, alarms, hold, state, metadata] = await Promise.all([
+      db.uchart.history(ref, { limit: runs }),
+      db.uchart.currentLimitSets(ref),
+      db.alarms.list(ref, { limit: 50 }),
+      db.alarms.hold(ref),
+      db.chamberState.get(ref),
+      db.chamberMetadata.get(ref),
+    ]);
+    const { charts, hiddenConstant } = buildCharts(history, limits, { includeConstant: opts.includeConstant ?? false });
+    const map = this.cluster.currentMap();
+    const moved = map?.lastMovedAt[key];
+    return {
+      key,
+      toolId: ref.toolId,
+      chamberId: ref.chamberId,
+      owner: map?.assignments[key] ?? null,
+      lastMovedAt: moved ? new Date(moved).toISOString() : null,
+      metadata: metadata ? { ...metadata, lastUpdated: metadata.lastUpdated.toISOString() } : null,
+      state: state ? { ownerEpoch: state.ownerEpoch, ownerId: state.ownerId, highWaterMark: state.highWaterMark, updatedAt: state.updatedAt.toISOString() } : null,
+      hold: hold ? { holdId: hold.holdId, ruleId: hold.ruleId, reason: hold.reason, runId: hold.runId, sequence: hold.sequence, heldAt: hold.heldAt.toISOString() } : null,
+      runs: history.length,
+      charts,
+      hiddenConstantCharts: hiddenConstant,
+      alarms: alarms.map((a) => ({ ...a, raisedAt: a.raisedAt.toISOString() })),
+    };
+  }
+}

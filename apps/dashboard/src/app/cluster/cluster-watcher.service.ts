@@ -1,0 +1,213 @@
+import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
+import { Subject } from 'rxjs';
+import { Kvm, KvWatchInclude, type KV } from '@nats-io/kv';
+import { InvalidMessageError, isNewerMap, parseAssignmentMap, type AssignmentMap } from '@defender/contracts';
+import { ASSIGNMENT_MAP_KEY, openBucket } from '@defender/nats-kv';
+import { ClusterKvService, HealthRegistry, NatsConnectionService } from '@defender/nest-common';
+import { DashboardConfig } from '../config';
+import { DASHBOARD_CONFIG } from '../tokens';
+import {
+  buildDefenders,
+  historyEntry,
+  parseLease,
+  type ClusterSnapshot,
+  type ControllerView,
+  type LeaderView,
+  type MapHistoryEntry,
+  type SeenHeartbeat,
+} from './cluster-view';
+
+const HISTORY = 30;
+
+/**
+ * Keeps the cluster view: heartbeats (read every refresh), the assignment map and its movement
+ * history (KV watch, starting with the versions NATS keeps), the election record (who leads) and the
+ * controllers' status (trigger state). Publishes a snapshot every REFRESH_SECONDS to `updates`.
+ */
+@Injectable()
+export class ClusterWatcherService implements OnApplicationBootstrap, BeforeApplicationShutdown {
+  private readonly logger = new Logger(ClusterWatcherService.name);
+  readonly updates = new Subject<ClusterSnapshot>();
+  private map: AssignmentMap | null = null;
+  private history: MapHistoryEntry[] = [];
+  private seen = new Map<string, SeenHeartbeat>();
+  private leader: LeaderView | null = null;
+  private controllers: ControllerView[] = [];
+  private problems = new Map<string, string>();
+  private timer: NodeJS.Timeout | undefined;
+  private stopWatch: (() => void) | undefined;
+  private electionKv: KV | undefined;
+  private stopped = false;
+  private last: ClusterSnapshot | undefined;
+
+  constructor(
+    @Inject(DASHBOARD_CONFIG) private readonly config: DashboardConfig,
+    private readonly kv: ClusterKvService,
+    private readonly nats: NatsConnectionService,
+    private readonly health: HealthRegistry,
+  ) {
+    this.health.set('cluster-view', false, 'not read yet');
+  }
+
+  onApplicationBootstrap(): void {
+    void this.watchMap().catch((err: unknown) => this.problem('map', `cannot watch the assignment map: ${(err as Error).message}`));
+    const tick = () => {
+      if (this.stopped) return;
+      void this.refresh()
+        .catch((err: unknown) => this.logger.warn({ msg: 'refresh failed', err: (err as Error).message }))
+        .finally(() => {
+          if (!this.stopped) this.timer = setTimeout(tick, this.config.REFRESH_SECONDS * 1000);
+        });
+    };
+    tick();
+  }
+
+  beforeApplicationShutdown(): void {
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+    this.stopWatch?.();
+    this.updates.complete();
+  }
+
+  /** The newest snapshot (computed now when none was made yet). */
+  snapshot(): ClusterSnapshot {
+    return this.last ?? this.build();
+  }
+
+  /** The current map (with assignments), or null. */
+  currentMap(): AssignmentMap | null {
+    return this.map;
+  }
+
+  /** Every retained map version with its moves (oldest first). */
+  mapHistory(): readonly MapHistoryEntry[] {
+    return this.history;
+  }
+
+  private problem(key: string, text: string | undefined): void {
+    if (text === undefined) this.problems.delete(key);
+    else if (this.problems.get(key) !== text) {
+      this.problems.set(key, text);
+      this.logger.warn({ msg: text, part: key });
+    }
+  }
+
+  private async watchMap(): Promise<void> {
+    const nc = await this.nats.connection();
+    const kv = await openBucket(nc, this.config.NATS_KV_ASSIGNMENTS, { history: 5, replicas: this.config.NATS_KV_REPLICAS });
+    const iter = await kv.watch({ key: ASSIGNMENT_MAP_KEY, include: KvWatchInclude.AllHistory });
+    this.stopWatch = () => iter.stop();
+    for await (const e of iter) {
+      if (e.operation !== 'PUT') continue;
+      let m: AssignmentMap;
+      try {
+        m = parseAssignmentMap(e.value);
+      } catch (err) {
+        if (!(err instanceof InvalidMessageError)) throw err;
+        this.problem('map', `assignment map revision ${e.revision} is not valid: ${err.message}`);
+        continue;
+      }
+      // Like a defender: a deposed leader's late map (lower token) is not the current one.
+      if (!isNewerMap(m, this.map ?? undefined)) continue;
+      this.history.push(historyEntry(this.map ?? undefined, m, e.revision));
+      if (this.history.length > HISTORY) this.history.shift();
+      this.map = m;
+      this.problem('map', undefined);
+    }
+  }
+
+  private async refresh(): Promise<void> {
+    await Promise.all([this.readHeartbeats(), this.readLeader(), this.readControllers()]);
+    this.last = this.build();
+    this.health.set('cluster-view', true);
+    this.updates.next(this.last);
+  }
+
+  private async readHeartbeats(): Promise<void> {
+    try {
+      const { heartbeats, bad } = await (await this.kv.buckets()).heartbeats.readAll();
+      const now = Date.now();
+      const next = new Map<string, SeenHeartbeat>();
+      for (const h of heartbeats) {
+        const prev = this.seen.get(h.heartbeat.defenderId);
+        // Liveness by when we saw the revision change (the controller's rule), never by KV expiry.
+        const changedAt = prev && prev.revision === h.revision ? prev.changedAt : prev ? now : Math.min(now, h.storedAt.getTime());
+        next.set(h.heartbeat.defenderId, { heartbeat: h.heartbeat, revision: h.revision, changedAt });
+      }
+      this.seen = next;
+      this.problem('heartbeats', bad.length ? `${bad.length} unreadable heartbeat entries (${bad.map((b) => b.key).join(', ')})` : undefined);
+    } catch (err) {
+      this.problem('heartbeats', `cannot read heartbeats: ${(err as Error).message}`);
+    }
+  }
+
+  private async readLeader(): Promise<void> {
+    try {
+      if (!this.electionKv) this.electionKv = await new Kvm(await this.nats.connection()).open(this.config.ELECTION_KV_BUCKET);
+      const e = await this.electionKv.get(this.config.ELECTION_NAME);
+      this.leader = e && e.operation === 'PUT' ? parseLease(e.string(), Date.now()) : null;
+      this.problem('election', undefined);
+    } catch (err) {
+      this.electionKv = undefined;
+      this.leader = null;
+      this.problem('election', `cannot read the election record: ${(err as Error).message}`);
+    }
+  }
+
+  private async readControllers(): Promise<void> {
+    this.controllers = await Promise.all(
+      this.config.CONTROLLER_URLS.map(async (url): Promise<ControllerView> => {
+        try {
+          const res = await fetch(`${url}/api/v1/status`, { signal: AbortSignal.timeout(900) });
+          if (!res.ok) throw new Error(`HTTP ${res.status}`);
+          const b = (await res.json()) as Record<string, unknown>;
+          return {
+            url,
+            reachable: true,
+            controllerId: typeof b['controllerId'] === 'string' ? b['controllerId'] : null,
+            isLeader: b['isLeader'] === true,
+            clusterState: (b['clusterState'] as string | null) ?? null,
+            lifecycle: (b['lifecycle'] as string | null) ?? null,
+            lastDecision: (b['lastDecision'] as string | null) ?? null,
+            pendingTrigger: (b['pendingTrigger'] as ControllerView['pendingTrigger']) ?? null,
+            activeDefenders: (b['activeDefenders'] as number | null) ?? null,
+            assignmentVersion: (b['assignmentVersion'] as number | null) ?? null,
+          };
+        } catch (err) {
+          return {
+            url,
+            reachable: false,
+            controllerId: null,
+            isLeader: false,
+            clusterState: null,
+            lifecycle: null,
+            lastDecision: null,
+            pendingTrigger: null,
+            activeDefenders: null,
+            assignmentVersion: null,
+            error: (err as Error).message,
+          };
+        }
+      }),
+    );
+  }
+
+  private build(): ClusterSnapshot {
+    const m = this.map;
+    let mapView: ClusterSnapshot['map'] = null;
+    if (m) {
+      const { assignments: _a, lastMovedAt: _l, defenderInfo: _d, ...rest } = m;
+      mapView = rest;
+    }
+    return {
+      at: new Date().toISOString(),
+      leader: this.leader,
+      controllers: this.controllers,
+      defenders: buildDefenders([...this.seen.values()], m, Date.now()),
+      map: mapView,
+      history: this.history.slice(-HISTORY).reverse().map((h) => ({ ...h, moves: h.moves.slice(0, 50) })),
+      localFab: this.config.LOCAL_FAB_CONTROL_URL !== undefined,
+      problems: [...this.problems.values()],
+    };
+  }
+}

@@ -1,0 +1,2 @@
+/** The validated DashboardConfig. */
+export const DASHBOARD_CONFIG = Symbol('DASHBOARD_CONFIG');

@@ -1,0 +1,57 @@
+import { Controller, Get, NotFoundException, OnModuleInit, Param, Res } from '@nestjs/common';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+interface Reply {
+  setHeader(name: string, value: string): unknown;
+  send(body: unknown): unknown;
+}
+
+const TYPES: Record<string, string> = {
+  '.html': 'text/html; charset=utf-8',
+  '.js': 'text/javascript; charset=utf-8',
+  '.css': 'text/css; charset=utf-8',
+  '.svg': 'image/svg+xml',
+};
+
+/** Where the page's files are: next to the bundle (dist) or the sources (ts-node). */
+export function assetsDir(): string {
+  const here = join(__dirname, 'assets');
+  return existsSync(here) ? here : join(__dirname, '..', '..', 'assets');
+}
+
+/** Serves the single-page dashboard (index.html, app.js, style.css), read once at start. */
+@Controller()
+export class StaticController implements OnModuleInit {
+  private readonly files = new Map<string, Buffer>();
+
+  onModuleInit(): void {
+    const dir = assetsDir();
+    for (const name of ['index.html', 'app.js', 'style.css', 'favicon.svg']) {
+      const p = join(dir, name);
+      if (existsSync(p)) this.files.set(name, readFileSync(p));
+    }
+  }
+
+  private send(res: Reply, name: string): void {
+    const body = this.files.get(name);
+    if (!body) throw new NotFoundException(`${name} not found`);
+    const ext = name.slice(name.lastIndexOf('.'));
+    res.setHeader('content-type', TYPES[ext] ?? 'application/octet-stream');
+    res.setHeader('cache-control', 'no-cache');
+    res.setHeader('x-content-type-options', 'nosniff');
+    res.setHeader('content-security-policy', "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; connect-src 'self'; frame-ancestors 'none'");
+    res.send(body);
+  }
+
+  @Get()
+  index(@Res() res: Reply): void {
+    this.send(res, 'index.html');
+  }
+
+  @Get('assets/:file')
+  asset(@Param('file') file: string, @Res() res: Reply): void {
+    if (!/^[a-z0-9-]+\.(js|css|svg|html)$/.test(file)) throw new NotFoundException();
+    this.send(res, file);
+  }
+}

@@ -1,0 +1,424 @@
+// Defender dashboard: plain browser JavaScript, no build step. Live data arrives by server-sent
+// events (/api/v1/events: `cluster` every refresh, `alarm` per alarm or hold); chamber views are
+// fetched from /api/v1/chambers/<tool:chamber> and refreshed while open.
+'use strict';
+
+(function () {
+  const $ = (id) => document.getElementById(id);
+  const state = {
+    cluster: null,
+    alarms: [],
+    alarmTotal: 0,
+    chambers: [],
+    chamberKey: null,
+    chamberTimer: null,
+    chamberLoading: false,
+  };
+
+  // ---------------------------------------------------------------------------------------------
+  // helpers
+  // ---------------------------------------------------------------------------------------------
+  function esc(v) {
+    return String(v ?? '').replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]);
+  }
+  function fmt(x, digits = 4) {
+    if (x === null || x === undefined || !Number.isFinite(x)) return '—';
+    const a = Math.abs(x);
+    if (a !== 0 && (a >= 1e6 || a < 1e-3)) return x.toExponential(2);
+    return Number(x.toPrecision(digits)).toLocaleString('en-US', { maximumFractionDigits: 6 });
+  }
+  function compact(n) {
+    if (n === null || n === undefined) return '—';
+    if (n >= 1e9) return (n / 1e9).toFixed(1) + 'G';
+    if (n >= 1e6) return (n / 1e6).toFixed(1) + 'M';
+    if (n >= 1e3) return (n / 1e3).toFixed(n >= 1e4 ? 0 : 1) + 'K';
+    return String(Math.round(n));
+  }
+  function time(iso) {
+    if (!iso) return '—';
+    const d = new Date(iso);
+    return d.toLocaleTimeString('en-GB', { hour12: false });
+  }
+  function pct(x) {
+    return x === null || x === undefined ? '—' : (x * 100).toFixed(1) + '%';
+  }
+  let toastTimer = null;
+  function toast(text, error) {
+    const t = $('toast');
+    t.textContent = text;
+    t.className = 'toast' + (error ? ' error' : '');
+    t.hidden = false;
+    clearTimeout(toastTimer);
+    toastTimer = setTimeout(() => (t.hidden = true), error ? 8000 : 4000);
+  }
+  async function getJson(url) {
+    const res = await fetch(url, { headers: { accept: 'application/json' } });
+    if (!res.ok) throw new Error(`${url}: HTTP ${res.status}`);
+    return res.json();
+  }
+  async function action(path, body) {
+    const res = await fetch('/api/v1/local-fab/' + path, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-dashboard-action': '1' },
+      body: JSON.stringify(body || {}),
+    });
+    const payload = await res.json().catch(() => ({}));
+    if (!res.ok) throw new Error(payload.message || payload.error || `HTTP ${res.status}`);
+    return payload;
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // routing: #/ (cluster), #/chambers, #/chamber/<key>, #/alarms
+  // ---------------------------------------------------------------------------------------------
+  function route() {
+    const h = location.hash || '#/';
+    let view = 'cluster';
+    if (h.startsWith('#/chamber/')) {
+      view = 'chambers';
+      openChamber(decodeURIComponent(h.slice('#/chamber/'.length)));
+    } else if (h.startsWith('#/chambers')) {
+      view = 'chambers';
+      openChamber(null);
+    } else if (h.startsWith('#/alarms')) view = 'alarms';
+    for (const v of ['cluster', 'chambers', 'alarms']) $('view-' + v).hidden = v !== view;
+    for (const a of document.querySelectorAll('.tabs a')) a.classList.toggle('active', a.dataset.tab === view);
+    if (view === 'chambers') loadChamberList();
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // cluster view
+  // ---------------------------------------------------------------------------------------------
+  function renderTop(c) {
+    const m = c.map;
+    const leader = c.leader && c.leader.valid ? c.leader.holder : 'none';
+    const alive = c.defenders.filter((d) => d.alive).length;
+    const facts = [
+      ['leader', esc(leader), 'leader'],
+      ['map version', m ? 'v' + m.version : '—', 'map-version'],
+      ['trigger', m ? esc(m.trigger) : '—', 'map-trigger'],
+      ['cluster state', m ? esc(m.state) : '—', 'cluster-state'],
+      ['defenders alive', `${alive}/${c.defenders.length}`, 'defenders-alive'],
+      ['chambers', m ? compact(m.chamberCount) : '—', 'chamber-count'],
+    ];
+    $('top-facts').innerHTML = facts.map(([k, v, id]) => `<div class="fact"><b data-testid="${id}">${v}</b><span>${k}</span></div>`).join('') +
+      (c.problems.length ? `<div class="problems">${c.problems.map(esc).join('<br>')}</div>` : '');
+    $('subtitle').textContent = c.localFab ? 'local fab' : 'cluster';
+    $('fab-actions').hidden = !c.localFab;
+  }
+
+  function renderDefenders(c) {
+    const maxW = Math.max(1, ...c.defenders.map((d) => d.weight), (c.map?.statistics.avgWeightPerDefender || 0) * 1.2);
+    const avg = c.map?.statistics.avgWeightPerDefender || 0;
+    const rows = c.defenders.map((d) => {
+      const w = (d.weight / maxW) * 100;
+      const a = (avg / maxW) * 100;
+      const over = d.weightVsAvg !== null && d.weightVsAvg > 1.05;
+      const crash = c.localFab && d.alive
+        ? `<button type="button" class="danger" data-crash="${esc(d.defenderId)}" data-testid="crash-${esc(d.defenderId)}">Crash</button>`
+        : '';
+      return `<tr class="${d.alive ? '' : 'dead'}" data-testid="defender-row" data-defender-id="${esc(d.defenderId)}" data-alive="${d.alive}" data-chambers="${d.chambers}">
+        <td><b>${esc(d.defenderId)}</b><br><span class="muted">${esc(d.podName || '')}</span></td>
+        <td><span class="badge ${esc(d.state)}">${esc(d.state)}</span></td>
+        <td>${d.chambers}${d.load && d.load.chambers !== d.chambers ? ` <span class="muted">(runs ${d.load.chambers})</span>` : ''}</td>
+        <td><div class="weight"><div class="bar" title="${compact(d.weight)} samples/run"><div class="fill ${over ? 'over' : ''}" data-width="${w.toFixed(1)}"></div>${avg ? `<div class="avg" data-left="${a.toFixed(1)}" title="average"></div>` : ''}</div><span class="ratio">${d.weightVsAvg === null ? '—' : d.weightVsAvg.toFixed(2) + '×'}</span></div></td>
+        <td>${d.lastSeenSeconds === null ? '—' : d.lastSeenSeconds.toFixed(1) + ' s ago'}<br><span class="muted">map v${d.mapVersionSeen ?? '—'}</span></td>
+        <td>${d.load ? compact(d.load.processedTotal) : '—'}${d.load && d.load.inflight ? ` <span class="muted">(${d.load.inflight} busy)</span>` : ''}</td>
+        <td>${crash}</td></tr>`;
+    });
+    $('defenders').innerHTML = rows.join('') || '<tr><td colspan="7" class="muted">no defenders yet</td></tr>';
+    // The page's CSP forbids inline style attributes; bar geometry goes through the CSSOM.
+    for (const el of $('defenders').querySelectorAll('[data-width]')) el.style.width = el.dataset.width + '%';
+    for (const el of $('defenders').querySelectorAll('[data-left]')) el.style.left = el.dataset.left + '%';
+  }
+
+  function renderMap(c) {
+    const m = c.map;
+    if (!m) {
+      $('map').innerHTML = '<p class="muted">no map published yet (the controller batches joins during the cold-start window)</p>';
+      return;
+    }
+    const s = m.statistics;
+    $('map').innerHTML = `<dl class="kv">
+      <dt>version</dt><dd data-testid="map-version-detail">v${m.version} <span class="muted">(token ${esc(m.fencingToken)})</span></dd>
+      <dt>published</dt><dd>${time(m.timestamp)} by ${esc(m.controllerId)}</dd>
+      <dt>trigger</dt><dd>${esc(m.trigger)}</dd>
+      <dt>state</dt><dd>${esc(m.state)} · ${esc(m.lifecycleState)}</dd>
+      <dt>defenders</dt><dd>${m.defenderCount}</dd>
+      <dt>chambers</dt><dd>${m.chamberCount.toLocaleString('en-US')}</dd>
+      <dt>weight per defender</dt><dd>min ${compact(s.minWeightPerDefender)} · avg ${compact(s.avgWeightPerDefender)} · max ${compact(s.maxWeightPerDefender)} (max/avg ${s.avgWeightPerDefender ? (s.maxWeightPerDefender / s.avgWeightPerDefender).toFixed(3) : '—'})</dd>
+      <dt>last change</dt><dd>${s.chambersMoved} chambers, ${pct(s.movedWeightFraction)} of the weight (floor ${pct(s.floorFraction)}) in ${fmt(s.calculationDurationMs, 3)} ms</dd>
+    </dl>`;
+  }
+
+  function renderControllers(c) {
+    const leader = c.leader;
+    const parts = [];
+    parts.push(`<dl class="kv"><dt>leader (election)</dt><dd>${leader ? `${esc(leader.holder)} <span class="badge ${leader.valid ? 'leader' : 'MISSING'}">${leader.valid ? 'lease held' : 'lease expired'}</span> <span class="muted">epoch ${esc(leader.epoch)}, until ${time(leader.leaseExpiresAt)}</span>` : '<span class="muted">no record</span>'}</dd></dl>`);
+    if (c.controllers.length === 0) parts.push('<p class="muted">CONTROLLER_URLS not set: trigger state comes from the map only.</p>');
+    for (const k of c.controllers) {
+      if (!k.reachable) {
+        parts.push(`<p><b>${esc(k.url)}</b> <span class="badge MISSING">unreachable</span> <span class="muted">${esc(k.error || '')}</span></p>`);
+        continue;
+      }
+      const pending = k.pendingTrigger
+        ? `waiting: <b>${esc(k.pendingTrigger.trigger)}</b> until ${time(k.pendingTrigger.deadline)}`
+        : esc(k.lastDecision || (k.isLeader ? 'idle' : 'standby'));
+      parts.push(`<p data-testid="controller"><b>${esc(k.controllerId)}</b> ${k.isLeader ? '<span class="badge leader">leader</span>' : '<span class="badge">standby</span>'}<br>
+        <span class="muted">state</span> ${esc(k.clusterState || '—')} · <span class="muted">lifecycle</span> ${esc(k.lifecycle || '—')} · <span class="muted">active</span> ${k.activeDefenders ?? '—'}<br>
+        <span class="muted">trigger</span> <span data-testid="trigger-state">${pending}</span></p>`);
+    }
+    $('controllers').innerHTML = parts.join('');
+  }
+
+  function renderHistory(c) {
+    $('history').innerHTML = c.history.map((h) => {
+      const moves = h.moves.slice(0, 4).map((m) => `${esc(m.chamber)} ${esc(m.from || '∅')}→${esc(m.to || '∅')}`).join(', ');
+      return `<tr data-version="${h.version}"><td>v${h.version}</td><td>${time(h.timestamp)}</td><td>${esc(h.trigger)}</td><td>${h.defenderCount}</td>
+        <td>${h.chambersMoved}</td><td>${pct(h.movedWeightFraction)} <span class="muted">(${pct(h.floorFraction)})</span></td><td>${h.maxOverAvg ? h.maxOverAvg.toFixed(3) : '—'}</td>
+        <td class="moves">${moves}${h.movesTotal > 4 ? ` … +${h.movesTotal - 4}` : ''}</td></tr>`;
+    }).join('') || '<tr><td colspan="8" class="muted">no map yet</td></tr>';
+  }
+
+  function renderCluster() {
+    const c = state.cluster;
+    if (!c) return;
+    renderTop(c);
+    renderDefenders(c);
+    renderMap(c);
+    renderControllers(c);
+    renderHistory(c);
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // alarms
+  // ---------------------------------------------------------------------------------------------
+  function alarmRow(a, fresh) {
+    const chamberLink = `<a href="#/chamber/${encodeURIComponent(a.chamber)}">${esc(a.chamber)}</a>`;
+    const limits = a.kind === 'alarm' ? `${fmt(a.lcl)} … ${fmt(a.ucl)}` : '';
+    return `<tr class="${a.kind}${fresh ? ' new' : ''}"><td>${time(a.at)}</td><td>${chamberLink}</td><td>${esc(a.runId || '')}</td>
+      <td>${esc(a.kind === 'hold' ? 'HOLD' : a.ruleId || '')}</td><td>${esc(a.kind === 'hold' ? a.message : (a.svid || '') + ' · ' + (a.statistic || ''))}</td>
+      <td>${a.kind === 'alarm' ? fmt(a.value) : ''}</td><td>${limits}</td><td>${esc(a.action || '')}</td></tr>`;
+  }
+  function miniRow(a, fresh) {
+    return `<li class="${a.kind}${fresh ? ' new' : ''}">${time(a.at)} <a href="#/chamber/${encodeURIComponent(a.chamber)}">${esc(a.chamber)}</a>
+      <span class="rule">${esc(a.kind === 'hold' ? 'HOLD' : a.ruleId)}</span> ${esc(a.kind === 'hold' ? a.message : `${a.svid || ''} ${a.statistic || ''} = ${fmt(a.value)} (limits ${fmt(a.lcl)} … ${fmt(a.ucl)})`)} <span class="muted">${esc(a.runId || '')}</span></li>`;
+  }
+  function renderAlarms(freshSeq) {
+    $('alarm-count').textContent = String(state.alarmTotal);
+    $('feed').innerHTML = state.alarms.slice(0, 200).map((a) => alarmRow(a, a.seq === freshSeq)).join('') || '<tr><td colspan="8" class="muted">no alarms yet</td></tr>';
+    $('feed-mini').innerHTML = state.alarms.slice(0, 12).map((a) => miniRow(a, a.seq === freshSeq)).join('') || '<li class="muted">no alarms yet</li>';
+  }
+  function onAlarm(a) {
+    if (state.alarms.some((x) => x.seq === a.seq)) return;
+    state.alarms.unshift(a);
+    if (state.alarms.length > 500) state.alarms.pop();
+    state.alarmTotal++;
+    renderAlarms(a.seq);
+    if (state.chamberKey === a.chamber) scheduleChamberRefresh(300);
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // chambers
+  // ---------------------------------------------------------------------------------------------
+  async function loadChamberList() {
+    try {
+      const { chambers } = await getJson('/api/v1/chambers');
+      state.chambers = chambers;
+      renderChamberList();
+    } catch (err) {
+      toast(`chambers: ${err.message}`, true);
+    }
+  }
+  function renderChamberList() {
+    const q = $('chamber-filter').value.trim().toLowerCase();
+    const list = state.chambers.filter((c) => !q || c.key.toLowerCase().includes(q) || (c.owner || '').toLowerCase().includes(q));
+    $('chamber-list').innerHTML = list.slice(0, 500).map((c) =>
+      `<li><a href="#/chamber/${encodeURIComponent(c.key)}" class="${c.key === state.chamberKey ? 'active' : ''}" data-chamber="${esc(c.key)}">
+        <span>${esc(c.key)} <span class="muted">${esc(c.owner || '')}</span></span>${c.recentAlarms ? `<span class="n">${c.recentAlarms}</span>` : ''}</a></li>`,
+    ).join('') || '<li class="muted">no chambers</li>';
+  }
+  function openChamber(key) {
+    if (state.chamberKey === key && key !== null) return;
+    state.chamberKey = key;
+    clearTimeout(state.chamberTimer);
+    if (!key) {
+      $('chamber').innerHTML = '<p class="muted">Pick a chamber: its U-charts (centre line, control limits, violations) and alarms appear here.</p>';
+      return;
+    }
+    $('chamber').innerHTML = `<p class="muted">loading ${esc(key)} …</p>`;
+    loadChamber();
+  }
+  function scheduleChamberRefresh(ms) {
+    clearTimeout(state.chamberTimer);
+    state.chamberTimer = setTimeout(loadChamber, ms);
+  }
+  async function loadChamber() {
+    const key = state.chamberKey;
+    if (!key || state.chamberLoading) return;
+    state.chamberLoading = true;
+    try {
+      const d = await getJson('/api/v1/chambers/' + encodeURIComponent(key));
+      if (state.chamberKey === key) renderChamber(d);
+    } catch (err) {
+      if (state.chamberKey === key) $('chamber').innerHTML = `<p class="problems">${esc(err.message)}</p>`;
+    } finally {
+      state.chamberLoading = false;
+      if (state.chamberKey === key && !$('view-chambers').hidden) scheduleChamberRefresh(3000);
+    }
+    renderChamberList();
+  }
+
+  function chartSvg(ch) {
+    const W = 520;
+    const H = 190;
+    const L = 52;
+    const R = 46;
+    const T = 10;
+    const B = 22;
+    const pts = ch.points;
+    const lim = ch.limits;
+    const vals = pts.map((p) => p.value);
+    const extra = lim ? [lim.center, lim.ucl, lim.lcl].filter((x) => x !== null && Number.isFinite(x)) : [];
+    let lo = Math.min(...vals, ...extra);
+    let hi = Math.max(...vals, ...extra);
+    if (!Number.isFinite(lo) || !Number.isFinite(hi)) {
+      lo = 0;
+      hi = 1;
+    }
+    if (hi - lo < 1e-12) {
+      hi += Math.abs(hi) * 0.01 + 1e-6;
+      lo -= Math.abs(lo) * 0.01 + 1e-6;
+    }
+    const pad = (hi - lo) * 0.08;
+    lo -= pad;
+    hi += pad;
+    const n = Math.max(1, pts.length - 1);
+    const x = (i) => L + ((W - L - R) * i) / n;
+    const y = (v) => T + (H - T - B) * (1 - (v - lo) / (hi - lo));
+    const parts = [];
+    // Phase I: points judged without limits.
+    const firstLimited = pts.findIndex((p) => p.limitsVersion !== null);
+    const phase1End = firstLimited < 0 ? (lim ? -1 : pts.length - 1) : firstLimited - 1;
+    if (phase1End >= 0) parts.push(`<rect class="phase1" x="${L}" y="${T}" width="${Math.max(2, x(phase1End) - L)}" height="${H - T - B}"><title>Phase I: collecting the baseline</title></rect>`);
+    const hline = (v, cls, label) => {
+      if (v === null || !Number.isFinite(v)) return;
+      parts.push(`<line class="${cls}" x1="${L}" x2="${W - R}" y1="${y(v).toFixed(1)}" y2="${y(v).toFixed(1)}" data-value="${v}"></line>`);
+      if (label) parts.push(`<text class="lbl ${cls === 'center' ? 'c' : 'l'}" x="${W - R + 3}" y="${(y(v) + 3).toFixed(1)}">${label}</text>`);
+    };
+    if (lim) {
+      if (lim.sigma && lim.chartType === 'individuals') {
+        for (const k of [-2, -1, 1, 2]) hline(lim.center + k * lim.sigma, 'zone');
+      }
+      hline(lim.ucl, 'ucl', 'UCL');
+      hline(lim.center, 'center', 'CL');
+      hline(lim.lcl, 'lcl', 'LCL');
+    }
+    if (pts.length > 1) parts.push(`<polyline class="series" points="${pts.map((p, i) => `${x(i).toFixed(1)},${y(p.value).toFixed(1)}`).join(' ')}"></polyline>`);
+    pts.forEach((p, i) => {
+      const title = `run ${p.runId} (seq ${p.sequence})\n${fmt(p.value, 6)}${p.rules.length ? '\nrules: ' + p.rules.join(', ') : ''}`;
+      parts.push(`<circle class="pt${p.violation ? ' viol' : ''}" cx="${x(i).toFixed(1)}" cy="${y(p.value).toFixed(1)}" r="${p.violation ? 3.6 : 1.8}"${p.violation ? ' data-testid="violation"' : ''}><title>${esc(title)}</title></circle>`);
+    });
+    parts.push(`<text class="axis" x="4" y="${(T + 8).toFixed(0)}">${esc(fmt(hi - pad))}</text>`);
+    parts.push(`<text class="axis" x="4" y="${(H - B).toFixed(0)}">${esc(fmt(lo + pad))}</text>`);
+    parts.push(`<text class="axis" x="${L}" y="${H - 6}">${esc(pts[0]?.runId || '')}</text>`);
+    parts.push(`<text class="axis" x="${W - R}" y="${H - 6}" text-anchor="end">${esc(pts[pts.length - 1]?.runId || '')}</text>`);
+    return `<svg viewBox="0 0 ${W} ${H}" role="img" aria-label="U-chart ${esc(ch.indicatorKey)}" data-testid="uchart" data-indicator="${esc(ch.indicatorKey)}" data-has-limits="${lim ? 'true' : 'false'}">${parts.join('')}</svg>`;
+  }
+
+  function renderChamber(d) {
+    const charts = d.charts.map((ch) => {
+      const lim = ch.limits;
+      const sub = lim
+        ? `limits v${lim.version}: CL ${fmt(lim.center)} · UCL ${fmt(lim.ucl)} · LCL ${fmt(lim.lcl)} · σ ${fmt(lim.sigma)} <span class="muted">(Phase I ${lim.baselineRuns} runs${lim.excludedRuns ? `, ${lim.excludedRuns} excluded` : ''})</span>`
+        : `Phase I: ${ch.points.length} runs collected, no limits yet`;
+      return `<div class="chart" data-testid="chart"><h3>${esc(ch.svid || ch.indicator)} · ${esc(ch.indicator)} ${ch.violations ? `<span class="hold">${ch.violations} violation${ch.violations > 1 ? 's' : ''}</span>` : ''}</h3>
+        <div class="sub">${esc(ch.recipe)} · ${sub}</div>${chartSvg(ch)}</div>`;
+    });
+    const alarms = d.alarms.map((a) => `<tr><td>${time(a.raisedAt)}</td><td>${esc(a.runId)}</td><td>${esc(a.ruleId)}</td><td>${esc(a.svid || '')} · ${esc(a.statistic || '')}</td><td>${fmt(a.value)}</td><td>${fmt(a.lcl)} … ${fmt(a.ucl)}</td><td>${esc(a.action)}</td></tr>`);
+    const meta = d.metadata;
+    $('chamber').innerHTML = `<div class="chamber-head" data-testid="chamber-head" data-chamber="${esc(d.key)}">
+        <h2>${esc(d.key)}</h2>
+        <span><span class="muted">owner</span> <b data-testid="chamber-owner">${esc(d.owner || '—')}</b>${d.lastMovedAt ? ` <span class="muted">since ${time(d.lastMovedAt)}</span>` : ''}</span>
+        <span><span class="muted">weight</span> ${meta ? `${compact(meta.weight)} <span class="muted">(${meta.svidCount} SVIDs × ${meta.collectionFreqHz} Hz × ${meta.contextDurationSeconds} s)</span>` : '—'}</span>
+        <span><span class="muted">runs applied</span> ${d.state ? `up to seq ${d.state.highWaterMark} <span class="muted">(epoch ${d.state.ownerEpoch}, ${esc(d.state.ownerId)})</span>` : '—'}</span>
+        ${d.hold ? `<span class="hold" data-testid="chamber-hold">ON HOLD: ${esc(d.hold.reason)}</span>` : ''}
+      </div>
+      <div class="charts">${charts.join('') || '<p class="muted">no U-chart points yet</p>'}</div>
+      ${d.hiddenConstantCharts ? `<p class="muted">${d.hiddenConstantCharts} constant charts (setpoints and states: no variation, no limits) not shown.</p>` : ''}
+      <div class="card"><h2>Alarms of ${esc(d.key)}</h2><table class="alarms"><thead><tr><th>time</th><th>run</th><th>rule</th><th>indicator</th><th>value</th><th>limits</th><th>action</th></tr></thead>
+      <tbody data-testid="chamber-alarms">${alarms.join('') || '<tr><td colspan="7" class="muted">none</td></tr>'}</tbody></table></div>`;
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // live updates
+  // ---------------------------------------------------------------------------------------------
+  function connect() {
+    const es = new EventSource('/api/v1/events');
+    es.addEventListener('open', () => {
+      $('conn').textContent = 'live';
+      $('conn').className = 'conn live';
+    });
+    es.addEventListener('error', () => {
+      $('conn').textContent = 'reconnecting…';
+      $('conn').className = 'conn down';
+    });
+    es.addEventListener('cluster', (e) => {
+      state.cluster = JSON.parse(e.data);
+      renderCluster();
+    });
+    es.addEventListener('alarm', (e) => onAlarm(JSON.parse(e.data)));
+  }
+
+  async function init() {
+    $('chamber-filter').addEventListener('input', renderChamberList);
+    $('defenders').addEventListener('click', async (e) => {
+      const btn = e.target.closest('button[data-crash]');
+      if (!btn) return;
+      btn.disabled = true;
+      try {
+        const r = await action('defenders/crash', { defender: btn.dataset.crash });
+        toast(`${r.defender} (${r.crashed}) killed with SIGKILL — watch its heartbeat go stale and its chambers move`);
+      } catch (err) {
+        toast(`crash failed: ${err.message}`, true);
+        btn.disabled = false;
+      }
+    });
+    $('btn-add').addEventListener('click', async (e) => {
+      e.target.disabled = true;
+      toast('starting a defender …');
+      try {
+        const r = await action('defenders');
+        toast(`${r.started} started — the controller rebalances after the scale window`);
+      } catch (err) {
+        toast(`add failed: ${err.message}`, true);
+      } finally {
+        e.target.disabled = false;
+      }
+    });
+    $('btn-restart-leader').addEventListener('click', async (e) => {
+      e.target.disabled = true;
+      toast('restarting the controller leader …');
+      try {
+        const r = await action('controller/restart-leader', { mode: 'kill' });
+        toast(`${r.stopped} killed, ${r.started} started — it leads once the old lease expires (a new term, a higher epoch)`);
+      } catch (err) {
+        toast(`restart failed: ${err.message}`, true);
+      } finally {
+        e.target.disabled = false;
+      }
+    });
+    window.addEventListener('hashchange', route);
+    route();
+    try {
+      const { alarms, counts } = await getJson('/api/v1/alarms?limit=300');
+      state.alarms = alarms;
+      state.alarmTotal = counts.alarms + counts.holds;
+      renderAlarms();
+    } catch (err) {
+      toast(`alarms: ${err.message}`, true);
+    }
+    connect();
+  }
+
+  document.addEventListener('DOMContentLoaded', init);
+})();

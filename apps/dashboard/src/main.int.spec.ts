@@ -1,0 +1,210 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { connect } from '@nats-io/transport-node';
+import type { NatsConnection } from '@nats-io/nats-core';
+import { Kvm } from '@nats-io/kv';
+import type { AssignmentMap } from '@defender/contracts';
+import { AssignmentMapBucket, ensureStreams, HeartbeatBucket, openBucket, publishOnce } from '@defender/nats-kv';
+import { POINT_FLAGS } from '@defender/pipeline';
+import { SqliteStore } from '@defender/store';
+import { describeAppProcess, describeWithInfra, freePort, getJson, spawnBuiltApp, testNatsUrl, waitFor, type SpawnedApp } from '@defender/infra-harness';
+
+let n = 0;
+
+describeAppProcess({
+  app: 'dashboard',
+  validEnv: () => ({ SQLITE_PATH: join(tmpdir(), `dashboard-${process.pid}-${++n}`, 'd.db'), NATS_KV_ASSIGNMENTS: `map-dash-${process.pid}-${n}` }),
+  readyChecks: ['nats', 'store', 'cluster-view'],
+  invalidEnv: { HTTP_PORT: 'eighty', CONTROLLER_URLS: 'ftp://controller', LOCAL_FAB_CONTROL_URL: 'http://127.0.0.1:1' },
+  invalidVariables: ['HTTP_PORT', 'CONTROLLER_URLS', 'LOCAL_FAB_CONTROL_URL'],
+});
+
+const chamber = { toolId: 'ETCH01', chamberId: 'PM1' };
+
+function mapV1(): AssignmentMap {
+  return {
+    schema: 1,
+    version: 1,
+    timestamp: new Date().toISOString(),
+    state: 'STABLE',
+    lifecycleState: 'post_cold_start',
+    firstAssignmentAt: new Date().toISOString(),
+    fencingToken: '2',
+    controllerId: 'controller-a',
+    trigger: 'cold_start',
+    defenderCount: 1,
+    chamberCount: 1,
+    assignments: { 'ETCH01:PM1': 'defender-0' },
+    lastMovedAt: {},
+    defenderInfo: { 'defender-0': { chambers: 1, weight: 60_000, capacity: 1 } },
+    statistics: {
+      minChambersPerDefender: 1,
+      maxChambersPerDefender: 1,
+      avgChambersPerDefender: 1,
+      minWeightPerDefender: 60_000,
+      maxWeightPerDefender: 60_000,
+      avgWeightPerDefender: 60_000,
+      weightVariancePercent: 0,
+      calculationDurationMs: 0.1,
+      chambersMoved: 1,
+      movedWeight: 60_000,
+      movedWeightFraction: 1,
+      floorFraction: 1,
+    },
+  };
+}
+
+/** Reads server-sent events until `until` matches one. */
+async function readEvents(url: string, until: (type: string, data: unknown) => boolean, timeoutMs: number): Promise<{ type: string; data: unknown }[]> {
+  const res = await fetch(url, { signal: AbortSignal.timeout(timeoutMs) });
+  const reader = res.body!.getReader();
+  const seen: { type: string; data: unknown }[] = [];
+  let buf = '';
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) return seen;
+    buf += Buffer.from(value).toString('utf8');
+    let i: number;
+    while ((i = buf.indexOf('\n\n')) >= 0) {
+      const block = buf.slice(0, i);
+      buf = buf.slice(i + 2);
+      const type = /^event: (.*)$/m.exec(block)?.[1] ?? 'message';
+      const data = JSON.parse(/^data: (.*)$/m.exec(block)?.[1] ?? 'null') as unknown;
+      seen.push({ type, data });
+      if (until(type, data)) {
+        await reader.cancel();
+        return seen;
+      }
+    }
+  }
+}
+
+describeWithInfra(['nats'], 'dashboard API and live events (built bundle, real NATS and SQLite)', () => {
+  let dir: string;
+  let nc: NatsConnection;
+  let app: SpawnedApp | undefined;
+  let base: string;
+  const tag = `dash${process.pid}`;
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'dashboard-'));
+    const sqlite = join(dir, 'd.db');
+    const store = await SqliteStore.open({ filename: sqlite });
+    await store.chamberMetadata.upsert({ ...chamber, svidCount: 100, collectionFreqHz: 1, contextDurationSeconds: 600, weight: 60_000, lastUpdated: new Date(), source: 'configured', observedRuns: 0 });
+    await store.chamberState.claim(chamber, 1, 'defender-0', new Date());
+    for (let s = 1; s <= 3; s++) {
+      await store.chamberState.commitRun({
+        chamber,
+        epoch: 1,
+        ownerId: 'defender-0',
+        sequence: s,
+        runId: `run-${s}`,
+        recipe: 'R',
+        committedAt: new Date(),
+        points: [
+          { indicatorKey: 'R|mean/P', value: s === 3 ? 20 : 10 + s / 10, flags: s === 3 ? POINT_FLAGS.VIOLATION | POINT_FLAGS.WE1 : 0, ...(s > 1 ? { limitsVersion: 1 } : {}) },
+          { indicatorKey: 'R|mean/SP_001', value: 5, flags: 0 },
+        ],
+        ...(s === 3 ? { alarms: [{ ruleId: 'WE1', indicatorKey: 'R|mean/P', action: 'ALARM', value: 20, lcl: 7, ucl: 13, center: 10, svid: 'P', statistic: 'mean', message: 'beyond' }] } : {}),
+      });
+    }
+    await store.uchart.putLimitSet({ ...chamber, indicatorKey: 'R|mean/P', version: 1, chartType: 'individuals', center: 10, sigma: 1, lcl: 7, ucl: 13, params: {}, baseline: { reason: 'initial', runIds: ['run-1'], excludedRunIds: [] }, createdAt: new Date() });
+    await store.close();
+
+    nc = await connect({ servers: testNatsUrl() });
+    await ensureStreams(nc);
+    await new AssignmentMapBucket(await openBucket(nc, `map-${tag}`, { history: 5 }), `map-${tag}`).publish(mapV1(), null);
+    await new HeartbeatBucket(await openBucket(nc, `hb-${tag}`), `hb-${tag}`).publish({
+      schema: 1,
+      defenderId: 'defender-0',
+      podName: 'pod-a',
+      state: 'STABLE',
+      mapVersionSeen: 1,
+      load: { chambers: 1, inflight: 0, processedTotal: 3 },
+      intervalSeconds: 60,
+      startedAt: new Date().toISOString(),
+      sentAt: new Date().toISOString(),
+    });
+    await (await new Kvm(nc).create(`el-${tag}`)).put('assignment-controller', JSON.stringify({ v: 1, holder: 'controller-a', token: 2, leaseExpiresAtMs: Date.now() + 600_000, released: false }));
+
+    const http = await freePort();
+    base = `http://127.0.0.1:${http}`;
+    app = spawnBuiltApp('dashboard', {
+      HTTP_PORT: String(http),
+      HTTP_HOST: '127.0.0.1',
+      NATS_SERVERS: testNatsUrl(),
+      SQLITE_PATH: sqlite,
+      NATS_KV_ASSIGNMENTS: `map-${tag}`,
+      NATS_KV_HEARTBEATS: `hb-${tag}`,
+      ELECTION_KV_BUCKET: `el-${tag}`,
+      REFRESH_SECONDS: '0.3',
+      LOG_LEVEL: 'warn',
+    });
+    await waitFor('dashboard ready', async () => (await getJson(`${base}/health/ready`)).status === 200, 30_000);
+  });
+
+  afterAll(async () => {
+    await app?.stop('SIGTERM');
+    await nc?.drain();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('serves the page with a strict content security policy', async () => {
+    const res = await fetch(`${base}/`);
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-security-policy')).toContain("script-src 'self'");
+    expect(await res.text()).toContain('<script src="/assets/app.js"');
+    expect((await fetch(`${base}/assets/app.js`)).headers.get('content-type')).toContain('javascript');
+    expect((await fetch(`${base}/assets/..%2Fmain.js`)).status).toBe(404);
+  });
+
+  it('GET /api/v1/cluster: leader, live defender with its share, map and history', async () => {
+    await waitFor('the map and heartbeat in the view', async () => {
+      const c = (await getJson(`${base}/api/v1/cluster`)).body as { map: unknown; defenders: unknown[] };
+      return c.map !== null && c.defenders.length === 1;
+    }, 15_000);
+    const c = (await getJson(`${base}/api/v1/cluster`)).body;
+    expect(c).toMatchObject({
+      leader: { holder: 'controller-a', epoch: '2', valid: true },
+      map: { version: 1, trigger: 'cold_start', chamberCount: 1 },
+      defenders: [{ defenderId: 'defender-0', podName: 'pod-a', state: 'STABLE', alive: true, chambers: 1, weightVsAvg: 1 }],
+      history: [{ version: 1, trigger: 'cold_start' }],
+      localFab: false,
+    });
+  });
+
+  it("GET /api/v1/chambers/<key>: the chamber's charts with limits and violations, its alarms; 400 for a bad key", async () => {
+    const d = (await getJson(`${base}/api/v1/chambers/ETCH01:PM1`)).body;
+    expect(d).toMatchObject({
+      key: 'ETCH01:PM1',
+      owner: 'defender-0',
+      runs: 3,
+      hiddenConstantCharts: 1,
+      state: { highWaterMark: 3, ownerEpoch: 1 },
+      charts: [{ indicatorKey: 'R|mean/P', limits: { center: 10, ucl: 13, lcl: 7 }, violations: 1 }],
+      alarms: [{ ruleId: 'WE1', runId: 'run-3', value: 20 }],
+    });
+    expect((await getJson(`${base}/api/v1/chambers/no-colon`)).status).toBe(400);
+    const list = (await getJson(`${base}/api/v1/chambers`)).body as { chambers: { key: string; owner: string; weight: number }[] };
+    expect(list.chambers).toEqual([expect.objectContaining({ key: 'ETCH01:PM1', owner: 'defender-0', weight: 60_000 })]);
+  });
+
+  it('pushes the cluster view and each new alarm as server-sent events', async () => {
+    const events = readEvents(`${base}/api/v1/events`, (type, data) => type === 'alarm' && (data as { runId?: string }).runId === 'run-4', 20_000);
+    // Published once the stream is open (the first cluster event proves it is).
+    await new Promise((r) => setTimeout(r, 700));
+    await publishOnce(nc, 'defense.alarms.ETCH01.PM1', JSON.stringify({ toolId: 'ETCH01', chamberId: 'PM1', runId: 'run-4', ruleId: 'WE2', svid: 'P', statistic: 'mean', value: 12.5, action: 'ALARM', message: 'two of three' }), `${tag}-run-4`);
+    const seen = await events;
+    expect(seen[0]).toMatchObject({ type: 'cluster', data: { map: { version: 1 } } });
+    expect(seen.at(-1)).toMatchObject({ type: 'alarm', data: { chamber: 'ETCH01:PM1', ruleId: 'WE2', value: 12.5 } });
+    const feed = (await getJson(`${base}/api/v1/alarms?limit=5`)).body as { alarms: { runId: string }[] };
+    expect(feed.alarms[0]).toMatchObject({ runId: 'run-4' });
+  });
+
+  it('has no local-fab buttons outside a local fab', async () => {
+    const res = await fetch(`${base}/api/v1/local-fab/defenders`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-dashboard-action': '1' }, body: '{}' });
+    expect(res.status).toBe(404);
+    expect((await getJson(`${base}/api/v1/local-fab`)).body).toEqual({ enabled: false });
+  });
+});

@@ -1,0 +1,101 @@
+import { spawnSync } from 'node:child_process';
+import { join } from 'node:path';
+import { connect } from '@nats-io/transport-node';
+import type { NatsConnection } from '@nats-io/nats-core';
+import { Kvm } from '@nats-io/kv';
+import { AssignmentMapBucket, ensureStreams, HeartbeatBucket, openBucket, publishOnce } from '@defender/nats-kv';
+import { describeWithInfra, testNatsUrl } from '@defender/infra-harness';
+import { assignments, CtlError, drain, explainChamber, status, tailAlarms } from './commands';
+import { REPO, resolveTarget, type Target } from './context';
+import { heartbeatOf, mapOf } from './testing';
+
+/** defenderctl's commands against a real nats-server holding a cluster's KV state and alarm stream. */
+describeWithInfra(['nats'], 'defenderctl on real NATS', () => {
+  let nc: NatsConnection;
+  let target: Target;
+  const tag = `ctl${process.pid}`;
+  const env = {
+    NATS_KV_HEARTBEATS: `hb-${tag}`,
+    NATS_KV_ASSIGNMENTS: `map-${tag}`,
+    ELECTION_KV_BUCKET: `el-${tag}`,
+  };
+
+  beforeAll(async () => {
+    nc = await connect({ servers: testNatsUrl() });
+    target = resolveTarget({ nats: testNatsUrl() }, env, null);
+    const maps = new AssignmentMapBucket(await openBucket(nc, env.NATS_KV_ASSIGNMENTS, { history: 5 }), env.NATS_KV_ASSIGNMENTS);
+    let rev = await maps.publish(mapOf(1, { 'ETCH01:PM1': 'defender-0', 'ETCH01:PM2': 'defender-1' }), null);
+    rev = await maps.publish(mapOf(2, { 'ETCH01:PM1': 'defender-1', 'ETCH01:PM2': 'defender-1' }, { trigger: 'crash' }), rev);
+    await maps.publish(mapOf(3, { 'ETCH01:PM1': 'defender-1', 'ETCH01:PM2': 'defender-2' }, { trigger: 'planned_scale' }), rev);
+    const hb = new HeartbeatBucket(await openBucket(nc, env.NATS_KV_HEARTBEATS), env.NATS_KV_HEARTBEATS);
+    await hb.publish(heartbeatOf('defender-1'));
+    await hb.publish(heartbeatOf('defender-2', { state: 'FOLLOWER' }));
+    const el = await new Kvm(nc).create(env.ELECTION_KV_BUCKET, { history: 10 });
+    await el.put('assignment-controller', JSON.stringify({ v: 1, holder: 'controller-7', token: 4, leaseExpiresAtMs: Date.now() + 60_000, released: false }));
+    await ensureStreams(nc);
+  });
+
+  afterAll(async () => {
+    await nc.drain();
+  });
+
+  it('status: leader, map and defenders', async () => {
+    const s = await status(nc, target);
+    expect(s.leader).toMatchObject({ holder: 'controller-7', epoch: '4', valid: true });
+    expect(s.map).toMatchObject({ version: 3, trigger: 'planned_scale', chamberCount: 2 });
+    expect(s.defenders.map((d) => [d.defenderId, d.state, d.alive, d.chambers])).toEqual([
+      ['defender-1', 'STABLE', true, 1],
+      ['defender-2', 'FOLLOWER', true, 1],
+    ]);
+  });
+
+  it('assignments [--defender N] and explain with the moves NATS keeps', async () => {
+    const all = await assignments(nc, target, undefined, () => undefined);
+    expect(all.chambers.map((c) => [c.chamber, c.owner])).toEqual([
+      ['ETCH01:PM1', 'defender-1'],
+      ['ETCH01:PM2', 'defender-2'],
+    ]);
+    expect((await assignments(nc, target, '2', () => undefined)).chambers.map((c) => c.chamber)).toEqual(['ETCH01:PM2']);
+    await expect(assignments(nc, target, 'pod-2', () => undefined)).rejects.toThrow(CtlError);
+    const e = await explainChamber(nc, target, 'ETCH01:PM1', () => undefined);
+    expect(e.moves.map((m) => [m.version, m.trigger, m.from, m.to])).toEqual([
+      [1, 'cold_start', null, 'defender-0'],
+      [2, 'crash', 'defender-0', 'defender-1'],
+    ]);
+    expect(e.reasons[0]).toMatch(/came to defender-1 with map v2 \(crash, from defender-0\)/);
+  });
+
+  it('alarms tail: the last N alarms (holds on request), oldest first', async () => {
+    for (let i = 1; i <= 4; i++) {
+      await publishOnce(nc, 'defense.alarms.ETCH01.PM1', JSON.stringify({ toolId: 'ETCH01', chamberId: 'PM1', runId: `r${i}`, ruleId: 'WE1', svid: 'P', statistic: 'mean', value: i, lcl: 0, ucl: 3, center: 1.5, action: 'ALARM' }), `${tag}-a${i}`);
+    }
+    await publishOnce(nc, 'defense.holds.ETCH01.PM1', JSON.stringify({ toolId: 'ETCH01', chamberId: 'PM1', runId: 'r4', reason: 'escalation' }), `${tag}-h`);
+    const lines: string[] = [];
+    const ac = new AbortController();
+    await tailAlarms(nc, { n: 2, follow: false, holds: false, json: false, signal: ac.signal, write: (l) => lines.push(l) });
+    expect(lines).toHaveLength(2);
+    expect(lines[0]).toMatch(/ETCH01:PM1 +WE1 +run r3 +P mean = 3 \(LCL 0, CL 1\.5, UCL 3\) +ALARM/);
+    const withHolds: string[] = [];
+    await tailAlarms(nc, { n: 1, follow: false, holds: true, json: true, signal: ac.signal, write: (l) => withHolds.push(l) });
+    expect(JSON.parse(withHolds[0]!)).toMatchObject({ subject: 'defense.holds.ETCH01.PM1', reason: 'escalation' });
+  });
+
+  it('drain refuses without a local fab and names the Kubernetes way', async () => {
+    await expect(drain(nc, target, 'defender-2', 1000, () => undefined)).rejects.toThrow(/kubectl delete pod pod-defender-2/);
+    await expect(drain(nc, target, 'defender-9', 1000, () => undefined)).rejects.toThrow(/defender-9 is not running/);
+  });
+
+  it('the CLI process: --json output, exit 1 for an unknown chamber, exit 2 for bad usage', () => {
+    const run = (...args: string[]) =>
+      spawnSync(join(REPO, 'tools/defenderctl/defenderctl'), ['--nats', testNatsUrl(), ...args], { env: { PATH: process.env['PATH'] ?? '', ...env }, encoding: 'utf8', timeout: 60_000 });
+    const st = run('--json', 'status');
+    expect(st.status).toBe(0);
+    expect(JSON.parse(st.stdout)).toMatchObject({ map: { version: 3 } });
+    const ex = run('explain', 'NOPE:PM1');
+    expect(ex.status).toBe(1);
+    expect(ex.stdout).toMatch(/not in map v3/);
+    const bad = run('frobnicate');
+    expect(bad.status).toBe(2);
+    expect(bad.stderr).toMatch(/unknown command "frobnicate"/);
+  });
+});

@@ -1,0 +1,225 @@
+import type { NatsConnection } from '@nats-io/nats-core';
+import { DeliverPolicy, jetstream, jetstreamManager } from '@nats-io/jetstream';
+import { Kvm, type KV } from '@nats-io/kv';
+import { InvalidMessageError, parseAssignmentMap, parseChamberKey, type AssignmentMap, type DefenderStore } from '@defender/contracts';
+import { ASSIGNMENT_MAP_KEY, AssignmentMapBucket, HeartbeatBucket, STREAMS } from '@defender/nats-kv';
+import { openStore } from '@defender/store';
+import type { Target } from './context';
+import { formatAlarmLine } from './format';
+import { assignmentRows, defenderRows, explain, mapSummary, normalizeDefender, type AssignmentRow, type Explanation, type StatusView } from './views';
+
+/** A failure to report to the user (exit 1, message only). */
+export class CtlError extends Error {
+  override readonly name = 'CtlError';
+}
+
+async function openKv(nc: NatsConnection, bucket: string): Promise<KV> {
+  try {
+    return await new Kvm(nc).open(bucket);
+  } catch (err) {
+    throw new CtlError(`KV bucket "${bucket}" cannot be opened (is this a Defender cluster? ${(err as Error).message})`, { cause: err });
+  }
+}
+
+async function readMap(nc: NatsConnection, t: Target): Promise<AssignmentMap | null> {
+  return (await new AssignmentMapBucket(await openKv(nc, t.buckets.assignments), t.buckets.assignments).read())?.map ?? null;
+}
+
+async function controllerStatus(url: string): Promise<StatusView['controllers'][number]> {
+  try {
+    const res = await fetch(`${url}/api/v1/status`, { signal: AbortSignal.timeout(2000) });
+    if (!res.ok) throw new Error(`HTTP ${res.status}`);
+    const b = (await res.json()) as Record<string, unknown>;
+    return {
+      url,
+      reachable: true,
+      controllerId: (b['controllerId'] as string) ?? null,
+      isLeader: b['isLeader'] === true,
+      clusterState: (b['clusterState'] as string | null) ?? null,
+      lifecycle: (b['lifecycle'] as string | null) ?? null,
+      pendingTrigger: (b['pendingTrigger'] as { trigger: string; deadline: string } | null) ?? null,
+    };
+  } catch (err) {
+    return { url, reachable: false, error: (err as Error).message };
+  }
+}
+
+async function readLeader(nc: NatsConnection, t: Target): Promise<StatusView['leader']> {
+  let kv: KV;
+  try {
+    kv = await new Kvm(nc).open(t.buckets.elections);
+  } catch {
+    // No election bucket: no agent has run against this NATS yet (reported as "no leader").
+    return null;
+  }
+  const e = await kv.get(t.electionName);
+  if (!e || e.operation !== 'PUT') return null;
+  const r = e.json<Record<string, unknown>>();
+  const expires = Number(r['leaseExpiresAtMs']);
+  return {
+    holder: String(r['holder']),
+    epoch: String(r['token']),
+    leaseExpiresAt: Number.isFinite(expires) ? new Date(expires).toISOString() : '?',
+    valid: r['released'] !== true && expires > Date.now(),
+  };
+}
+
+export async function status(nc: NatsConnection, t: Target): Promise<StatusView> {
+  const hb = new HeartbeatBucket(await openKv(nc, t.buckets.heartbeats), t.buckets.heartbeats);
+  const [{ heartbeats }, map, leader, controllers] = await Promise.all([hb.readAll(), readMap(nc, t), readLeader(nc, t), Promise.all(t.controllerUrls.map(controllerStatus))]);
+  return {
+    leader,
+    controllers,
+    map: mapSummary(map),
+    defenders: defenderRows(heartbeats, map, Date.now()),
+  };
+}
+
+/** Opens the store when the target names one; null (and a note) when it cannot be reached. */
+export async function tryStore(t: Target, note: (s: string) => void): Promise<DefenderStore | null> {
+  if (!t.store) return null;
+  try {
+    return await openStore(t.store);
+  } catch (err) {
+    note(`store ${t.storeLabel} not reachable (${(err as Error).message}): weights not shown`);
+    return null;
+  }
+}
+
+export async function assignments(nc: NatsConnection, t: Target, defenderRef: string | undefined, note: (s: string) => void): Promise<{ mapVersion: number; defender: string | null; chambers: AssignmentRow[] }> {
+  let defender: string | undefined;
+  if (defenderRef !== undefined) {
+    defender = normalizeDefender(defenderRef);
+    if (!defender) throw new CtlError(`--defender must be N or defender-N, got "${defenderRef}"`);
+  }
+  const map = await readMap(nc, t);
+  if (!map) throw new CtlError('no assignment map has been published yet');
+  const store = await tryStore(t, note);
+  const weights = new Map<string, number>();
+  try {
+    for (const m of (await store?.chamberMetadata.list()) ?? []) weights.set(`${m.toolId}:${m.chamberId}`, m.weight);
+  } finally {
+    await store?.close();
+  }
+  return { mapVersion: map.version, defender: defender ?? null, chambers: assignmentRows(map, weights, defender) };
+}
+
+/** Every kept map version (oldest first), skipping unreadable ones. */
+export async function mapHistory(nc: NatsConnection, t: Target): Promise<AssignmentMap[]> {
+  const kv = await openKv(nc, t.buckets.assignments);
+  const out: AssignmentMap[] = [];
+  const iter = await kv.history({ key: ASSIGNMENT_MAP_KEY });
+  for await (const e of iter) {
+    if (e.operation !== 'PUT') continue;
+    try {
+      out.push(parseAssignmentMap(e.value));
+    } catch (err) {
+      if (!(err instanceof InvalidMessageError)) throw err;
+    }
+  }
+  return out.sort((a, b) => a.version - b.version);
+}
+
+export async function explainChamber(nc: NatsConnection, t: Target, key: string, note: (s: string) => void): Promise<Explanation> {
+  let ref;
+  try {
+    ref = parseChamberKey(key);
+  } catch (err) {
+    throw new CtlError((err as Error).message, { cause: err });
+  }
+  const [history, st] = await Promise.all([mapHistory(nc, t), status(nc, t)]);
+  const store = await tryStore(t, note);
+  let weight: { value: number; source: string } | undefined;
+  try {
+    const m = await store?.chamberMetadata.get(ref);
+    if (m) weight = { value: m.weight, source: `${m.svidCount} SVIDs x ${m.collectionFreqHz} Hz x ${m.contextDurationSeconds} s, ${m.source}` };
+  } finally {
+    await store?.close();
+  }
+  return explain(key, history, { weight, alive: new Map(st.defenders.map((d) => [d.defenderId, d.alive])) });
+}
+
+/**
+ * Prints the last `n` alarms (and holds with `holds`) from the defense-events stream, then, with
+ * `follow`, every new one until `signal` aborts.
+ */
+export async function tailAlarms(
+  nc: NatsConnection,
+  opts: { n: number; follow: boolean; holds: boolean; chamber?: string; json: boolean; signal: AbortSignal; write: (line: string) => void },
+): Promise<number> {
+  const jsm = await jetstreamManager(nc);
+  let last: number;
+  try {
+    last = (await jsm.streams.info(STREAMS.defenseEvents)).state.last_seq;
+  } catch (err) {
+    throw new CtlError(`stream ${STREAMS.defenseEvents} not found: no defender has run against this NATS yet (${(err as Error).message})`, { cause: err });
+  }
+  const want = (subject: string, b: Record<string, unknown>) =>
+    (opts.holds || subject.startsWith('defense.alarms.')) && (!opts.chamber || `${String(b['toolId'])}:${String(b['chamberId'])}` === opts.chamber);
+  // Walk back far enough to find n matching events (filters may skip many), then print in order.
+  const backlog: { subject: string; at: Date; body: Record<string, unknown> }[] = [];
+  if (last > 0 && opts.n > 0) {
+    const start = Math.max(1, last - Math.max(opts.n * 20, 2000) + 1);
+    const c = await jetstream(nc).consumers.get(STREAMS.defenseEvents, { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: start });
+    const msgs = await c.fetch({ max_messages: last - start + 1, expires: 5000 });
+    for await (const m of msgs) {
+      const body = m.json<Record<string, unknown>>();
+      if (want(m.subject, body)) backlog.push({ subject: m.subject, at: m.time, body });
+      if (m.seq >= last) break;
+    }
+  }
+  let printed = 0;
+  for (const e of backlog.slice(-opts.n)) {
+    opts.write(opts.json ? JSON.stringify({ subject: e.subject, at: e.at.toISOString(), ...e.body }) : formatAlarmLine(e.subject, e.at, e.body));
+    printed++;
+  }
+  if (!opts.follow) return printed;
+  const c = await jetstream(nc).consumers.get(STREAMS.defenseEvents, { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: last + 1 });
+  const msgs = await c.consume();
+  opts.signal.addEventListener('abort', () => void msgs.close(), { once: true });
+  for await (const m of msgs) {
+    const body = m.json<Record<string, unknown>>();
+    if (!want(m.subject, body)) continue;
+    opts.write(opts.json ? JSON.stringify({ subject: m.subject, at: m.time.toISOString(), ...body }) : formatAlarmLine(m.subject, m.time, body));
+    printed++;
+  }
+  return printed;
+}
+
+/**
+ * Drains a defender gracefully: on the local fab through its control endpoint (SIGTERM: the
+ * defender finishes in-flight runs, removes its heartbeat and releases its stable ID), then waits
+ * for the controller to publish a map without it.
+ */
+export async function drain(nc: NatsConnection, t: Target, ref: string, timeoutMs: number, note: (s: string) => void): Promise<{ defender: string; process: string; mapVersion: number | null; chambersMoved: number | null }> {
+  const defender = normalizeDefender(ref);
+  if (!defender) throw new CtlError(`drain needs a defender (N or defender-N), got "${ref}"`);
+  const before = await status(nc, t);
+  const row = before.defenders.find((d) => d.defenderId === defender);
+  if (!row || !row.alive) throw new CtlError(`${defender} is not running (known: ${before.defenders.filter((d) => d.alive).map((d) => d.defenderId).join(', ') || 'none'})`);
+  if (!t.control) {
+    throw new CtlError(
+      `no local fab control endpoint: a defender drains when it gets SIGTERM; in Kubernetes: kubectl delete pod ${row.podName ?? '<its pod>'} (graceful, SHUTDOWN_DRAIN_TIMEOUT_SECONDS)`,
+    );
+  }
+  note(`draining ${defender} (${row.chambers} chambers) ...`);
+  const res = await fetch(`${t.control.url}/control/defenders/drain`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${t.control.token}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ defender }),
+    signal: AbortSignal.timeout(timeoutMs),
+  });
+  const body = (await res.json().catch(() => ({}))) as Record<string, unknown>;
+  if (!res.ok) throw new CtlError(`drain failed: ${String(body['error'] ?? `HTTP ${res.status}`)}`);
+  const fromVersion = before.map?.version ?? 0;
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    const m = await readMap(nc, t);
+    if (m && m.version > fromVersion && !(defender in m.defenderInfo)) {
+      return { defender, process: String(body['drained']), mapVersion: m.version, chambersMoved: m.statistics.chambersMoved };
+    }
+    await new Promise((r) => setTimeout(r, 500));
+  }
+  note(`${defender} stopped, but no map without it was published within ${Math.round(timeoutMs / 1000)} s (the scale window may still be open)`);
+  return { defender, process: String(body['drained']), mapVersion: null, chambersMoved: null };
+}

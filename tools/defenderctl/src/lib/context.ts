@@ -1,0 +1,118 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import type { StoreConfig } from '@defender/store';
+
+/** The workspace root. */
+export const REPO = join(__dirname, '..', '..', '..', '..');
+/** Written by the local-fab launcher while it runs. */
+export const LOCAL_FAB_FILE = join(REPO, 'tmp', 'local-fab', 'current.json');
+
+/** Where defenderctl finds the cluster. */
+export interface Target {
+  readonly natsServers: string[];
+  readonly controllerUrls: string[];
+  readonly store: StoreConfig | null;
+  readonly storeLabel: string | null;
+  readonly buckets: { heartbeats: string; assignments: string; elections: string };
+  readonly electionName: string;
+  readonly control: { url: string; token: string } | null;
+  /** `local fab (<run dir>)` or `environment`. */
+  readonly source: string;
+}
+
+interface LocalFabFile {
+  runDir?: string;
+  natsUrl?: string;
+  controllerUrls?: string[];
+  controlUrl?: string;
+  controlToken?: string;
+  store?: Record<string, string>;
+  pid?: number;
+}
+
+function alive(pid: number | undefined): boolean {
+  if (!pid) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** The running local fab's description, if one runs (its launcher is alive). */
+export function readLocalFab(file = LOCAL_FAB_FILE): LocalFabFile | null {
+  if (!existsSync(file)) return null;
+  try {
+    const f = JSON.parse(readFileSync(file, 'utf8')) as LocalFabFile;
+    return alive(f.pid) ? f : null;
+  } catch (err) {
+    if (err instanceof SyntaxError) return null;
+    throw err;
+  }
+}
+
+const list = (s: string | undefined) =>
+  (s ?? '')
+    .split(',')
+    .map((x) => x.trim())
+    .filter(Boolean);
+
+function storeFrom(vars: Record<string, string | undefined>): { config: StoreConfig; label: string } | null {
+  const backend = vars['STORE_BACKEND'];
+  if (backend === 'cassandra') {
+    const hosts = list(vars['CASSANDRA_HOSTS'] ?? '127.0.0.1');
+    const keyspace = vars['CASSANDRA_KEYSPACE'] ?? 'defense_system';
+    return {
+      config: {
+        kind: 'cassandra',
+        cassandra: {
+          contactPoints: hosts,
+          localDataCenter: vars['CASSANDRA_LOCAL_DC'] ?? 'datacenter1',
+          keyspace,
+          consistency: 'QUORUM',
+          migrationOwner: `defenderctl:${process.pid}`,
+          ...(vars['CASSANDRA_USERNAME'] && vars['CASSANDRA_PASSWORD'] ? { credentials: { username: vars['CASSANDRA_USERNAME'], password: vars['CASSANDRA_PASSWORD'] } } : {}),
+        },
+      } as StoreConfig,
+      label: `cassandra ${hosts.join(',')}/${keyspace}`,
+    };
+  }
+  const path = vars['SQLITE_PATH'];
+  if (backend === 'sqlite' || path) {
+    const file = resolve(path ?? './data/defender.db');
+    return existsSync(file) ? { config: { kind: 'sqlite', sqlite: { filename: file } }, label: `sqlite ${file}` } : null;
+  }
+  return null;
+}
+
+/**
+ * Flags first, then the running local fab (tmp/local-fab/current.json), then the apps' variables
+ * (NATS_SERVERS, CONTROLLER_URLS, STORE_BACKEND / SQLITE_PATH / CASSANDRA_*, NATS_KV_*,
+ * ELECTION_KV_BUCKET, ELECTION_NAME, LOCAL_FAB_CONTROL_URL / _TOKEN).
+ */
+export function resolveTarget(flags: { nats?: string; controller?: string; store?: string }, env: NodeJS.ProcessEnv, fab = readLocalFab()): Target {
+  const fabStore = fab?.store ? storeFrom(fab.store) : null;
+  let store = fabStore ?? storeFrom(env);
+  if (flags.store) {
+    const m = /^(sqlite|cassandra):(.+)$/.exec(flags.store);
+    if (!m) throw new Error('--store must be sqlite:<file> or cassandra:<host[:port],...>');
+    store = m[1] === 'sqlite' ? storeFrom({ STORE_BACKEND: 'sqlite', SQLITE_PATH: m[2] }) : storeFrom({ ...env, STORE_BACKEND: 'cassandra', CASSANDRA_HOSTS: m[2] });
+  }
+  const controlUrl = fab?.controlUrl ?? env['LOCAL_FAB_CONTROL_URL'];
+  const controlToken = fab?.controlToken ?? env['LOCAL_FAB_CONTROL_TOKEN'];
+  return {
+    natsServers: list(flags.nats ?? fab?.natsUrl ?? env['NATS_SERVERS'] ?? 'nats://127.0.0.1:4222'),
+    controllerUrls: list(flags.controller ?? fab?.controllerUrls?.join(',') ?? env['CONTROLLER_URLS']).map((u) => u.replace(/\/+$/, '')),
+    store: store?.config ?? null,
+    storeLabel: store?.label ?? null,
+    buckets: {
+      heartbeats: env['NATS_KV_HEARTBEATS'] ?? 'defender-heartbeats',
+      assignments: env['NATS_KV_ASSIGNMENTS'] ?? 'defender-assignments',
+      elections: env['ELECTION_KV_BUCKET'] ?? 'elections',
+    },
+    electionName: env['ELECTION_NAME'] ?? 'assignment-controller',
+    control: controlUrl && controlToken ? { url: controlUrl, token: controlToken } : null,
+    source: fab ? `local fab (${fab.runDir ?? '?'})` : 'environment',
+  };
+}

@@ -1,0 +1,109 @@
+import type { AssignmentRow, Explanation, StatusView } from './views';
+
+/** A plain text table: columns padded to their widest cell, numbers right-aligned. */
+export function table(head: readonly string[], rows: readonly (readonly (string | number | null)[])[]): string {
+  const cells = rows.map((r) => r.map((c) => (c === null ? '-' : String(c))));
+  const widths = head.map((h, i) => Math.max(h.length, ...cells.map((r) => r[i]?.length ?? 0)));
+  const numeric = head.map((_, i) => cells.length > 0 && cells.every((r) => /^-?[\d.,]+[x%KMG]?$|^-$/.test(r[i] ?? '')));
+  const line = (r: readonly string[]) =>
+    r
+      .map((c, i) => (numeric[i] ? c.padStart(widths[i] ?? 0) : c.padEnd(widths[i] ?? 0)))
+      .join('  ')
+      .trimEnd();
+  return [line(head), line(widths.map((w) => '-'.repeat(w))), ...cells.map(line)].join('\n');
+}
+
+export function compact(n: number | null): string {
+  if (n === null) return '-';
+  if (n >= 1e9) return `${(n / 1e9).toFixed(1)}G`;
+  if (n >= 1e6) return `${(n / 1e6).toFixed(1)}M`;
+  if (n >= 1e3) return `${(n / 1e3).toFixed(n >= 1e4 ? 0 : 1)}K`;
+  return String(Math.round(n));
+}
+
+const pct = (x: number) => `${(x * 100).toFixed(1)}%`;
+
+export function formatStatus(s: StatusView): string {
+  const out: string[] = [];
+  out.push(
+    `leader      ${s.leader ? `${s.leader.holder} (epoch ${s.leader.epoch}, lease ${s.leader.valid ? `until ${s.leader.leaseExpiresAt}` : 'EXPIRED'})` : 'none (no election record)'}`,
+  );
+  for (const c of s.controllers) {
+    if (!c.reachable) {
+      out.push(`controller  ${c.url}: unreachable (${c.error ?? ''})`);
+      continue;
+    }
+    const trig = c.pendingTrigger ? `waiting on ${c.pendingTrigger.trigger} until ${c.pendingTrigger.deadline}` : 'idle';
+    out.push(`controller  ${c.controllerId} ${c.isLeader ? 'LEADER' : 'standby'}: ${c.clusterState ?? '-'} / ${c.lifecycle ?? '-'}, trigger ${trig}`);
+  }
+  if (s.map) {
+    const m = s.map;
+    out.push(
+      `map         v${m.version} (${m.trigger}, ${m.state}) at ${m.timestamp} by ${m.controllerId}, token ${m.fencingToken}: ${m.chamberCount} chambers on ${m.defenderCount} defenders, max/avg ${m.maxOverAvg?.toFixed(3) ?? '-'}, last change moved ${pct(m.movedWeightFraction)} of the weight (floor ${pct(m.floorFraction)})`,
+    );
+  } else out.push('map         none published yet');
+  out.push('');
+  out.push(
+    table(
+      ['DEFENDER', 'POD', 'STATE', 'HEARTBEAT', 'CHAMBERS', 'WEIGHT', 'VS AVG', 'RUNS', 'MAP SEEN'],
+      s.defenders.map((d) => [
+        d.defenderId,
+        d.podName,
+        d.state,
+        d.heartbeatAgeSeconds === null ? null : `${d.heartbeatAgeSeconds.toFixed(1)}s ago`,
+        d.chambers,
+        compact(d.weight),
+        d.weightVsAvg === null ? null : `${d.weightVsAvg.toFixed(2)}x`,
+        d.processedTotal,
+        d.mapVersionSeen === null ? null : `v${d.mapVersionSeen}`,
+      ]),
+    ),
+  );
+  return out.join('\n');
+}
+
+export function formatAssignments(rows: readonly AssignmentRow[], mapVersion: number, defender?: string): string {
+  if (rows.length === 0) return defender ? `${defender} owns no chambers in map v${mapVersion}` : `map v${mapVersion} assigns no chambers`;
+  const byOwner = new Map<string, AssignmentRow[]>();
+  for (const r of rows) byOwner.set(r.owner, [...(byOwner.get(r.owner) ?? []), r]);
+  const out: string[] = [`map v${mapVersion}`];
+  for (const [owner, list] of byOwner) {
+    const total = list.reduce((a, r) => a + (r.weight ?? 0), 0);
+    out.push('');
+    out.push(`${owner}: ${list.length} chambers${list.some((r) => r.weight !== null) ? `, ${compact(total)} samples/run` : ''}`);
+    out.push(table(['CHAMBER', 'WEIGHT', 'LAST MOVED'], list.map((r) => [r.chamber, compact(r.weight), r.lastMovedAt])));
+  }
+  return out.join('\n');
+}
+
+export function formatExplain(e: Explanation): string {
+  const out: string[] = [];
+  out.push(`chamber     ${e.chamber}`);
+  out.push(`owner       ${e.owner ?? '-'}${e.mapVersion !== null ? ` (map v${e.mapVersion})` : ''}`);
+  out.push(`weight      ${e.weight === null ? '- (store not reachable)' : `${e.weight.toLocaleString('en-US')} samples/run${e.weightSource ? ` (${e.weightSource})` : ''}`}`);
+  if (e.ownerLoad) {
+    out.push(
+      `owner load  ${e.ownerLoad.chambers} chambers, ${compact(e.ownerLoad.weight)} samples/run = ${e.ownerLoad.weightVsAvg?.toFixed(3) ?? '-'} x average${e.ownerLoad.alive === false ? ' (NOT heartbeating)' : ''}`,
+    );
+  }
+  out.push('');
+  out.push('why:');
+  for (const r of e.reasons) out.push(`  - ${r}`);
+  out.push('');
+  out.push(`moves (map versions ${e.historyFrom ?? '-'}..${e.mapVersion ?? '-'} kept in NATS):`);
+  if (e.moves.length === 0) out.push('  none in the kept versions');
+  for (const m of e.moves) out.push(`  v${m.version}  ${m.timestamp}  ${m.trigger.padEnd(16)} ${m.from ?? '(new)'} -> ${m.to ?? '(removed)'}`);
+  return out.join('\n');
+}
+
+/** One alarm or hold line of `alarms tail`. */
+export function formatAlarmLine(subject: string, at: Date, b: Record<string, unknown>): string {
+  const chamber = `${String(b['toolId'] ?? '?')}:${String(b['chamberId'] ?? '?')}`;
+  const t = at.toISOString().slice(11, 19);
+  if (subject.startsWith('defense.holds.')) return `${t}  ${chamber.padEnd(16)} HOLD  run ${String(b['runId'] ?? '-')}: ${String(b['reason'] ?? '')}`;
+  const num = (v: unknown) => (typeof v === 'number' ? Number(v.toPrecision(6)).toString() : '-');
+  return (
+    `${t}  ${chamber.padEnd(16)} ${String(b['ruleId'] ?? '?').padEnd(5)} run ${String(b['runId'] ?? '-')}  ${String(b['svid'] ?? '')} ${String(b['statistic'] ?? '')} = ${num(b['value'])} ` +
+    `(LCL ${num(b['lcl'])}, CL ${num(b['center'])}, UCL ${num(b['ucl'])})  ${String(b['action'] ?? '')}`
+  );
+}

@@ -1,0 +1,78 @@
+import { table } from './format';
+import { heartbeatOf, mapOf } from './testing';
+import { assignmentRows, defenderRows, explain, normalizeDefender } from './views';
+
+describe('defenderRows', () => {
+  it('joins heartbeats and the map: alive within 3 intervals, MISSING after, weight against the average', () => {
+    const now = Date.UTC(2026, 0, 1, 12);
+    const map = mapOf(3, { 'A:1': 'defender-0', 'B:1': 'defender-0', 'C:1': 'defender-1', 'D:1': 'defender-2' }, { weights: { 'A:1': 100, 'B:1': 100, 'C:1': 150, 'D:1': 50 } });
+    const rows = defenderRows(
+      [
+        { heartbeat: heartbeatOf('defender-1'), storedAt: new Date(now - 1000) },
+        { heartbeat: heartbeatOf('defender-0'), storedAt: new Date(now - 5000) },
+        { heartbeat: heartbeatOf('defender-2'), storedAt: new Date(now - 7000) },
+      ],
+      map,
+      now,
+    );
+    expect(rows.map((r) => [r.defenderId, r.state, r.alive, r.chambers, r.weight, r.weightVsAvg])).toEqual([
+      ['defender-0', 'STABLE', true, 2, 200, 1.5],
+      ['defender-1', 'STABLE', true, 1, 150, 1.125],
+      ['defender-2', 'MISSING', false, 1, 50, 0.375],
+    ]);
+  });
+});
+
+describe('explain', () => {
+  const history = [
+    mapOf(1, { 'A:1': 'defender-0', 'B:1': 'defender-1' }),
+    mapOf(2, { 'A:1': 'defender-1', 'B:1': 'defender-1' }, { trigger: 'crash' }),
+    mapOf(3, { 'A:1': 'defender-2', 'B:1': 'defender-1' }, { trigger: 'planned_scale', moved: { 'A:1': Date.UTC(2026, 0, 1, 0, 3) } }),
+  ];
+
+  it('lists each owner change with its trigger and says why the chamber is where it is', () => {
+    const e = explain('A:1', history, { weight: { value: 100, source: 'configured' }, alive: new Map([['defender-2', true]]) });
+    expect(e.owner).toBe('defender-2');
+    expect(e.moves.map((m) => [m.version, m.trigger, m.from, m.to])).toEqual([
+      [1, 'cold_start', null, 'defender-0'],
+      [2, 'crash', 'defender-0', 'defender-1'],
+      [3, 'planned_scale', 'defender-1', 'defender-2'],
+    ]);
+    expect(e.reasons[0]).toMatch(/came to defender-2 with map v3 \(planned_scale, from defender-1\): defenders joined or left/);
+    expect(e.reasons[1]).toMatch(/sticky-balanced .* defender-2 carries 1\.000 × the average weight \(inside the band\)/);
+    expect(e.lastMovedAt).toBe('2026-01-01T00:03:00.000Z');
+  });
+
+  it('says when the chamber has not moved in the kept versions, and when it is unknown', () => {
+    expect(explain('B:1', history.slice(1)).reasons[0]).toMatch(/defender-1 has owned it since before map v2/);
+    expect(explain('Z:9', history).reasons[0]).toMatch(/not in map v3: it is not in chamber_metadata/);
+    expect(explain('A:1', []).reasons).toEqual(['no assignment map has been published yet']);
+  });
+
+  it('warns when the owner is not heartbeating', () => {
+    expect(explain('A:1', history, { alive: new Map([['defender-2', false]]) }).reasons.at(-1)).toMatch(/defender-2 is not heartbeating/);
+  });
+});
+
+describe('assignments and helpers', () => {
+  it('filters by defender and sorts by owner then chamber', () => {
+    const m = mapOf(4, { 'B:1': 'defender-10', 'A:1': 'defender-2', 'C:1': 'defender-2' });
+    expect(assignmentRows(m, new Map([['A:1', 7]])).map((r) => [r.chamber, r.owner, r.weight])).toEqual([
+      ['A:1', 'defender-2', 7],
+      ['C:1', 'defender-2', null],
+      ['B:1', 'defender-10', null],
+    ]);
+    expect(assignmentRows(m, new Map(), 'defender-10').map((r) => r.chamber)).toEqual(['B:1']);
+  });
+
+  it.each([
+    ['2', 'defender-2'],
+    ['defender-12', 'defender-12'],
+    ['defender-012', undefined],
+    ['pod-1', undefined],
+  ])('normalizeDefender(%s)', (input, want) => expect(normalizeDefender(input)).toBe(want));
+
+  it('formats a table with numbers right-aligned', () => {
+    expect(table(['NAME', 'N'], [['a', 1], ['bbb', 10]])).toBe('NAME   N\n----  --\na      1\nbbb   10');
+  });
+});

@@ -1,0 +1,217 @@
+import type { AssignmentMap, Heartbeat } from '@defender/contracts';
+
+/** What `defenderctl status` reports. */
+export interface StatusView {
+  readonly leader: { holder: string; epoch: string; leaseExpiresAt: string; valid: boolean } | null;
+  readonly controllers: readonly {
+    url: string;
+    reachable: boolean;
+    controllerId?: string | null;
+    isLeader?: boolean;
+    clusterState?: string | null;
+    lifecycle?: string | null;
+    pendingTrigger?: { trigger: string; deadline: string } | null;
+    error?: string;
+  }[];
+  readonly map: {
+    version: number;
+    timestamp: string;
+    trigger: string;
+    state: string;
+    lifecycleState: string;
+    controllerId: string;
+    fencingToken: string;
+    defenderCount: number;
+    chamberCount: number;
+    maxOverAvg: number | null;
+    movedWeightFraction: number;
+    floorFraction: number;
+  } | null;
+  readonly defenders: readonly DefenderRow[];
+}
+
+export interface DefenderRow {
+  readonly defenderId: string;
+  readonly podName: string | null;
+  readonly state: string;
+  readonly alive: boolean;
+  readonly heartbeatAgeSeconds: number | null;
+  readonly chambers: number;
+  readonly weight: number;
+  readonly weightVsAvg: number | null;
+  readonly processedTotal: number | null;
+  readonly inflight: number | null;
+  readonly mapVersionSeen: number | null;
+}
+
+/** A heartbeat with the NATS server's time of its last write. */
+export interface HeartbeatAt {
+  readonly heartbeat: Heartbeat;
+  readonly storedAt: Date;
+}
+
+const idNum = (id: string) => Number(/(\d+)$/.exec(id)?.[1] ?? Number.MAX_SAFE_INTEGER);
+
+/** Defenders from heartbeats and the map (alive: heartbeat written within 3 intervals). */
+export function defenderRows(heartbeats: readonly HeartbeatAt[], map: AssignmentMap | null, now: number): DefenderRow[] {
+  const ids = new Set([...heartbeats.map((h) => h.heartbeat.defenderId), ...Object.keys(map?.defenderInfo ?? {})]);
+  const avg = map?.statistics.avgWeightPerDefender ?? 0;
+  return [...ids]
+    .map((id) => {
+      const hb = heartbeats.find((h) => h.heartbeat.defenderId === id);
+      const info = map?.defenderInfo[id];
+      const age = hb ? Math.max(0, (now - hb.storedAt.getTime()) / 1000) : null;
+      const alive = hb !== undefined && age !== null && age <= 3 * hb.heartbeat.intervalSeconds && hb.heartbeat.state !== 'SHUTDOWN';
+      return {
+        defenderId: id,
+        podName: hb?.heartbeat.podName ?? null,
+        state: hb ? (alive || hb.heartbeat.state === 'SHUTDOWN' ? hb.heartbeat.state : 'MISSING') : 'MISSING',
+        alive,
+        heartbeatAgeSeconds: age === null ? null : Math.round(age * 10) / 10,
+        chambers: info?.chambers ?? 0,
+        weight: info?.weight ?? 0,
+        weightVsAvg: info && avg > 0 ? info.weight / avg : null,
+        processedTotal: hb?.heartbeat.load.processedTotal ?? null,
+        inflight: hb?.heartbeat.load.inflight ?? null,
+        mapVersionSeen: hb?.heartbeat.mapVersionSeen ?? null,
+      };
+    })
+    .sort((a, b) => idNum(a.defenderId) - idNum(b.defenderId));
+}
+
+export function mapSummary(m: AssignmentMap | null): StatusView['map'] {
+  if (!m) return null;
+  const s = m.statistics;
+  return {
+    version: m.version,
+    timestamp: m.timestamp,
+    trigger: m.trigger,
+    state: m.state,
+    lifecycleState: m.lifecycleState,
+    controllerId: m.controllerId,
+    fencingToken: m.fencingToken,
+    defenderCount: m.defenderCount,
+    chamberCount: m.chamberCount,
+    maxOverAvg: s.avgWeightPerDefender > 0 ? s.maxWeightPerDefender / s.avgWeightPerDefender : null,
+    movedWeightFraction: s.movedWeightFraction,
+    floorFraction: s.floorFraction,
+  };
+}
+
+/** `2`, `defender-2` -> `defender-2`; undefined for anything else. */
+export function normalizeDefender(ref: string): string | undefined {
+  if (/^\d{1,6}$/.test(ref)) return `defender-${Number(ref)}`;
+  return /^defender-(0|[1-9]\d{0,5})$/.test(ref) ? ref : undefined;
+}
+
+/** One chamber's owner and weight (`assignments`). */
+export interface AssignmentRow {
+  readonly chamber: string;
+  readonly owner: string;
+  readonly weight: number | null;
+  readonly lastMovedAt: string | null;
+}
+
+export function assignmentRows(m: AssignmentMap, weights: ReadonlyMap<string, number>, defender?: string): AssignmentRow[] {
+  return Object.entries(m.assignments)
+    .filter(([, owner]) => !defender || owner === defender)
+    .map(([chamber, owner]) => {
+      const moved = m.lastMovedAt[chamber];
+      return { chamber, owner, weight: weights.get(chamber) ?? null, lastMovedAt: moved !== undefined ? new Date(moved).toISOString() : null };
+    })
+    .sort((a, b) => idNum(a.owner) - idNum(b.owner) || a.chamber.localeCompare(b.chamber));
+}
+
+/** One owner change of a chamber found in the map history. */
+export interface OwnerChange {
+  readonly version: number;
+  readonly timestamp: string;
+  readonly trigger: string;
+  readonly from: string | null;
+  readonly to: string | null;
+}
+
+/** What `explain` reports about a chamber. */
+export interface Explanation {
+  readonly chamber: string;
+  readonly owner: string | null;
+  readonly mapVersion: number | null;
+  readonly weight: number | null;
+  readonly weightSource: string | null;
+  readonly ownerLoad: { chambers: number; weight: number; weightVsAvg: number | null; alive: boolean | null } | null;
+  readonly lastMovedAt: string | null;
+  /** Owner changes in the map versions NATS keeps, oldest first. */
+  readonly moves: readonly OwnerChange[];
+  /** The oldest map version looked at. */
+  readonly historyFrom: number | null;
+  readonly reasons: readonly string[];
+}
+
+const TRIGGER_WHY: Readonly<Record<string, string>> = {
+  cold_start: 'the cluster cold-started: every chamber was placed by weight, heaviest first',
+  crash: 'its previous owner stopped heartbeating (3 missed intervals) and its chambers were handed to the others',
+  planned_scale: 'defenders joined or left gracefully and the controller rebalanced towards the new average',
+  restart: 'the whole cluster restarted and the map was rebuilt',
+  takeover: 'a new controller leader took over and re-published the map',
+  chambers_changed: 'the chamber list in chamber_metadata changed',
+};
+
+/**
+ * Explains a chamber's placement from the map history (oldest first): who owns it, how heavy it
+ * is, how loaded its owner is against the average, and each owner change NATS still remembers with
+ * the trigger that caused it.
+ */
+export function explain(
+  chamber: string,
+  history: readonly AssignmentMap[],
+  opts: { weight?: { value: number; source: string } | undefined; alive?: ReadonlyMap<string, boolean>; strategy?: string; tolerance?: number } = {},
+): Explanation {
+  const current = history[history.length - 1] ?? null;
+  const owner = current?.assignments[chamber] ?? null;
+  const moves: OwnerChange[] = [];
+  let prev: string | null | undefined;
+  for (const m of history) {
+    const o = m.assignments[chamber] ?? null;
+    if (prev !== undefined && o !== prev) moves.push({ version: m.version, timestamp: m.timestamp, trigger: m.trigger, from: prev, to: o });
+    if (prev === undefined && m === history[0] && m.version === 1 && o !== null) moves.push({ version: 1, timestamp: m.timestamp, trigger: m.trigger, from: null, to: o });
+    prev = o;
+  }
+  const info = owner ? current?.defenderInfo[owner] : undefined;
+  const avg = current?.statistics.avgWeightPerDefender ?? 0;
+  const ownerLoad =
+    info && owner ? { chambers: info.chambers, weight: info.weight, weightVsAvg: avg > 0 ? info.weight / avg : null, alive: opts.alive?.get(owner) ?? null } : null;
+  const moved = current?.lastMovedAt[chamber];
+  const lastMovedAt = moved !== undefined ? new Date(moved).toISOString() : null;
+  const reasons: string[] = [];
+  if (!current) reasons.push('no assignment map has been published yet');
+  else if (!owner) reasons.push(`${chamber} is not in map v${current.version}: it is not in chamber_metadata (its notifications are dead-lettered as unknown-chamber)`);
+  else {
+    const last = moves[moves.length - 1];
+    if (last && last.to === owner) {
+      reasons.push(`it came to ${owner} with map v${last.version} (${last.trigger}${last.from ? `, from ${last.from}` : ''}): ${TRIGGER_WHY[last.trigger] ?? last.trigger}`);
+    } else {
+      reasons.push(`${owner} has owned it since before map v${history[0]?.version ?? current.version} (the oldest version NATS keeps)${lastMovedAt ? `; its last move was at ${lastMovedAt}` : ''}`);
+    }
+    const tol = opts.tolerance ?? 0.05;
+    const strategy = opts.strategy ?? 'sticky-balanced';
+    if (ownerLoad?.weightVsAvg !== null && ownerLoad?.weightVsAvg !== undefined) {
+      const r = ownerLoad.weightVsAvg;
+      reasons.push(
+        `it stays: the ${strategy} assignment moves a chamber only when its owner leaves or is outside (1 ± ${tol}) × its share; ${owner} carries ${r.toFixed(3)} × the average weight${Math.abs(r - 1) <= tol ? ' (inside the band)' : ' (outside the band: a chamber the size of this one may be the smallest step, or a rebalance is pending)'}`,
+      );
+    }
+    if (ownerLoad?.alive === false) reasons.push(`${owner} is not heartbeating: the controller will move its chambers once 3 intervals have passed`);
+  }
+  return {
+    chamber,
+    owner,
+    mapVersion: current?.version ?? null,
+    weight: opts.weight?.value ?? null,
+    weightSource: opts.weight?.source ?? null,
+    ownerLoad,
+    lastMovedAt,
+    moves,
+    historyFrom: history[0]?.version ?? null,
+    reasons,
+  };
+}

@@ -1,0 +1,139 @@
+import type { IDeployment } from 'kubernetes-models/apps/v1/Deployment';
+import { loadAppEnvSpecs } from './lib/app-env';
+import { checkKnownFields, validateSchemas } from './lib/k8s-schema';
+import {
+  checkImages,
+  checkNamespace,
+  checkPodSecurity,
+  checkProbes,
+  checkResources,
+  checkSelectors,
+  checkServiceMonitors,
+  externalSecrets,
+} from './lib/k8s-policy';
+import { K8sObject, parseManifests, render, renderComposition } from './lib/kustomize';
+import { describeWithKustomize } from './lib/kustomize-available';
+import { readRepoFile } from './lib/repo';
+
+/**
+ * The kustomize base, overlays and components render, every object is valid against the Kubernetes
+ * (and Prometheus Operator) schemas with no unknown fields, and the objects hold together.
+ */
+
+const OVERLAYS = { 'k8s/overlays/dev': 'defender-dev', 'k8s/overlays/prod': 'defender' } as const;
+const specs = loadAppEnvSpecs();
+
+const deploymentsOf = (objects: readonly K8sObject[]) => objects.filter((o): o is IDeployment & K8sObject => o.kind === 'Deployment');
+
+describeWithKustomize('kustomize renders', (k) => {
+  const renders = new Map<string, K8sObject[]>();
+  beforeAll(() => {
+    renders.set('k8s/base', render(k, 'k8s/base'));
+    for (const dir of Object.keys(OVERLAYS)) renders.set(dir, render(k, dir));
+    renders.set(
+      'k8s/base + components/service-monitor',
+      renderComposition(k, { namespace: 'defender-monitoring-check', resources: ['k8s/base'], components: ['k8s/components/service-monitor'] }),
+    );
+  });
+  const get = (dir: string) => renders.get(dir)!;
+
+  it('renders the base, both overlays and the optional ServiceMonitor component', () => {
+    for (const [dir, objects] of renders) expect({ dir, count: objects.length }).toEqual({ dir, count: expect.any(Number) });
+    expect(get('k8s/base').some((o) => o.apiVersion.startsWith('monitoring.coreos.com'))).toBe(false);
+    expect(get('k8s/base + components/service-monitor').filter((o) => o.kind === 'ServiceMonitor')).toHaveLength(3);
+  });
+
+  it('validates every object against its JSON schema (Kubernetes 1.27 OpenAPI, Prometheus Operator CRDs)', () => {
+    expect([...renders].flatMap(([dir, objects]) => validateSchemas(objects, dir))).toEqual([]);
+  });
+
+  it('uses no field the schemas do not know (unknown fields would be pruned silently)', () => {
+    expect(checkKnownFields(renders)).toEqual([]);
+  });
+
+  it.each(Object.entries(OVERLAYS))('%s puts everything in namespace %s, which enforces the restricted Pod Security Standard', (dir, ns) => {
+    expect(checkNamespace(get(dir), ns)).toEqual([]);
+  });
+
+  it.each(Object.keys(OVERLAYS))('%s: pods meet the restricted profile with read-only root filesystems', (dir) => {
+    expect(checkPodSecurity(get(dir))).toEqual([]);
+  });
+
+  it.each(Object.keys(OVERLAYS))('%s: probes as in the seeds, requests and memory limits on every container', (dir) => {
+    expect(checkProbes(get(dir))).toEqual([]);
+    expect(checkResources(get(dir))).toEqual([]);
+  });
+
+  it.each(Object.keys(OVERLAYS))('%s: Deployments, PodDisruptionBudgets and Services select each other', (dir) => {
+    expect(checkSelectors(get(dir))).toEqual([]);
+  });
+
+  it('pins images to a registry and a release tag in prod', () => {
+    expect(checkImages(get('k8s/overlays/dev'), false)).toEqual([]);
+    expect(checkImages(get('k8s/overlays/prod'), true)).toEqual([]);
+  });
+
+  it('runs the controllers and election agents highly available, the defender fleet at scale in prod', () => {
+    for (const dir of Object.keys(OVERLAYS)) {
+      const replicas = Object.fromEntries(deploymentsOf(get(dir)).map((d) => [d.metadata.name, d.spec?.replicas ?? 1]));
+      expect({ dir, controller: replicas['assignment-controller']! >= 2, agents: replicas['election-agent']! >= 2 }).toEqual({ dir, controller: true, agents: true });
+    }
+    const prod = Object.fromEntries(deploymentsOf(get('k8s/overlays/prod')).map((d) => [d.metadata.name, d.spec?.replicas ?? 1]));
+    expect(prod['defender']).toBeGreaterThanOrEqual(3);
+  });
+
+  it('replaces stable-ID holders old-pod-first, so a rolling update keeps every defender-<n> (and its chambers)', () => {
+    // The apps that claim a stable ID are those reading POD_UID (the claim's identity).
+    const claimers = specs.filter((s) => s.keys.has('POD_UID')).map((s) => s.app);
+    expect(claimers).toContain('defender');
+    for (const dir of Object.keys(OVERLAYS)) {
+      for (const d of deploymentsOf(get(dir)).filter((x) => claimers.includes(x.metadata.name))) {
+        expect({ dir, name: d.metadata.name, strategy: d.spec?.strategy }).toEqual({
+          dir,
+          name: d.metadata.name,
+          strategy: { type: 'RollingUpdate', rollingUpdate: { maxSurge: 0, maxUnavailable: 1 } },
+        });
+      }
+    }
+  });
+
+  it('documents every Secret the workloads need that the manifests do not create', () => {
+    const readme = readRepoFile('k8s/README.md');
+    for (const dir of Object.keys(OVERLAYS)) {
+      const missing = externalSecrets(get(dir)).filter((name) => !readme.includes(`\`${name}\``));
+      expect({ dir, undocumented: missing }).toEqual({ dir, undocumented: [] });
+    }
+    expect(externalSecrets(get('k8s/overlays/prod'))).toEqual(expect.arrayContaining(['defender-election', 'election-agent-tls']));
+  });
+
+  it('points the ServiceMonitors at the Services and their http ports', () => {
+    expect(checkServiceMonitors(get('k8s/base + components/service-monitor'))).toEqual([]);
+  });
+});
+
+describe('the schema checks catch what they are for', () => {
+  const deployment = (container: Record<string, unknown>) =>
+    parseManifests(
+      JSON.stringify({
+        apiVersion: 'apps/v1',
+        kind: 'Deployment',
+        metadata: { name: 'x', namespace: 'n' },
+        spec: { selector: { matchLabels: { a: 'b' } }, template: { metadata: { labels: { a: 'b' } }, spec: { containers: [{ name: 'x', image: 'x', ...container }] } } },
+      }),
+      'fixture',
+    );
+
+  it('a wrongly typed field', () => {
+    expect(validateSchemas(deployment({ ports: [{ containerPort: 'http' }] }), 'fixture')).toEqual([expect.stringContaining('containerPort must be integer')]);
+  });
+
+  it('a misspelt field', () => {
+    const problems = checkKnownFields(new Map([['fixture', deployment({ livenessprobe: { httpGet: { path: '/health/live', port: 8080 } } })]]));
+    expect(problems).toEqual([expect.stringMatching(/fixture: Deployment\/x .*livenessprobe.* does not exist in type 'IContainer'/)]);
+  });
+
+  it('a kind without a schema', () => {
+    const objects = parseManifests('apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: w\n', 'fixture');
+    expect(validateSchemas(objects, 'fixture')).toEqual(['fixture: Widget/w: no schema for example.com/v1 Widget']);
+  });
+});

@@ -1,0 +1,173 @@
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { parse } from 'yaml';
+import { loadAppEnvSpecs } from './lib/app-env';
+import { effective } from './lib/env-checks';
+import { checkPromql, defaultMetrics, MetricDefinition, metricNameLiterals, requireMetricModules } from './lib/metrics';
+import { readRepoFile, REPO } from './lib/repo';
+import { composeWorkloads, ComposeService, parseCompose } from './lib/workloads';
+
+/**
+ * Prometheus and Grafana (deploy/): the scrape config matches the compose services, the Grafana
+ * provisioning matches the compose mounts, and every dashboard query parses as PromQL and uses
+ * metrics and labels the apps really export (read from the apps' metric definitions).
+ */
+
+const mockMetricDefinitions: MetricDefinition[] = [];
+
+// Records every metric the apps define through @willsoto/nestjs-prometheus, with its type and labels.
+jest.mock('@willsoto/nestjs-prometheus', () => {
+  const actual = jest.requireActual<Record<string, (o: { name: string; labelNames?: string[] }) => unknown>>('@willsoto/nestjs-prometheus');
+  const wrap = (type: MetricDefinition['type'], make: (o: { name: string; labelNames?: string[] }) => unknown) => (o: { name: string; labelNames?: string[] }) => {
+    mockMetricDefinitions.push({ name: o.name, type, labelNames: o.labelNames ?? [] });
+    return make(o);
+  };
+  return {
+    ...actual,
+    makeCounterProvider: wrap('counter', actual['makeCounterProvider']!),
+    makeGaugeProvider: wrap('gauge', actual['makeGaugeProvider']!),
+    makeHistogramProvider: wrap('histogram', actual['makeHistogramProvider']!),
+    makeSummaryProvider: wrap('summary', actual['makeSummaryProvider']!),
+  };
+});
+
+interface Panel {
+  id: number;
+  type: string;
+  title: string;
+  gridPos: { x: number; y: number; w: number; h: number };
+  datasource?: { type?: string; uid?: string };
+  targets?: { expr?: string; refId?: string; datasource?: { uid?: string } }[];
+  panels?: Panel[];
+}
+
+interface Dashboard {
+  uid: string;
+  title: string;
+  panels: Panel[];
+  templating: { list: { name: string; type: string; query?: unknown }[] };
+}
+
+const DASHBOARD = 'deploy/grafana/dashboards/defender.json';
+const dashboard = JSON.parse(readRepoFile(DASHBOARD)) as Dashboard;
+const panels = dashboard.panels.flatMap((p) => [p, ...(p.panels ?? [])]);
+const queries = panels.flatMap((p) => (p.targets ?? []).map((t) => ({ panel: p.title, expr: t.expr ?? '' })));
+
+const compose = parseCompose(readRepoFile('docker-compose.yml'));
+const specs = loadAppEnvSpecs();
+const specByApp = new Map(specs.map((s) => [s.app, s]));
+const apps = specs.map((s) => s.app);
+
+let metrics: Map<string, MetricDefinition>;
+
+beforeAll(async () => {
+  const files = requireMetricModules();
+  expect(files.length).toBeGreaterThan(0);
+  metrics = new Map();
+  for (const m of await defaultMetrics()) metrics.set(m.name, m);
+  for (const name of metricNameLiterals(['defender_', 'election_agent_'])) metrics.set(name, { name, type: 'unknown', labelNames: [] });
+  for (const m of mockMetricDefinitions) metrics.set(m.name, m);
+});
+
+describe('Grafana dashboard (deploy/grafana/dashboards/defender.json)', () => {
+  it('has a stable uid, unique panel ids and a layout that fits the 24-column grid without overlaps', () => {
+    expect(dashboard.uid).toBe('defender-overview');
+    const ids = panels.map((p) => p.id);
+    expect(new Set(ids).size).toBe(ids.length);
+    const cells = new Map<string, string>();
+    const overlaps: string[] = [];
+    for (const p of panels) {
+      const g = p.gridPos;
+      expect({ panel: p.title, fits: g.x >= 0 && g.w > 0 && g.h > 0 && g.x + g.w <= 24 }).toEqual({ panel: p.title, fits: true });
+      for (let x = g.x; x < g.x + g.w; x++) {
+        for (let y = g.y; y < g.y + g.h; y++) {
+          const other = cells.get(`${x},${y}`);
+          if (other) overlaps.push(`${p.title} / ${other}`);
+          cells.set(`${x},${y}`, p.title);
+        }
+      }
+    }
+    expect([...new Set(overlaps)]).toEqual([]);
+  });
+
+  it('queries through the dashboard\'s data source variable, so it imports into any Grafana', () => {
+    expect(dashboard.templating.list.find((v) => v.name === 'datasource')).toEqual(expect.objectContaining({ type: 'datasource', query: 'prometheus' }));
+    for (const p of panels.filter((x) => x.type !== 'row')) {
+      expect({ panel: p.title, uid: p.datasource?.uid, targets: (p.targets ?? []).length > 0 }).toEqual({ panel: p.title, uid: '${datasource}', targets: true });
+    }
+  });
+
+  it('parses every query as PromQL over metrics and labels the apps export', () => {
+    const problems = queries.flatMap((q) => checkPromql(q.expr, metrics).map((p) => `${q.panel}: ${p}`));
+    expect(problems).toEqual([]);
+  });
+
+  it('shows balance, movement, crash events, processing latency, cache hit rate and dead letters', () => {
+    const used = new Set(queries.flatMap((q) => [...q.expr.matchAll(/\b(defender_[a-z0-9_]+)/g)].map((m) => m[1]!)));
+    for (const metric of [
+      'defender_assignment_max_weight',
+      'defender_assignment_avg_weight',
+      'defender_chamber_movements_total',
+      'defender_assignment_moved_weight_fraction',
+      'defender_emergency_events_total',
+      'defender_process_time_seconds_bucket',
+      'defender_cache_hit_rate',
+      'defender_dead_letters_total',
+    ]) {
+      expect({ metric, shown: used.has(metric) }).toEqual({ metric, shown: true });
+    }
+  });
+});
+
+describe('the PromQL check catches what it is for', () => {
+  it.each([
+    ['a syntax error', 'sum(rate(defender_alarms_total[5m])', /syntax error/],
+    ['a metric no app exports', 'defender_chambers_assigned', /not exported by any app/],
+    ['rate() over a gauge', 'rate(defender_assigned_chambers[5m])', /rate\(\) over defender_assigned_chambers, a gauge/],
+    ['a histogram without its series suffix', 'defender_process_time_seconds', /is a histogram/],
+    ['a quantile over the _count series', 'histogram_quantile(0.9, rate(defender_process_time_seconds_count[5m]))', /histogram_quantile\(\) over/],
+    ['a label the metric does not have', 'sum by (chamber) (rate(defender_dead_letters_total[$__rate_interval]))', /label "chamber"/],
+  ])('%s', (_name, expr, message) => {
+    expect(checkPromql(expr, metrics)).toEqual([expect.stringMatching(message)]);
+  });
+});
+
+describe('Prometheus and Grafana in docker-compose.yml', () => {
+  const services = compose.services;
+  const mountOf = (s: ComposeService, source: string) =>
+    (s.volumes ?? []).map((v) => (typeof v === 'string' ? v.split(':') : [v.source ?? '', v.target ?? ''])).find((v) => v[0] === source)?.[1];
+
+  it('run under the monitoring profile, apart from the default stack', () => {
+    expect(services['prometheus']?.profiles).toEqual(['monitoring']);
+    expect(services['grafana']?.profiles).toEqual(['monitoring']);
+  });
+
+  it('scrape every app service on its HTTP port, one job per app, labelling series with the pod', () => {
+    const config = parse(readRepoFile('deploy/prometheus/prometheus.yml'), { merge: true }) as {
+      scrape_configs: { job_name: string; static_configs: { targets: string[] }[]; relabel_configs?: { target_label?: string }[] }[];
+    };
+    const wanted = new Map<string, string[]>();
+    for (const w of composeWorkloads(compose, apps).workloads) {
+      const port = effective(w, specByApp.get(w.app)!, 'HTTP_PORT') as number;
+      wanted.set(w.app, [...(wanted.get(w.app) ?? []), `${w.where.replace('service ', '')}:${port}`].sort());
+    }
+    const scraped = new Map(config.scrape_configs.map((j) => [j.job_name, j.static_configs.flatMap((s) => s.targets).sort()]));
+    expect(Object.fromEntries(scraped)).toEqual(Object.fromEntries(wanted));
+    for (const j of config.scrape_configs) expect({ job: j.job_name, pod: j.relabel_configs?.some((r) => r.target_label === 'pod') }).toEqual({ job: j.job_name, pod: true });
+    const configFile = (services['prometheus']?.command as string[]).find((a) => a.startsWith('--config.file='))?.split('=')[1];
+    expect(mountOf(services['prometheus']!, './deploy/prometheus/prometheus.yml')).toBe(configFile);
+  });
+
+  it('provision Grafana with the Prometheus service and the dashboard directory it mounts', () => {
+    const ds = parse(readRepoFile('deploy/grafana/provisioning/datasources/prometheus.yml')) as { datasources: { uid: string; type: string; url: string }[] };
+    expect(ds.datasources).toEqual([expect.objectContaining({ type: 'prometheus', url: 'http://prometheus:9090' })]);
+    const providers = parse(readRepoFile('deploy/grafana/provisioning/dashboards/defender.yml')) as { providers: { options: { path: string } }[] };
+    const grafana = services['grafana']!;
+    const dashboards = mountOf(grafana, './deploy/grafana/dashboards');
+    expect(providers.providers.map((p) => p.options.path)).toEqual([dashboards]);
+    expect(mountOf(grafana, './deploy/grafana/provisioning')).toBe('/etc/grafana/provisioning');
+    const home = (grafana.environment as Record<string, string>)['GF_DASHBOARDS_DEFAULT_HOME_DASHBOARD_PATH'];
+    expect(home).toBe(`${dashboards}/defender.json`);
+    expect(existsSync(join(REPO, DASHBOARD))).toBe(true);
+  });
+});

@@ -1,0 +1,114 @@
+import { EXCURSION_KINDS } from './excursions';
+import { weightStats, type FabSpec } from './fab';
+import { expectedFalseAlarmRunRate } from './score';
+import type { Progress, SimulationResult } from './simulator';
+
+const nf = new Intl.NumberFormat('en-US');
+export const num = (n: number): string => nf.format(Math.round(n));
+
+export function duration(ms: number): string {
+  const s = Math.max(0, Math.round(ms / 1000));
+  const h = Math.floor(s / 3600);
+  const m = Math.floor((s % 3600) / 60);
+  const sec = s % 60;
+  return h > 0 ? `${h}h${String(m).padStart(2, '0')}m` : m > 0 ? `${m}m${String(sec).padStart(2, '0')}s` : `${sec}s`;
+}
+
+function compact(n: number): string {
+  if (n >= 1e6) return `${(n / 1e6).toFixed(n >= 1e7 ? 0 : 1)}M`;
+  if (n >= 1e3) return `${(n / 1e3).toFixed(n >= 1e4 ? 0 : 1)}K`;
+  return String(n);
+}
+
+/** A one-line progress bar (fits 120 columns). */
+export function progressLine(p: Progress, width = 24): string {
+  const frac = p.total > 0 ? Math.min(1, p.published / p.total) : 1;
+  const full = Math.round(frac * width);
+  const bar = `${'█'.repeat(full)}${'░'.repeat(width - full)}`;
+  const phase = p.phase === 'warmup' ? 'Phase I warm-up' : p.phase === 'paced' ? `sim +${duration(p.simSeconds * 1000)}${p.lagSeconds > 5 ? ` (behind ${duration(p.lagSeconds * 1000)})` : ''}` : p.phase;
+  return (
+    `fab-sim ▕${bar}▏ ${num(p.published)}/${num(p.total)} runs · ${p.runsPerSecond.toFixed(1)}/s · ${phase} · ` +
+    `processed ${num(p.processed)} · alarms ${num(p.alarms)} · holds ${num(p.holds)} · excursions caught ${p.detected}/${p.excursions}`
+  );
+}
+
+/** Renders progress on a terminal (one rewritten line) or as a line every `plainEveryMs`. */
+export class ProgressRenderer {
+  private lastPlain = 0;
+  private lastLine = '';
+
+  constructor(
+    private readonly out: NodeJS.WriteStream,
+    private readonly mode: 'bar' | 'plain' | 'none',
+    private readonly plainEveryMs = 10_000,
+  ) {}
+
+  update(p: Progress): void {
+    if (this.mode === 'none') return;
+    const line = progressLine(p);
+    if (this.mode === 'bar') {
+      if (line === this.lastLine) return;
+      this.lastLine = line;
+      const cols = this.out.columns ?? 160;
+      this.out.write(`\r\x1b[2K${line.slice(0, cols - 1)}`);
+      if (p.phase === 'done') this.out.write('\n');
+      return;
+    }
+    const now = Date.now();
+    if (p.phase === 'done' || now - this.lastPlain >= this.plainEveryMs) {
+      this.lastPlain = now;
+      this.out.write(`${line}\n`);
+    }
+  }
+}
+
+/** The fab at a glance (tools by type, weights). */
+export function fabOverview(fab: FabSpec): string {
+  const byType = new Map<string, { tools: number; chambers: number; weight: number }>();
+  for (const t of fab.tools) {
+    const e = byType.get(t.type) ?? { tools: 0, chambers: 0, weight: 0 };
+    e.tools++;
+    e.chambers += t.chambers.length;
+    e.weight += t.chambers.reduce((a, c) => a + c.weight, 0);
+    byType.set(t.type, e);
+  }
+  const w = weightStats(fab);
+  const sensors = fab.chambers.reduce((a, c) => a + c.sensors.length, 0);
+  const lines = [
+    `fab: ${num(fab.tools.length)} tools, ${num(fab.chambers.length)} chambers (seed ${fab.seed}); weight per run ${compact(w.min)}-${compact(w.max)} samples, median ${compact(w.median)}, p90 ${compact(w.p90)}; the heaviest 10% of chambers carry ${(w.top10Share * 100).toFixed(0)}% of the load`,
+    `      ${[...byType.entries()].map(([t, e]) => `${t} ${e.tools}/${e.chambers}`).join(' · ')}  (tools/chambers)`,
+    `      ${num(sensors)} analog sensors charted by the default strategy (mean and std each); ${num(fab.chambers.reduce((a, c) => a + c.svidCount, 0) - sensors)} setpoint/state SVIDs (constant per step: no limits)`,
+  ];
+  return lines.join('\n');
+}
+
+/** The end-of-run summary. */
+export function summaryText(r: SimulationResult, fab: FabSpec, ctx: { speed: number | 'max'; store: string }): string {
+  const s = r.score;
+  const chartsPerChamber = fab.chambers.reduce((a, c) => a + 2 * c.sensors.length, 0) / Math.max(1, fab.chambers.length);
+  const expected = expectedFalseAlarmRunRate(chartsPerChamber);
+  const pct = (x: number) => `${(x * 100).toFixed(1)}%`;
+  const lines: string[] = [];
+  lines.push('');
+  lines.push(`fab-sim summary — session ${r.sessionId}, ${num(r.chambers)} chambers on ${num(r.tools)} tools, speed ${ctx.speed === 'max' ? 'max' : `${ctx.speed}x`}, store ${ctx.store}${r.aborted ? ' (stopped early)' : ''}`);
+  lines.push(`  runs published    ${num(r.published)} of ${num(r.total)} in ${duration(r.publishMs)} (${r.runsPerSecond.toFixed(1)} runs/s, ${compact(r.samplesPublished)} samples)`);
+  const behind = r.aborted ? 'not processed yet when stopped' : 'not processed before the settle timeout';
+  lines.push(`  runs processed    ${num(r.processed)}${r.settled ? ' (all)' : ` — ${num(r.published - r.processed)} ${behind}`}`);
+  lines.push(`  Phase I           limits frozen on ${num(r.chartsWithLimits)} charts of ${num(r.chambersWithLimits)}/${num(r.chambers)} chambers`);
+  lines.push(
+    `  excursions        ${s.injected} injected, ${s.detected} detected${s.injected ? ` (${pct(s.detected / s.injected)})` : ''}${r.excursionsNotReached ? `; ${r.excursionsNotReached} planned ones not reached (stopped early)` : ''}`,
+  );
+  for (const k of EXCURSION_KINDS) {
+    const b = s.byKind[k];
+    if (b.injected === 0) continue;
+    const delay = b.meanDelay === null ? '—' : `${b.meanDelay.toFixed(1)} mean, ${b.maxDelay} max`;
+    lines.push(`    ${k.padEnd(16)}${String(b.detected).padStart(3)}/${b.injected}   detection delay (runs): ${delay}`);
+  }
+  for (const x of s.excursions.filter((e) => !e.detected)) {
+    lines.push(`    missed: ${x.excursion.id} ${x.excursion.kind} on ${x.excursion.chamber} ${x.excursion.svid}, runs ${x.excursion.startRun + 1}-${x.excursion.endRun + 1}`);
+  }
+  lines.push(`  false alarms      ${num(s.falseAlarms)} alarms on ${num(s.falseAlarmRuns)} of ${num(s.inControlRuns)} in-control runs after Phase I (${pct(s.falseAlarmRunRate)}; WE rules on ${chartsPerChamber.toFixed(1)} charts/chamber expect ~${pct(expected)} with known limits)`);
+  lines.push(`  holds             ${num(r.holdsPlaced)} placed by escalation (2 alarms within 5 runs); ${num(r.chambersOnHold)} chambers on hold now`);
+  lines.push(`  ground truth      ${r.groundTruthFile}`);
+  return lines.join('\n');
+}

@@ -1,0 +1,125 @@
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { banner, getJson, infraRequired, waitFor } from '@defender/infra-harness';
+import { CHROMIUM_ARGS, ensureChromium } from './lib/chromium';
+import { LocalFab } from './lib/local-fab';
+import { REPO } from './lib/processes';
+
+/**
+ * The README's local fab, end to end in a real browser: the launcher's cluster (NATS, election
+ * agent, controller, 3 defenders, dashboard; built bundles) with the fab simulator's runs, driven
+ * through the dashboard in Debian's headless Chromium by playwright-core.
+ */
+let chromiumPath: string | null = null;
+let unavailable: string | null = null;
+try {
+  chromiumPath = ensureChromium();
+} catch (err) {
+  unavailable = (err as Error).message;
+}
+
+const SHOTS = join(REPO, 'tmp', 'local-fab', 'test-screenshots');
+
+if (unavailable && !infraRequired()) {
+  process.stderr.write(banner(`chromium unavailable, the dashboard browser test is skipped: ${unavailable}`));
+}
+
+(unavailable && !infraRequired() ? describe.skip : describe)('local fab dashboard in headless Chromium', () => {
+  let fab: LocalFab | undefined;
+  let browser: Browser | undefined;
+  let page: Page;
+
+  beforeAll(async () => {
+    if (unavailable) throw new Error(`chromium is required (REQUIRE_INFRA=1): ${unavailable}`);
+    mkdirSync(SHOTS, { recursive: true });
+    fab = new LocalFab({
+      defenders: 3,
+      seedFab: ['--size', 'tiny'],
+      dashboardPort: 0,
+      heartbeatSeconds: 1,
+      coldStartWindowSeconds: 2,
+      scaleWindowSeconds: 2,
+      logLevel: 'warn',
+      keepRunDir: false,
+      terminal: false,
+      log: () => undefined,
+    });
+    await fab.start();
+    // 9 chambers x 26 runs as fast as the cluster takes them: Phase I (20 runs) completes everywhere.
+    const sim = fab.startSimulator('run', ['--no-seed', '--size', 'tiny', '--runs', '26', '--speed', 'max', '--excursions', '2', '--excursion-after', '22', '--progress', 'none', '--settle-timeout', '120'], false);
+    const res = await sim.exited;
+    if (res.code !== 0) throw new Error(`fab-sim exited with ${res.signal ?? res.code}: ${sim.tail(30)}`);
+    browser = await chromium.launch({ executablePath: chromiumPath!, args: CHROMIUM_ARGS });
+    page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+    page.on('pageerror', (err) => process.stderr.write(`[page error] ${err.message}\n`));
+  }, 300_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await fab?.stop();
+  }, 120_000);
+
+  const live = (p: Page) => p.locator('[data-testid="defender-row"][data-alive="true"]');
+
+  it('loads and shows the live defenders, the leader and the map', async () => {
+    await page.goto(fab!.dashboardUrl);
+    await page.waitForSelector('#conn.live', { timeout: 30_000 });
+    await waitFor('3 live defenders on screen', async () => (await live(page).count()) === 3, 30_000, 250);
+    const states = await page.locator('[data-testid="defender-row"] .badge').allTextContents();
+    expect(states).toEqual(['STABLE', 'STABLE', 'STABLE']);
+    expect(await page.locator('[data-testid="leader"]').textContent()).toBe('controller-0');
+    expect(await page.locator('[data-testid="map-version"]').textContent()).toMatch(/^v\d+$/);
+    // The chambers of the map add up on the defender rows.
+    const chambers = await page.locator('[data-testid="defender-row"]').evaluateAll((rows) => rows.reduce((a, r) => a + Number((r as HTMLElement).dataset['chambers']), 0));
+    expect(chambers).toBe(9);
+    await page.screenshot({ path: join(SHOTS, 'cluster.png'), fullPage: true });
+  });
+
+  it("renders a chamber's U-charts with centre line and control limits, and its alarms", async () => {
+    const { chambers } = (await getJson(`${fab!.dashboardUrl}api/v1/chambers`)).body as { chambers: { key: string }[] };
+    const key = chambers[0]!.key;
+    await page.goto(`${fab!.dashboardUrl}#/chamber/${encodeURIComponent(key)}`);
+    await page.waitForSelector(`[data-testid="chamber-head"][data-chamber="${key}"]`, { timeout: 30_000 });
+    const chart = page.locator('svg[data-testid="uchart"][data-has-limits="true"]').first();
+    await chart.waitFor({ timeout: 30_000 });
+    const y = async (cls: string) => Number(await chart.locator(`line.${cls}`).getAttribute('y1'));
+    const [ucl, cl, lcl] = [await y('ucl'), await y('center'), await y('lcl')];
+    // SVG y grows downwards: UCL above the centre line above LCL.
+    expect(ucl).toBeLessThan(cl);
+    expect(cl).toBeLessThan(lcl);
+    expect(await chart.locator('circle.pt').count()).toBeGreaterThanOrEqual(20);
+    const limits = await page.locator('[data-testid="chart"] .sub').first().textContent();
+    expect(limits).toMatch(/limits v1: CL .* UCL .* LCL/);
+    await page.screenshot({ path: join(SHOTS, 'chamber.png'), fullPage: true });
+  });
+
+  it('a Crash button kills a defender and the reassignment shows on screen', async () => {
+    await page.goto(fab!.dashboardUrl);
+    await waitFor('3 live defenders on screen', async () => (await live(page).count()) === 3, 30_000, 250);
+    const before = Number((await page.locator('[data-testid="map-version"]').textContent())!.slice(1));
+    const victim = 'defender-1';
+    const victimChambers = Number(await page.locator(`[data-testid="defender-row"][data-defender-id="${victim}"]`).getAttribute('data-chambers'));
+    expect(victimChambers).toBeGreaterThan(0);
+    await page.click(`[data-testid="crash-${victim}"]`);
+    // Heartbeats stop: after 3 missed intervals it is MISSING; the controller publishes a crash map.
+    await page.waitForSelector(`[data-testid="defender-row"][data-defender-id="${victim}"][data-alive="false"]`, { timeout: 30_000 });
+    await waitFor(
+      'a crash map without the victim on screen',
+      async () => {
+        const v = Number((await page.locator('[data-testid="map-version"]').textContent())!.slice(1));
+        const trigger = await page.locator('[data-testid="map-trigger"]').textContent();
+        const left = await page.locator(`[data-testid="defender-row"][data-defender-id="${victim}"]`).getAttribute('data-chambers');
+        return v > before && trigger === 'crash' && left === '0';
+      },
+      45_000,
+      250,
+    );
+    const survivors = await live(page).evaluateAll((rows) => rows.reduce((a, r) => a + Number((r as HTMLElement).dataset['chambers']), 0));
+    expect(survivors).toBe(9);
+    const history = await page.locator('[data-testid="history"] tr').first().textContent();
+    expect(history).toContain('crash');
+    expect(await page.locator('[data-testid="defender-row"][data-defender-id="defender-1"] .badge').textContent()).toBe('MISSING');
+    await page.screenshot({ path: join(SHOTS, 'after-crash.png'), fullPage: true });
+  });
+});

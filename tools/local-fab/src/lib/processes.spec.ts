@@ -1,0 +1,49 @@
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { killLeftovers, ManagedProcess, RUN_MARKER, writePidFile } from './processes';
+
+/** Leftovers of a launcher killed with SIGKILL are stopped at the next start, and nothing else. */
+describe('killLeftovers', () => {
+  let dir: string;
+  const started: ManagedProcess[] = [];
+
+  beforeAll(() => {
+    dir = mkdtempSync(join(tmpdir(), 'local-fab-pids-'));
+  });
+  afterAll(async () => {
+    await Promise.all(started.map((p) => p.stop('SIGKILL', 0)));
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const sleeper = (name: string, env: Record<string, string>) => {
+    const p = ManagedProcess.spawn({ name, role: 'defender', command: 'sleep', args: ['60'], env: { PATH: process.env['PATH'] ?? '', ...env }, logFile: null, port: 0 });
+    started.push(p);
+    return p;
+  };
+
+  it("kills a dead launcher's processes that carry its run marker; leaves the others and live launchers' alone", async () => {
+    const runDir = join(dir, 'run-1');
+    const liveRun = join(dir, 'run-2');
+    mkdirSync(runDir);
+    mkdirSync(liveRun);
+    const ours = sleeper('ours', { [RUN_MARKER]: runDir });
+    const otherRun = sleeper('other-run', { [RUN_MARKER]: join(dir, 'run-3') });
+    const unmarked = sleeper('unmarked', {});
+    const live = sleeper('live', { [RUN_MARKER]: liveRun });
+    // A launcher pid that is certainly gone: a process that has exited.
+    const gone = sleeper('gone', {});
+    await gone.stop('SIGKILL', 0);
+    writePidFile(runDir, [ours, otherRun, unmarked], gone.pid!);
+    writePidFile(liveRun, [live], process.pid);
+    // The marker must be in the environment before we look (spawned processes exec at once).
+    await new Promise((r) => setTimeout(r, 200));
+    expect(killLeftovers(dir)).toEqual([ours.pid]);
+    expect(await ours.exited).toMatchObject({ signal: 'SIGKILL' });
+    expect(otherRun.alive).toBe(true);
+    expect(unmarked.alive).toBe(true);
+    expect(live.alive).toBe(true);
+    expect(existsSync(join(runDir, 'pids.json'))).toBe(false);
+    expect(killLeftovers(join(dir, 'missing'))).toEqual([]);
+  });
+});

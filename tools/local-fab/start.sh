@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# The local fab in one command, also on a fresh clone: installs the dependencies when they are
+# missing or older than package-lock.json, builds the four apps (Nx caches them), then starts a
+# private nats-server (installed from Debian when missing and root), the election agent, the
+# controller, 3 defenders, the dashboard and the fab simulator. Ctrl-C stops everything.
+#   bash tools/local-fab/start.sh --help
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+mkdir -p tmp/local-fab
+
+if [ ! -x node_modules/.bin/nx ] || [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+  echo "local-fab: installing dependencies (npm ci) ..."
+  npm ci --no-audit --no-fund
+fi
+
+case " $* " in
+  *" --help "* | *" -h "*) ;;
+  *)
+    echo "local-fab: building defender, assignment-controller, election-agent, dashboard (log: tmp/local-fab/build.log) ..."
+    if ! NX_DAEMON=false npx nx run-many -t build -p defender assignment-controller election-agent dashboard --output-style=static >tmp/local-fab/build.log 2>&1; then
+      tail -n 40 tmp/local-fab/build.log
+      echo "local-fab: the build failed (full log: tmp/local-fab/build.log)" >&2
+      exit 1
+    fi
+    ;;
+esac
+
+export SWC_NODE_PROJECT="$PWD/tsconfig.base.json"
+exec node -r ./node_modules/@swc-node/register/index.js tools/local-fab/src/main.ts "$@"
