@@ -95,7 +95,8 @@ describeWithInfra(['nats'], 'ControllerEngine against real NATS KV', () => {
       defenders: [{ id: 'defender-0' }, { id: 'defender-1' }],
     });
     const rev = await b.maps.publish(old, null);
-    const beat = setInterval(() => void Promise.all(['defender-0', 'defender-1'].map((id) => b.heartbeats.publish(hb(id)))), 150);
+    let beating = ['defender-0', 'defender-1'];
+    const beat = setInterval(() => void Promise.all(beating.map((id) => b.heartbeats.publish(hb(id)))), 150);
     const leader = { on: true };
     const e = engine(b, '9', leader);
     const running = e.run(200);
@@ -108,7 +109,10 @@ describeWithInfra(['nats'], 'ControllerEngine against real NATS KV', () => {
 
       // A newer term (token 11) takes the map: this engine sees it and steps down.
       await b.maps.publish({ ...now.map, version: 6, fencingToken: '11', trigger: 'takeover' }, now.revision);
-      await b.heartbeats.remove('defender-1'); // a graceful leave makes it try to publish
+      // defender-1 leaves gracefully: the batch makes the engine publish, and its CAS meets token 11.
+      beating = ['defender-0'];
+      await new Promise((r) => setTimeout(r, 300));
+      await b.heartbeats.remove('defender-1');
       expect(await running).toMatch(/newer term \(token 11\)/);
     } finally {
       leader.on = false;
