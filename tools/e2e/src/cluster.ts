@@ -75,7 +75,7 @@ export class LocalCluster {
       NATS_KV_HEARTBEATS: `hb-${tag}`,
       NATS_KV_ASSIGNMENTS: `map-${tag}`,
       ELECTION_KV_BUCKET: `elect-${tag}`,
-      HEARTBEAT_INTERVAL_SECONDS: String(opts.heartbeatSeconds ?? 0.5),
+      HEARTBEAT_INTERVAL_SECONDS: String(opts.heartbeatSeconds ?? 1),
       MAX_DEFENDERS: String(opts.maxDefenders ?? 50),
       COLD_START_WINDOW_SECONDS: String(opts.coldStartWindowSeconds ?? 3),
       SCALE_WINDOW_SECONDS: String(opts.scaleWindowSeconds ?? 2),

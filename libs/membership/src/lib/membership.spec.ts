@@ -19,7 +19,7 @@ describe('ownership', () => {
     fc.assert(
       fc.property(keys, keys, (prev, next) => {
         const { added, removed } = diffOwnership(prev, next);
-        const result = new Set(prev);
+        const result = new Set<string>(prev);
         removed.forEach((r) => result.delete(r));
         added.forEach((a) => result.add(a));
         return [...result].sort().join() === [...next].sort().join() && added.every((a) => !removed.includes(a));
