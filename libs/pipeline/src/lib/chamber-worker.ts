@@ -182,15 +182,25 @@ export class ChamberWorker {
     }
   }
 
+  /**
+   * Waits for a notice or the idle poll. Each wait owns its timer and wake-up callback: a finished
+   * wait cancels its timer and clears the callback only if it is still its own, so an old timer can
+   * never swallow a newer wait's wake-up.
+   */
   private idle(): Promise<void> {
     if (this.pendingNotice) return Promise.resolve();
     return new Promise<void>((resolve) => {
+      const timer = new AbortController();
+      const onStop = () => timer.abort();
+      this.abort.signal.addEventListener('abort', onStop, { once: true });
       const done = () => {
-        this.wakeUp = undefined;
+        if (this.wakeUp === done) this.wakeUp = undefined;
+        this.abort.signal.removeEventListener('abort', onStop);
+        timer.abort();
         resolve();
       };
       this.wakeUp = done;
-      void this.deps.sleep(this.opts.idlePollMs, this.abort.signal).then(done);
+      void this.deps.sleep(this.opts.idlePollMs, timer.signal).then(done);
     });
   }
 

@@ -1,0 +1,121 @@
+// Observation helpers for the pipeline benchmark: Prometheus text histograms and counters from a
+// defender's /metrics, and memory / CPU of a process from /proc.
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+
+/** A cumulative Prometheus histogram (all label sets of one metric summed, `le` kept). */
+export interface Histo {
+  /** Upper bounds ascending, the last one +Inf, with cumulative counts. */
+  readonly buckets: { le: number; count: number }[];
+  readonly sum: number;
+  readonly count: number;
+}
+
+function labelValue(labels: string, name: string): string | undefined {
+  return new RegExp(`(?:^|,)${name}="([^"]*)"`).exec(labels)?.[1];
+}
+
+/** Parses histogram `name` from Prometheus text exposition (summing label sets per bucket). */
+export function parseHistogram(text: string, name: string): Histo {
+  const byLe = new Map<number, number>();
+  let sum = 0;
+  let count = 0;
+  for (const line of text.split('\n')) {
+    if (!line.startsWith(name)) continue;
+    const m = /^(\S+?)(?:\{([^}]*)\})?\s+(\S+)$/.exec(line);
+    if (!m) continue;
+    const [, metric, labels = '', value] = m;
+    const v = Number(value);
+    if (metric === `${name}_bucket`) {
+      const le = labelValue(labels, 'le');
+      if (le === undefined) continue;
+      const k = le === '+Inf' ? Infinity : Number(le);
+      byLe.set(k, (byLe.get(k) ?? 0) + v);
+    } else if (metric === `${name}_sum`) sum += v;
+    else if (metric === `${name}_count`) count += v;
+  }
+  const buckets = [...byLe.entries()].sort((a, b) => a[0] - b[0]).map(([le, c]) => ({ le, count: c }));
+  return { buckets, sum, count };
+}
+
+/** `after - before` (observations made in between). */
+export function diffHistogram(after: Histo, before: Histo): Histo {
+  const prev = new Map(before.buckets.map((b) => [b.le, b.count]));
+  return {
+    buckets: after.buckets.map((b) => ({ le: b.le, count: b.count - (prev.get(b.le) ?? 0) })),
+    sum: after.sum - before.sum,
+    count: after.count - before.count,
+  };
+}
+
+/** Quantile `q` (0..1) by linear interpolation inside the bucket, as PromQL's histogram_quantile. */
+export function histogramQuantile(h: Histo, q: number): number {
+  if (h.count <= 0 || h.buckets.length === 0) return NaN;
+  const rank = q * h.count;
+  let prevLe = 0;
+  let prevCount = 0;
+  for (const b of h.buckets) {
+    if (b.count >= rank) {
+      if (b.le === Infinity) return prevLe; // beyond the last finite bound: report that bound
+      const inBucket = b.count - prevCount;
+      return inBucket <= 0 ? b.le : prevLe + (b.le - prevLe) * ((rank - prevCount) / inBucket);
+    }
+    prevLe = b.le;
+    prevCount = b.count;
+  }
+  return prevLe;
+}
+
+/** Sums counter `name` over its label sets, optionally only those whose labels contain `filter`. */
+export function parseCounter(text: string, name: string, filter?: string): number {
+  let total = 0;
+  for (const line of text.split('\n')) {
+    if (!line.startsWith(name)) continue;
+    const m = /^(\S+?)(?:\{([^}]*)\})?\s+(\S+)$/.exec(line);
+    if (!m || m[1] !== name) continue;
+    if (filter && !(m[2] ?? '').includes(filter)) continue;
+    total += Number(m[3]);
+  }
+  return total;
+}
+
+/** VmRSS and VmHWM (peak RSS since the process started) in MiB; undefined when the process is gone. */
+export function memoryOf(pid: number): { rssMb: number; hwmMb: number } | undefined {
+  try {
+    const s = readFileSync(`/proc/${pid}/status`, 'utf8');
+    const kb = (k: string) => Number(new RegExp(`^${k}:\\s+(\\d+) kB`, 'm').exec(s)?.[1] ?? NaN);
+    return { rssMb: kb('VmRSS') / 1024, hwmMb: kb('VmHWM') / 1024 };
+  } catch {
+    return undefined;
+  }
+}
+
+let clockTicks: number | undefined;
+
+/** User + system CPU time of a process so far, in ms. */
+export function cpuMsOf(pid: number): number {
+  if (clockTicks === undefined) {
+    try {
+      clockTicks = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+    } catch {
+      clockTicks = 100;
+    }
+  }
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    // After the command: state(0) ppid(1) ... utime(11) stime(12).
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / clockTicks;
+  } catch {
+    return NaN;
+  }
+}
+
+/** 1-minute load average. */
+export function loadAverage(): number {
+  try {
+    return Number(readFileSync('/proc/loadavg', 'utf8').split(' ')[0]);
+  } catch {
+    return NaN;
+  }
+}
