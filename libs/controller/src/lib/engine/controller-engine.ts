@@ -200,11 +200,29 @@ export class ControllerEngine {
     return this.chamberList;
   }
 
+  /**
+   * Bounds one NATS read: a listing that never completes (seen under heavy load while the
+   * connection drained) must not freeze the controller, or crashes would go undetected. A miss
+   * counts as NATS unavailable, which the loop retries.
+   */
+  private async withDeadline<T>(what: string, p: Promise<T>): Promise<T> {
+    const ms = Math.max(5000, 2 * (this.config.trigger.heartbeatIntervalMs ?? 2000));
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new NatsUnavailableError(`${what}: no answer within ${ms} ms`)), ms);
+    });
+    try {
+      return await Promise.race([p, deadline]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
   private async tick(): Promise<TriggerDecision> {
     const trigger = this.trigger;
     if (!trigger) throw new Error('tick before takeover');
     const now = this.deps.now();
-    const { heartbeats } = await this.deps.heartbeats.readAll();
+    const { heartbeats } = await this.withDeadline('read the heartbeats', this.deps.heartbeats.readAll());
     const capacity = new Map(heartbeats.map((h) => [h.heartbeat.defenderId, h.heartbeat.capacity ?? 1]));
     const seen = this.clock.observe(
       heartbeats.map((h) => ({ id: h.heartbeat.defenderId, revision: h.revision })),
