@@ -29,6 +29,11 @@ export const defenderEnvSchema = z.object({
   PROCESS_MAX_ATTEMPTS: env.int(3, 1, 100),
   /** Runs processed at once across chambers (one chamber's runs never in parallel). */
   MAX_CONCURRENT_MESSAGES: env.int(10, 1, 1000),
+  /**
+   * Bound on the trace bytes held by runs in flight (a 3.6 M-sample f64 trace is ~29 MB): a run
+   * waits for room before reading its trace; one bigger than the budget runs alone.
+   */
+  TRACE_MEMORY_MB: env.int(64, 1, 65_536),
   /** Budget of the in-memory U-chart history cache. */
   CACHE_SIZE_MB: env.int(100, 1, 65_536),
   /** Largest trace accepted, in samples over all SVIDs; bigger ones are dead-lettered. */

@@ -16,9 +16,10 @@ import {
   RunNotification,
   RunPointSet,
   TraceNotFoundError,
+  TraceRecord,
 } from '@defender/contracts';
 import { EventSink, HistoryProvider, NotificationMessage, NotificationSource, PipelineObserver, PipelineStore, RunEvaluator } from './ports';
-import { Semaphore } from './semaphore';
+import { ByteBudget, Semaphore } from './semaphore';
 
 /** Settings of a {@link ChamberWorker}. */
 export interface WorkerOptions {
@@ -44,6 +45,12 @@ export interface WorkerDeps {
   readonly evaluator: RunEvaluator;
   readonly cache: HistoryProvider;
   readonly semaphore: Semaphore;
+  /**
+   * Bounds the bytes of traces held by runs in flight (TRACE_MEMORY_MB): a run reserves its declared
+   * size before its attempts (waiting does not count against the attempt timeout); an undeclared
+   * size is charged once the trace is read. Without it, traces are not bounded.
+   */
+  readonly traceBudget?: ByteBudget;
   readonly observer?: PipelineObserver;
   readonly now: () => Date;
   readonly monotonic: () => number;
@@ -64,6 +71,14 @@ class DeadLetterSignal extends Error {
 
 class AttemptTimeoutError extends Error {
   override readonly name = 'AttemptTimeoutError';
+}
+
+/** One attempt at a run: told to stop when it timed out; time paused by outages (ms, monotonic). */
+interface AttemptState {
+  readonly abandoned: AbortSignal;
+  outageMs: number;
+  /** Start of the outage pause in progress (the failed call, then the backoff). */
+  pausedSince: number | undefined;
 }
 
 function isOutage(err: unknown): boolean {
@@ -94,6 +109,8 @@ export class ChamberWorker {
   private pendingNotice = false;
   private loop: Promise<void> | undefined;
   private highWaterMark = 0;
+  /** The attempt in progress, if any (see withTimeout). */
+  private currentAttempt: AttemptState | undefined;
   private inflightRun = false;
   private processed = 0;
   readonly key: string;
@@ -204,17 +221,33 @@ export class ChamberWorker {
     });
   }
 
-  /** Runs `fn`, retrying with backoff while NATS or the store is unavailable. */
+  /**
+   * Runs `fn`, retrying with backoff while NATS or the store is unavailable. Inside an attempt, the
+   * time lost to the outage (the failed call and the backoff) extends the attempt's timeout, and an
+   * attempt that timed out stops at its next step.
+   */
   private async outageRetry<T>(what: string, fn: () => Promise<T>): Promise<T> {
+    const inAttempt = this.currentAttempt;
     for (let attempt = 0; ; attempt++) {
       if (this.abort.signal.aborted && what !== 'commit') throw new StoppedSignal();
+      if (inAttempt?.abandoned.aborted) throw new AttemptTimeoutError(`abandoned at ${what}: the attempt timed out`);
+      const t0 = this.deps.monotonic();
       try {
         return await fn();
       } catch (err) {
         if (!isOutage(err)) throw err;
+        // The failed call counts as paused, and so does the backoff while it lasts.
+        if (inAttempt) inAttempt.pausedSince = t0;
         this.deps.observer?.paused?.(this.key, what, err);
         const delay = Math.min(this.opts.maxOutageBackoffMs, 100 * 2 ** Math.min(attempt, 10)) * (0.5 + Math.random() / 2);
-        await this.deps.sleep(delay, this.abort.signal);
+        try {
+          await this.deps.sleep(delay, inAttempt ? AbortSignal.any([this.abort.signal, inAttempt.abandoned]) : this.abort.signal);
+        } finally {
+          if (inAttempt) {
+            inAttempt.outageMs += this.deps.monotonic() - t0;
+            inAttempt.pausedSince = undefined;
+          }
+        }
         if (this.abort.signal.aborted) throw new StoppedSignal();
       }
     }
@@ -223,9 +256,19 @@ export class ChamberWorker {
   private async process(msg: NotificationMessage): Promise<void> {
     const started = this.deps.monotonic();
     this.deps.observer?.received?.(this.key, msg.sequence);
+    const declared = declaredTraceBytes(msg, this.opts.maxTracePoints);
+    const releaseBudget = declared > 0 && this.deps.traceBudget ? await this.deps.traceBudget.acquire(declared) : undefined;
+    try {
+      await this.attempts(msg, started, releaseBudget ? declared : 0);
+    } finally {
+      releaseBudget?.();
+    }
+  }
+
+  private async attempts(msg: NotificationMessage, started: number, reserved: number): Promise<void> {
     for (let attempt = 1; ; attempt++) {
       try {
-        const outcome = await this.withTimeout(this.attempt(msg));
+        const outcome = await this.withTimeout(() => this.attempt(msg, reserved));
         this.highWaterMark = msg.sequence;
         this.processed++;
         this.deps.observer?.processed?.(this.key, msg.sequence, this.deps.monotonic() - started, outcome);
@@ -254,16 +297,49 @@ export class ChamberWorker {
     }
   }
 
-  private async withTimeout<T>(p: Promise<T>): Promise<T> {
-    const timer = new AbortController();
-    const timeout = this.deps.sleep(this.opts.processTimeoutMs, timer.signal).then(() => {
-      if (!timer.signal.aborted) throw new AttemptTimeoutError(`run took longer than ${this.opts.processTimeoutMs} ms`);
-      return undefined as never;
-    });
+  /**
+   * Runs one attempt bounded by `processTimeoutMs` of its own work: time paused by an outage does
+   * not count (a store or NATS outage pauses the chamber; it must never use up the attempts and
+   * dead-letter a valid run). When the bound is reached, the attempt is told to stop at its next
+   * step, and the next attempt starts only after it has ended: two attempts at one run never
+   * overlap (an abandoned attempt that committed late made its retry see the run as a duplicate,
+   * or the dead letter of a run race its commit; found by the chaos suite's store outage). If it
+   * committed after all, its outcome counts.
+   */
+  private async withTimeout<T>(run: () => Promise<T>): Promise<T> {
+    const ctl = new AbortController();
+    const state: AttemptState = { abandoned: ctl.signal, outageMs: 0, pausedSince: undefined };
+    // Attempts never overlap, so the one in progress is the worker's (outageRetry reads it).
+    this.currentAttempt = state;
     try {
-      return await Promise.race([p, timeout]);
+      const started = this.deps.monotonic();
+      const p = run();
+      const timer = new AbortController();
+      const timeout = (async (): Promise<'timeout' | undefined> => {
+        for (;;) {
+          const now = this.deps.monotonic();
+          const paused = state.outageMs + (state.pausedSince === undefined ? 0 : now - state.pausedSince);
+          const left = started + this.opts.processTimeoutMs + paused - now;
+          if (left <= 0) return 'timeout';
+          await this.deps.sleep(left, timer.signal);
+          if (timer.signal.aborted) return undefined;
+        }
+      })();
+      try {
+        const first = await Promise.race([p.then((value) => ({ value })), timeout]);
+        if (first !== 'timeout' && first !== undefined) return first.value;
+      } finally {
+        timer.abort();
+      }
+      ctl.abort();
+      try {
+        return await p;
+      } catch (err) {
+        if (err instanceof FencedError || err instanceof StoppedSignal || err instanceof DeadLetterSignal) throw err;
+        throw new AttemptTimeoutError(`run took longer than ${this.opts.processTimeoutMs} ms`, { cause: err });
+      }
     } finally {
-      timer.abort();
+      this.currentAttempt = undefined;
     }
   }
 
@@ -287,7 +363,58 @@ export class ChamberWorker {
     return this.outageRetry('history', () => this.deps.cache.history(this.chamber, { limit, highWaterMark: this.highWaterMark }));
   }
 
-  private async attempt(msg: NotificationMessage): Promise<'applied' | 'already-applied'> {
+  /**
+   * Reads the trace, evaluates the run and summarizes the trace for the weights; the trace (the big
+   * allocation of a run) is referenced only inside, so it can be collected before the commit and
+   * the publications; what the reservation (`reserved` bytes) does not cover is charged to the trace
+   * budget while the trace is held.
+   */
+  private async evaluateTrace(
+    msg: NotificationMessage,
+    n: RunNotification,
+    ctx: Pick<Parameters<RunEvaluator['evaluate']>[0], 'history' | 'limits' | 'strategy'>,
+    reserved: number,
+  ): Promise<{ evaluation: ReturnType<RunEvaluator['evaluate']>; observation: ReturnType<typeof observeTrace> }> {
+    const t1 = this.deps.monotonic();
+    let trace;
+    try {
+      trace = await this.outageRetry('trace', () => this.deps.store.traces.read({ ...this.chamber, runId: n.runId }));
+    } catch (err) {
+      if (err instanceof TraceNotFoundError) throw new DeadLetterSignal('missing-trace', err.message, n.runId);
+      if (err instanceof CorruptRecordError) throw new DeadLetterSignal('corrupt-trace', err.message, n.runId);
+      throw err;
+    }
+    const extra = traceBytes(trace) - reserved;
+    const release = extra > 0 ? this.deps.traceBudget?.charge(extra) : undefined;
+    try {
+      let samples = 0;
+      for (const s of trace.svids.values()) samples += s.length;
+      if (samples === 0) throw new DeadLetterSignal('invalid-trace', 'the trace holds no samples', n.runId);
+      if (samples > this.opts.maxTracePoints) {
+        throw new DeadLetterSignal('trace-too-large', `${samples} samples exceed the limit of ${this.opts.maxTracePoints}`, n.runId);
+      }
+      this.deps.observer?.stage?.('trace', this.deps.monotonic() - t1);
+
+      const t2 = this.deps.monotonic();
+      let evaluation;
+      try {
+        evaluation = this.deps.evaluator.evaluate({ chamber: this.chamber, sequence: msg.sequence, notification: n, trace, ...ctx, now: this.deps.now() });
+      } catch (err) {
+        // Input the evaluator can never use (e.g. a malformed trace) is dead-lettered at once, not retried.
+        const reason = (err as { deadLetterReason?: unknown } | null)?.deadLetterReason;
+        if (typeof reason === 'string' && (DEAD_LETTER_REASONS as readonly string[]).includes(reason)) {
+          throw new DeadLetterSignal(reason as DeadLetterReason, (err as Error).message, n.runId);
+        }
+        throw err;
+      }
+      this.deps.observer?.stage?.('evaluate', this.deps.monotonic() - t2);
+      return { evaluation, observation: observeTrace(trace, this.deps.now()) };
+    } finally {
+      release?.();
+    }
+  }
+
+  private async attempt(msg: NotificationMessage, reserved: number): Promise<'applied' | 'already-applied'> {
     const n = this.parse(msg);
     // Refuse a declared-huge trace before reading it (it would be held in memory whole).
     const declared = n.trace.samples !== undefined ? n.trace.samples * n.svids.length : undefined;
@@ -301,51 +428,15 @@ export class ChamberWorker {
       this.outageRetry('limits', () => this.deps.store.uchart.currentLimitSets(this.chamber)),
     ]);
     this.deps.observer?.stage?.('history', this.deps.monotonic() - t0);
-    if (history.some((h) => h.runId === n.runId)) {
+    // The run stored at this very sequence is a replay (the commit below answers `already-applied`
+    // and re-publishes), not a duplicate: only an earlier sequence makes it one.
+    if (history.some((h) => h.runId === n.runId && h.sequence < msg.sequence)) {
       throw new DeadLetterSignal('duplicate-run', `run ${n.runId} was already applied at an earlier sequence`, n.runId);
     }
     const meta = await this.outageRetry('metadata', () => this.deps.store.chamberMetadata.get(this.chamber));
     if (!meta) throw new DeadLetterSignal('unknown-chamber', `${this.key} has no chamber metadata`, n.runId);
 
-    const t1 = this.deps.monotonic();
-    let trace;
-    try {
-      trace = await this.outageRetry('trace', () => this.deps.store.traces.read({ ...this.chamber, runId: n.runId }));
-    } catch (err) {
-      if (err instanceof TraceNotFoundError) throw new DeadLetterSignal('missing-trace', err.message, n.runId);
-      if (err instanceof CorruptRecordError) throw new DeadLetterSignal('corrupt-trace', err.message, n.runId);
-      throw err;
-    }
-    let samples = 0;
-    for (const s of trace.svids.values()) samples += s.length;
-    if (samples === 0) throw new DeadLetterSignal('invalid-trace', 'the trace holds no samples', n.runId);
-    if (samples > this.opts.maxTracePoints) {
-      throw new DeadLetterSignal('trace-too-large', `${samples} samples exceed the limit of ${this.opts.maxTracePoints}`, n.runId);
-    }
-    this.deps.observer?.stage?.('trace', this.deps.monotonic() - t1);
-
-    const t2 = this.deps.monotonic();
-    let evaluation;
-    try {
-      evaluation = this.deps.evaluator.evaluate({
-        chamber: this.chamber,
-        sequence: msg.sequence,
-        notification: n,
-        trace,
-        history,
-        limits,
-        strategy: strategyRec?.document,
-        now: this.deps.now(),
-      });
-    } catch (err) {
-      // Input the evaluator can never use (e.g. a malformed trace) is dead-lettered at once, not retried.
-      const reason = (err as { deadLetterReason?: unknown } | null)?.deadLetterReason;
-      if (typeof reason === 'string' && (DEAD_LETTER_REASONS as readonly string[]).includes(reason)) {
-        throw new DeadLetterSignal(reason as DeadLetterReason, (err as Error).message, n.runId);
-      }
-      throw err;
-    }
-    this.deps.observer?.stage?.('evaluate', this.deps.monotonic() - t2);
+    const { evaluation, observation } = await this.evaluateTrace(msg, n, { history, limits, strategy: strategyRec?.document }, reserved);
     if (evaluation.points.length === 0 && evaluation.skipped.length > 0) {
       throw new DeadLetterSignal(
         'no-indicators',
@@ -387,7 +478,7 @@ export class ChamberWorker {
       await this.outageRetry('publish', () => this.publishEvents(msg.sequence, n, evaluation.alarms, evaluation.hold));
       // Input for the scheduled weight recompute; a lost observation only makes the weight less fresh.
       try {
-        await this.deps.store.chamberMetadata.recordObservation(observeTrace(trace, this.deps.now()));
+        await this.deps.store.chamberMetadata.recordObservation(observation);
       } catch (err) {
         this.deps.observer?.paused?.(this.key, 'observation', err);
       }
@@ -453,6 +544,31 @@ export class ChamberWorker {
 
 class StoppedSignal extends Error {
   override readonly name = 'StoppedSignal';
+}
+
+/** Bytes a trace's arrays occupy (SVIDs and explicit times). */
+function traceBytes(trace: TraceRecord): number {
+  let bytes = trace.timing.kind === 'explicit' ? trace.timing.timesSeconds.byteLength : 0;
+  for (const a of trace.svids.values()) bytes += a.byteLength;
+  return bytes;
+}
+
+/**
+ * Memory a notification's trace will take, from its declared samples per SVID (at most 8 bytes
+ * each; explicit sample times, if any, are charged once read); 0 when it declares none, cannot be parsed, or exceeds the
+ * trace limit (it is dead-lettered before any read).
+ */
+export function declaredTraceBytes(msg: NotificationMessage, maxTracePoints: number): number {
+  let n: RunNotification;
+  try {
+    n = parseRunNotification(msg.data);
+  } catch (err) {
+    if (err instanceof InvalidMessageError) return 0;
+    throw err;
+  }
+  const samples = n.trace.samples;
+  if (samples === undefined || samples * n.svids.length > maxTracePoints) return 0;
+  return samples * n.svids.length * 8;
 }
 
 function runIdOf(msg: NotificationMessage): string {

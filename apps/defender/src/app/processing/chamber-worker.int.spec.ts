@@ -7,7 +7,7 @@ import { jetstream } from '@nats-io/jetstream';
 import { notificationSubject } from '@defender/contracts';
 import { describeWithInfra, startNatsServer, waitFor } from '@defender/infra-harness';
 import { ensureStreams, NotificationReader, publishOnce, watchNotifications } from '@defender/nats-kv';
-import { ChamberWorker, createRunEvaluator, Semaphore, WorkerDeps } from '@defender/pipeline';
+import { ByteBudget, ChamberWorker, createRunEvaluator, RunEvaluator, Semaphore, WorkerDeps } from '@defender/pipeline';
 import { SqliteStore, UChartHistoryCache } from '@defender/store';
 
 const chamber = { toolId: 't1', chamberId: 'c1' };
@@ -83,6 +83,110 @@ describeWithInfra(['nats'], 'ChamberWorker fencing against real NATS and SQLite'
       await feed.stop();
       cache.close();
     } finally {
+      await store.close();
+      await nc.close();
+      await nats.stop();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+/**
+ * TRACE_MEMORY_MB: runs of many chambers in flight at once hold at most the budget's worth of
+ * traces (a slow store makes every read overlap), a trace larger than the whole budget still runs
+ * (alone), and every run is applied once.
+ */
+describeWithInfra(['nats'], 'ChamberWorker trace memory budget against real NATS and SQLite', () => {
+  it('never holds more traces than the budget allows, and applies every run', async () => {
+    const nats = await startNatsServer();
+    const dir = mkdtempSync(join(tmpdir(), 'worker-budget-'));
+    const nc = await connect({ servers: nats.url });
+    const store = await SqliteStore.open({ filename: join(dir, 'd.db') });
+    const chambers = Array.from({ length: 6 }, (_, i) => ({ toolId: 't1', chamberId: `c${i}` }));
+    const SAMPLES = 4096; // one SVID, f64: 32 KiB per trace
+    const budget = new ByteBudget(2 * SAMPLES * 8); // room for two traces
+    let held = 0;
+    let peakHeld = 0;
+    let peakBytes = 0;
+    const workers: ChamberWorker[] = [];
+    try {
+      await ensureStreams(nc);
+      for (const ch of chambers) {
+        await store.chamberMetadata.upsert({ ...ch, svidCount: 1, collectionFreqHz: 1, contextDurationSeconds: 60, weight: 60, lastUpdated: new Date(), source: 'configured', observedRuns: 0 });
+      }
+      const reader = await NotificationReader.open(nc);
+      const cache = new UChartHistoryCache({ source: store.uchart, sizeMb: 8 });
+      const evaluator = createRunEvaluator();
+      const countingEvaluator: RunEvaluator = {
+        historyRuns: (s) => evaluator.historyRuns(s),
+        evaluate: (input) => {
+          try {
+            return evaluator.evaluate(input);
+          } finally {
+            held--;
+          }
+        },
+      };
+      // The real store, with a slow trace read (as a remote store would be) so reads overlap.
+      const slowStore = Object.create(store) as typeof store;
+      Object.defineProperty(slowStore, 'traces', {
+        value: {
+          ...store.traces,
+          read: async (run: Parameters<typeof store.traces.read>[0]) => {
+            held++;
+            peakHeld = Math.max(peakHeld, held);
+            peakBytes = Math.max(peakBytes, budget.inUse);
+            await new Promise((r) => setTimeout(r, 15));
+            return store.traces.read(run);
+          },
+        },
+      });
+      const semaphore = new Semaphore(8);
+      const deps = (): WorkerDeps => ({
+        source: reader,
+        sink: { publish: async (s, p, id) => void (await publishOnce(nc, s, p, id)) },
+        store: slowStore,
+        evaluator: countingEvaluator,
+        cache,
+        semaphore,
+        traceBudget: budget,
+        now: () => new Date(),
+        monotonic: () => performance.now(),
+        sleep,
+      });
+      const opts = { processTimeoutMs: 10_000, maxAttempts: 3, idlePollMs: 60_000, maxTracePoints: 1_000_000, maxOutageBackoffMs: 1000, ownerId: 'defender-0' };
+      const published = new Map<string, number[]>();
+      const publishRun = async (ch: { toolId: string; chamberId: string }, k: number, samples: number) => {
+        const values = new Float64Array(samples).map((_, i) => 50 + Math.sin(i + k));
+        const runId = `${ch.chamberId}-r${k}`;
+        await store.traces.write({ ...ch, runId, timing: { kind: 'regular', startSeconds: 1_800_000_000 + k * 60, frequencyHz: 1 }, svids: new Map([[SVIDS[0]!, values]]), steps: [] });
+        const start = new Date(Date.UTC(2026, 10, 25, 0, k)).toISOString();
+        const body = { schema: 1, ...ch, runId, recipe: 'R', contextWindow: { start, end: start }, svids: SVIDS, trace: { store: 'default', samples }, completedAt: start };
+        const seq = (await jetstream(nc).publish(notificationSubject(ch.toolId, ch.chamberId), JSON.stringify(body))).seq;
+        published.set(ch.chamberId, [...(published.get(ch.chamberId) ?? []), seq]);
+      };
+      // Everything is in the stream before the workers start: all six chambers have runs waiting.
+      for (let k = 0; k < 4; k++) for (const ch of chambers) await publishRun(ch, k, SAMPLES);
+      await publishRun(chambers[0]!, 4, SAMPLES * 5); // larger than the whole budget
+      for (const ch of chambers) {
+        const w = new ChamberWorker(ch, 1, deps(), opts);
+        workers.push(w);
+        w.start(() => undefined);
+      }
+      await waitFor('every run applied', async () => workers.every((w) => w.mark === published.get(w.chamber.chamberId)!.at(-1)), 30_000);
+
+      for (const ch of chambers) {
+        const runs = await store.uchart.history(ch, { limit: 100 });
+        expect(runs.map((r) => r.sequence)).toEqual(published.get(ch.chamberId));
+        expect(runs.every((r) => r.points.length > 0)).toBe(true);
+      }
+      expect(peakHeld).toBe(2); // six chambers ready at once, room for two traces
+      expect(peakBytes).toBeLessThanOrEqual(budget.capacity);
+      expect(held).toBe(0);
+      expect(budget.inUse).toBe(0);
+      cache.close();
+    } finally {
+      await Promise.all(workers.map((w) => w.stop()));
       await store.close();
       await nc.close();
       await nats.stop();

@@ -7,7 +7,7 @@ import { ChamberRef, DeadLetter, DefenderStore, parseNotificationSubject, splitC
 import { ownerEpoch } from '@defender/membership';
 import { ensureStreams, NotificationFeed, NotificationReader, publishOnce, watchNotifications } from '@defender/nats-kv';
 import { NatsConnectionService, StoreService } from '@defender/nest-common';
-import { ChamberWorker, PipelineObserver, RunEvaluator, Semaphore, WorkerDeps } from '@defender/pipeline';
+import { ChamberWorker, PipelineObserver, ByteBudget, RunEvaluator, Semaphore, WorkerDeps } from '@defender/pipeline';
 import { UChartHistoryCache } from '@defender/store';
 import { DefenderConfig } from '../config';
 import { DEFENDER_CONFIG } from '../tokens';
@@ -41,6 +41,7 @@ export class ProcessingService implements ChamberWork, OnApplicationBootstrap, O
   private readonly logger = new Logger(ProcessingService.name);
   private readonly workers = new Map<string, ChamberWorker>();
   private readonly semaphore: Semaphore;
+  private readonly traceBudget: ByteBudget;
   private cache: UChartHistoryCache | undefined;
   private reader: NotificationReader | undefined;
   private feed: NotificationFeed | undefined;
@@ -71,6 +72,7 @@ export class ProcessingService implements ChamberWork, OnApplicationBootstrap, O
     @InjectMetric(PM.inflight) private readonly inflightGauge: Gauge,
   ) {
     this.semaphore = new Semaphore(config.MAX_CONCURRENT_MESSAGES);
+    this.traceBudget = new ByteBudget(config.TRACE_MEMORY_MB * 1024 * 1024);
   }
 
   onApplicationBootstrap(): void {
@@ -240,6 +242,7 @@ export class ProcessingService implements ChamberWork, OnApplicationBootstrap, O
       evaluator: this.evaluator,
       cache,
       semaphore: this.semaphore,
+      traceBudget: this.traceBudget,
       observer: this.observer(),
       now: () => new Date(),
       monotonic: () => performance.now(),
