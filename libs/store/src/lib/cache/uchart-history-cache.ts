@@ -1,6 +1,6 @@
 import Database from 'better-sqlite3';
 import { chamberKey, validatePositiveInt, type ChamberRef, type RunPointSet, type UChartRepository } from '@defender/contracts';
-import { decodePointSet, encodePointSet } from '../codec/point-set-codec';
+import { decodeCachedPoints, encodeCachedPoints, StringTable } from './cache-codec';
 
 /** Options of {@link UChartHistoryCache}. */
 export interface UChartHistoryCacheOptions {
@@ -34,9 +34,11 @@ interface Entry {
   runs: number;
   /** Sequence of the newest cached run; 0 when the chamber has no committed run. */
   newestSeq: number;
+  /** The chamber's indicator keys and chart names, referred to by index from its cached runs. */
+  readonly strings: StringTable;
 }
 
-/** Accounted size of one cached run: its encoded points plus a fixed allowance for keys and index. */
+/** Accounted size of one cached run: its encoded points plus a fixed allowance for row keys and index. */
 function runBytes(body: Buffer, run: RunPointSet): number {
   return body.length + run.runId.length + (run.recipe?.length ?? 0) + 96;
 }
@@ -102,7 +104,7 @@ export class UChartHistoryCache {
     if (entry && (options.highWaterMark === undefined || options.highWaterMark === entry.newestSeq)) {
       this.hits++;
       this.touch(key, entry);
-      return this.read(chamber, key, options.limit);
+      return this.read(chamber, key, entry, options.limit);
     }
     this.misses++;
     if (entry) this.drop(key);
@@ -120,13 +122,16 @@ export class UChartHistoryCache {
     if (inFlight) inFlight.stale = true;
     const entry = this.lru.get(key);
     if (!entry || run.sequence <= entry.newestSeq) return;
-    const body = encodePointSet(run.points);
+    const tableBefore = entry.strings.bytes;
+    const body = encodeCachedPoints(run.points, entry.strings);
     const bytes = runBytes(body, run);
+    // New strings stay with the chamber (not with this run) until the chamber is dropped.
+    const grown = entry.strings.bytes - tableBefore;
     this.db.transaction(() => {
       this.insert.run(key, run.sequence, run.runId, run.epoch, run.committedAt.getTime(), run.recipe ?? null, body, bytes);
-      entry.bytes += bytes;
+      entry.bytes += bytes + grown;
       entry.runs += 1;
-      this.totalBytes += bytes;
+      this.totalBytes += bytes + grown;
       entry.newestSeq = run.sequence;
       const excess = entry.runs - this.runsPerChamber;
       if (excess > 0) {
@@ -211,7 +216,7 @@ export class UChartHistoryCache {
     }
   }
 
-  private read(chamber: ChamberRef, key: string, limit: number): RunPointSet[] {
+  private read(chamber: ChamberRef, key: string, entry: Entry, limit: number): RunPointSet[] {
     const rows = this.select.all(key, limit) as { seq: number; run_id: string; epoch: number; committed_at: number; recipe: string | null; body: Buffer }[];
     return rows
       .map((r) => ({
@@ -222,7 +227,7 @@ export class UChartHistoryCache {
         epoch: r.epoch,
         committedAt: new Date(r.committed_at),
         ...(r.recipe !== null ? { recipe: r.recipe } : {}),
-        points: decodePointSet(r.body, { chamber, sequence: r.seq, runId: r.run_id, table: 'uchart cache' }),
+        points: decodeCachedPoints(r.body, entry.strings),
       }))
       .reverse();
   }
@@ -248,10 +253,10 @@ export class UChartHistoryCache {
 
   private store(key: string, runs: readonly RunPointSet[]): void {
     if (this.lru.has(key)) this.drop(key);
-    const entry: Entry = { bytes: 0, runs: 0, newestSeq: 0 };
+    const entry: Entry = { bytes: 0, runs: 0, newestSeq: 0, strings: new StringTable() };
     this.db.transaction(() => {
       for (const run of runs) {
-        const body = encodePointSet(run.points);
+        const body = encodeCachedPoints(run.points, entry.strings);
         const bytes = runBytes(body, run);
         this.insert.run(key, run.sequence, run.runId, run.epoch, run.committedAt.getTime(), run.recipe ?? null, body, bytes);
         entry.bytes += bytes;
@@ -259,6 +264,7 @@ export class UChartHistoryCache {
         entry.newestSeq = Math.max(entry.newestSeq, run.sequence);
       }
     })();
+    entry.bytes += entry.strings.bytes;
     this.totalBytes += entry.bytes;
     this.lru.set(key, entry);
     this.evictBeyondBudget(key);
