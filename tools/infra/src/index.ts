@@ -1,5 +1,6 @@
 export * from './ports';
 export * from './process';
+export * from './random';
 export * from './nats';
 export * from './cassandra';
 export * from './jest/infra-env';

@@ -1,0 +1,849 @@
+// Whole-fab replay (issue 10; design.md section 5: ">= 10x real time with 2 defenders (SQLite)" and
+// "defender RSS <= 300 MB"). Writes the `fab-replay` section of docs/benchmarks.md.
+//
+// A fab of 5,000 chambers from the fab simulator (tools/fab-sim: its tool types, SVID counts, rates,
+// contexts, recipes and traces) is replayed against a real cluster of built processes: a private
+// nats-server, 1 election agent, 1 assignment controller and 2 defenders on one SQLite file. After a
+// Phase I warm-up (every chamber's first runs, as fast as the cluster takes them, so limits are
+// frozen), the chambers' runs are published on their steady-state schedule at a speed factor
+// (simulated seconds per wall second) for a fixed window; the speed grows geometrically until a step
+// is not sustained, then is bisected. Sustained (fab-replay/sustain.ts): the publisher offered the
+// scheduled load, the backlog (published, not committed) did not trend upwards, the lag
+// (notification publish -> commit) did not grow, the rest drained promptly, nothing was lost or
+// dead-lettered. Between steps the backlog drains, so each step starts empty.
+//
+// Run: npm run bench:fab   (heavy: flock /tmp/defender-heavy.lock npm run bench:fab)
+//   (= node --expose-gc -r ./tools/scripts/register.js tools/bench/fab-replay.bench.ts)
+// Needs the built apps: npx nx run-many -t build -p defender assignment-controller election-agent
+//
+// Parameters (environment): FAB_QUICK=1 or BENCH_QUICK=1 (smoke run: 60 chambers, short steps; writes
+// docs only with FAB_WRITE=1), FAB_CHAMBERS (5000), FAB_WARMUP_RUNS (20: the default strategy's
+// Phase I: limits freeze with the 21st run), FAB_STEP_SECONDS (measurement window per step, 60),
+// FAB_SPEED_START (4), FAB_SPEED_MAX
+// (64), FAB_SPEED_GROWTH (2), FAB_REFINE (bisection steps, 2), FAB_SEED (1), FAB_CONCURRENCY
+// (runs the publisher writes at once, 4), FAB_WARMUP_BACKLOG (most warm-up runs in flight, 300),
+// FAB_WRITE=0|1, FAB_LOG_DIR (process output), FAB_LOG_LEVEL (apps' LOG_LEVEL, warn),
+// FAB_RESULT_FILE (the raw results as JSON; default tmp/fab-replay-result.json),
+// FAB_REPORT_FROM=<json> (only re-renders the report from a saved result, no cluster).
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { connect } from '@nats-io/transport-node';
+import type { NatsConnection } from '@nats-io/nats-core';
+import { jetstream, type JetStreamClient } from '@nats-io/jetstream';
+import type { DefenderStore } from '@defender/contracts';
+import { startNatsServer, type NatsServerHandle } from '@defender/infra-harness';
+import { SqliteStore } from '@defender/store';
+import { percentile, table, writeBenchmarkSection } from './report';
+import { BenchCluster, getJson, missingBundles } from './pipeline/cluster';
+import { cpuMsOf, loadAverage, memoryOf, parseCounter } from './pipeline/observe';
+import { judgeStep, nextSpeed, type StepVerdict } from './fab-replay/sustain';
+import {
+  cycleSeconds,
+  fabOfChambers,
+  publishNotification,
+  realTimeRunsPerSecond,
+  realTimeSamplesPerSecond,
+  runIdOf,
+  SteadySchedule,
+  SvidNames,
+  type FabSpec,
+  writeRunTrace,
+  type ReplayEvent,
+} from './fab-replay/workload';
+import { seedChambers, weightStats } from '@defender/fab-sim';
+
+// ---------------------------------------------------------------------------------------------
+// Parameters
+
+const QUICK = process.env['FAB_QUICK'] === '1' || process.env['BENCH_QUICK'] === '1';
+function num(name: string, dflt: number, min = 0): number {
+  const v = process.env[name];
+  if (v === undefined || v === '') return dflt;
+  const n = Number(v);
+  if (!Number.isFinite(n) || n < min) throw new Error(`${name} must be a number >= ${min}, got ${v}`);
+  return n;
+}
+const int = (name: string, dflt: number, min = 0) => {
+  const n = num(name, dflt, min);
+  if (!Number.isInteger(n)) throw new Error(`${name} must be an integer, got ${n}`);
+  return n;
+};
+function flag(name: string, dflt: boolean): boolean {
+  const v = process.env[name];
+  return v === undefined || v === '' ? dflt : v === '1' || v === 'true';
+}
+
+const P = {
+  chambers: int('FAB_CHAMBERS', QUICK ? 60 : 5000, 1),
+  warmupRuns: int('FAB_WARMUP_RUNS', 21),
+  stepSeconds: num('FAB_STEP_SECONDS', QUICK ? 15 : 60, 3),
+  speedStart: num('FAB_SPEED_START', QUICK ? 100 : 4, 0.01),
+  speedMax: num('FAB_SPEED_MAX', QUICK ? 400 : 64, 0.01),
+  growth: num('FAB_SPEED_GROWTH', 2, 1.01),
+  refine: int('FAB_REFINE', QUICK ? 0 : 2),
+  seed: int('FAB_SEED', 1),
+  concurrency: int('FAB_CONCURRENCY', 4, 1),
+  warmupBacklog: int('FAB_WARMUP_BACKLOG', 300, 1),
+  /** Write each step's traces before its window (1), or each just before its notification, in the window (0). */
+  prewrite: flag('FAB_PREWRITE', true),
+  write: flag('FAB_WRITE', !QUICK),
+  logDir: process.env['FAB_LOG_DIR'] ?? join(tmpdir(), `defender-bench-fab-logs-${process.pid}`),
+  logLevel: process.env['FAB_LOG_LEVEL'] ?? 'warn',
+  resultFile: process.env['FAB_RESULT_FILE'] ?? join(__dirname, '..', '..', 'tmp', 'fab-replay-result.json'),
+  reportFrom: process.env['FAB_REPORT_FROM'],
+};
+const SPEED_TARGET = 10;
+const RSS_TARGET_MB = 300;
+const DEFENDERS = 2;
+const SAMPLE_MS = 1000;
+const POLL_MS = 200;
+
+function log(line: string): void {
+  process.stderr.write(`[${new Date().toISOString().slice(11, 19)}] ${line}\n`);
+}
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+const f0 = (x: number) => (Number.isFinite(x) ? x.toFixed(0) : '-');
+const f1 = (x: number) => (Number.isFinite(x) ? x.toFixed(1) : '-');
+const f2 = (x: number) => (Number.isFinite(x) ? x.toFixed(2) : '-');
+
+// ---------------------------------------------------------------------------------------------
+// Processes: CPU (utime + stime deltas from /proc/<pid>/stat) and memory (VmRSS sampled, VmHWM)
+
+interface Watched {
+  readonly name: string;
+  readonly pid: () => number | undefined;
+}
+interface ProcWindow {
+  cpuMs0: number;
+  t0: number;
+  peakRssMb: number;
+}
+interface ProcResult {
+  name: string;
+  cpuPct: number;
+  peakRssMb: number;
+}
+
+class ProcessWatch {
+  private windows = new Map<string, ProcWindow>();
+  /** Peak sampled VmRSS over the whole bench, per process. */
+  readonly peakRss = new Map<string, number>();
+  constructor(readonly procs: Watched[]) {}
+
+  begin(): void {
+    this.windows = new Map(
+      this.procs.map((p) => [p.name, { cpuMs0: cpuMsOf(p.pid() ?? -1), t0: Date.now(), peakRssMb: 0 }]),
+    );
+  }
+
+  sample(): void {
+    for (const p of this.procs) {
+      const m = memoryOf(p.pid() ?? -1);
+      if (!m) continue;
+      const w = this.windows.get(p.name);
+      if (w) w.peakRssMb = Math.max(w.peakRssMb, m.rssMb);
+      this.peakRss.set(p.name, Math.max(this.peakRss.get(p.name) ?? 0, m.rssMb));
+    }
+  }
+
+  end(): ProcResult[] {
+    this.sample();
+    return this.procs.map((p) => {
+      const w = this.windows.get(p.name);
+      const cpu = cpuMsOf(p.pid() ?? -1) - (w?.cpuMs0 ?? NaN);
+      const wall = Date.now() - (w?.t0 ?? NaN);
+      return { name: p.name, cpuPct: (100 * cpu) / wall, peakRssMb: w?.peakRssMb ?? NaN };
+    });
+  }
+
+  hwm(): { name: string; hwmMb: number; peakRssMb: number }[] {
+    return this.procs.map((p) => ({
+      name: p.name,
+      hwmMb: memoryOf(p.pid() ?? -1)?.hwmMb ?? NaN,
+      peakRssMb: this.peakRss.get(p.name) ?? NaN,
+    }));
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The replay: publisher (fab-sim's run publication) and tracker (commits from the store)
+
+interface Run {
+  readonly chamber: number;
+  readonly runId: string;
+  readonly seq: number;
+  readonly publishedAt: number;
+  /** -1: warm-up; else the step index. */
+  readonly step: number;
+  committedAt?: number;
+  dead?: boolean;
+}
+
+class Replay {
+  /** Published, not yet seen committed, per chamber (in sequence order). */
+  private readonly pending = new Map<number, Run[]>();
+  private pendingCount = 0;
+  readonly runs: Run[] = [];
+  private polling = false;
+  private pollTimer: NodeJS.Timeout | undefined;
+  /** Poll period of the high-water marks, ms. */
+  pollMs = POLL_MS;
+  private stopped = false;
+  private readonly chains = new Map<number, Promise<unknown>>();
+  private readonly inFlight = new Set<Promise<unknown>>();
+  private failure: unknown;
+  deadLetterMessages = 0;
+  alarms = 0;
+  samples = 0;
+  private readonly names = new SvidNames();
+
+  constructor(
+    readonly fab: FabSpec,
+    readonly store: DefenderStore,
+    readonly js: JetStreamClient,
+    nc: NatsConnection,
+  ) {
+    nc.subscribe('dc.dead.>', { callback: () => void this.deadLetterMessages++ });
+    nc.subscribe('defense.alarms.>', { callback: () => void this.alarms++ });
+  }
+
+  get backlog(): number {
+    return this.pendingCount;
+  }
+
+  start(): void {
+    const tick = () => {
+      if (this.stopped) return;
+      this.pollTimer = setTimeout(() => void this.poll().then(tick), this.pollMs);
+    };
+    tick();
+  }
+  stop(): void {
+    this.stopped = true;
+    if (this.pollTimer) clearTimeout(this.pollTimer);
+    this.pollTimer = undefined;
+  }
+
+  throwIfFailed(): void {
+    if (this.failure) throw this.failure;
+  }
+
+  /** Traces written ahead (`prewrite`), by chamber and run index, and their samples. */
+  private readonly written = new Map<string, number>();
+  /** Traces of committed runs whose deletion waits for the end of the step (`deferDeletes`). */
+  private readonly toDelete: { chamber: number; runId: string }[] = [];
+  /** Delete committed runs' traces between steps, not during a measurement window. */
+  deferDeletes = false;
+
+  private chamberAt(i: number) {
+    const ch = this.fab.chambers[i];
+    if (!ch) throw new RangeError(`no chamber ${i}`);
+    return ch;
+  }
+
+  /** Writes a run's trace ahead of its notification (the publisher's heavy half, outside the window). */
+  async prewrite(ev: { chamber: number; run: number; endSeconds: number }): Promise<void> {
+    const runId = runIdOf('fab', ev.run);
+    const n = await writeRunTrace(this.store, this.chamberAt(ev.chamber), { runId, runIndex: ev.run, endSeconds: ev.endSeconds });
+    this.written.set(`${ev.chamber}:${ev.run}`, n);
+  }
+
+  /** Deletes traces written ahead but never published (the window ended first). */
+  async dropUnpublished(): Promise<number> {
+    let n = 0;
+    for (const key of this.written.keys()) {
+      const [chamber, run] = key.split(':').map(Number);
+      const ch = this.chamberAt(chamber ?? -1);
+      await this.store.traces.delete({ toolId: ch.toolId, chamberId: ch.chamberId, runId: runIdOf('fab', run ?? 0) });
+      n++;
+    }
+    this.written.clear();
+    return n;
+  }
+
+  /** Deletes the traces of runs committed while deletions were deferred. */
+  async flushDeletes(): Promise<void> {
+    for (const d of this.toDelete.splice(0)) {
+      const ch = this.chamberAt(d.chamber);
+      await this.store.traces.delete({ toolId: ch.toolId, chamberId: ch.chamberId, runId: d.runId });
+    }
+  }
+
+  /**
+   * Publishes one run with at most `concurrency` runs in flight, a chamber's runs in order: its
+   * notification only when its trace was written ahead, else trace then notification (as fab-sim's
+   * simulator does). Resolves once it is started.
+   */
+  async submit(ev: { chamber: number; run: number; endSeconds: number }, step: number, concurrency: number): Promise<void> {
+    this.throwIfFailed();
+    while (this.inFlight.size >= concurrency) await Promise.race(this.inFlight);
+    const ch = this.chamberAt(ev.chamber);
+    const runId = runIdOf('fab', ev.run);
+    const refs = { runId, runIndex: ev.run, endSeconds: ev.endSeconds };
+    const key = `${ev.chamber}:${ev.run}`;
+    const p = (this.chains.get(ev.chamber) ?? Promise.resolve())
+      .then(async () => {
+        let samples = this.written.get(key);
+        if (samples === undefined) samples = await writeRunTrace(this.store, ch, refs);
+        else this.written.delete(key);
+        return { samples, ...(await publishNotification(this.js, this.names, ch, refs)) };
+      })
+      .then((r) => {
+        const run: Run = { chamber: ev.chamber, runId, seq: r.seq, publishedAt: r.publishedAt, step };
+        this.runs.push(run);
+        this.samples += r.samples;
+        const list = this.pending.get(ev.chamber);
+        if (list) list.push(run);
+        else this.pending.set(ev.chamber, [run]);
+        this.pendingCount++;
+      });
+    const tracked = p.then(
+      () => void this.inFlight.delete(tracked),
+      (err: unknown) => {
+        this.inFlight.delete(tracked);
+        this.failure ??= err;
+      },
+    );
+    this.chains.set(ev.chamber, tracked);
+    this.inFlight.add(tracked);
+  }
+
+  async flush(): Promise<void> {
+    await Promise.all(this.inFlight);
+    this.throwIfFailed();
+  }
+
+  /**
+   * Reads the high-water mark of every chamber with pending runs; for each newly committed run, its
+   * committed point set (commit time, and whether it was dead-lettered: no points), then deletes its
+   * trace (a DC layer's retention; the store would otherwise grow by every trace).
+   */
+  async poll(): Promise<void> {
+    if (this.polling) return;
+    this.polling = true;
+    try {
+      for (const [idx, list] of this.pending) {
+        const ch = this.fab.chambers[idx];
+        if (!ch) continue;
+        const hwm = (await this.store.chamberState.get(ch))?.highWaterMark ?? 0;
+        while (list.length > 0 && (list[0]?.seq ?? Infinity) <= hwm) {
+          const run = list.shift();
+          if (!run) break;
+          this.pendingCount--;
+          const set = await this.store.uchart.run(ch, run.seq);
+          run.committedAt = set?.committedAt.getTime() ?? Date.now();
+          run.dead = !set || set.points.length === 0 || set.runId !== run.runId;
+          if (this.deferDeletes) this.toDelete.push({ chamber: idx, runId: run.runId });
+          else await this.store.traces.delete({ toolId: ch.toolId, chamberId: ch.chamberId, runId: run.runId });
+        }
+        if (list.length === 0) this.pending.delete(idx);
+      }
+    } catch (err) {
+      this.failure ??= err;
+    } finally {
+      this.polling = false;
+    }
+  }
+
+  /** Waits until nothing is pending; returns the seconds it took (Infinity after `timeoutMs`). */
+  async drain(timeoutMs: number, check: () => void): Promise<number> {
+    const t0 = Date.now();
+    while (this.pendingCount > 0) {
+      check();
+      this.throwIfFailed();
+      if (Date.now() - t0 > timeoutMs) return Infinity;
+      await sleep(POLL_MS);
+    }
+    return (Date.now() - t0) / 1000;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Steps
+
+interface StepResult {
+  speed: number;
+  targetRate: number;
+  scheduled: number;
+  published: number;
+  offeredRate: number;
+  processedRate: number;
+  lagP50: number;
+  lagP99: number;
+  lagMax: number;
+  backlogMax: number;
+  backlogEnd: number;
+  drainSeconds: number;
+  verdict: StepVerdict;
+  procs: ProcResult[];
+  deadLetters: number;
+  failedAttempts: number;
+  mapChanges: number;
+  alarms: number;
+  load: number;
+  samplesPerSecond: number;
+  prewriteSeconds: number;
+  /** Chambers per defender at the start and the end of the window (`defender_assigned_chambers`). */
+  assignedAtStart?: string;
+  assignedAtEnd?: string;
+}
+
+async function defenderCounters(cl: BenchCluster): Promise<{ dead: number; failed: number; assigned: string }> {
+  let dead = 0;
+  let failed = 0;
+  const assigned: string[] = [];
+  for (const d of cl.defenders()) {
+    const text = (await getJson(`${d.url}/metrics`)).text;
+    dead += parseCounter(text, 'defender_dead_letters_total');
+    failed += parseCounter(text, 'defender_messages_failed_total');
+    assigned.push(`${d.name} ${parseCounter(text, 'defender_assigned_chambers')}`);
+  }
+  return { dead, failed, assigned: assigned.join(', ') };
+}
+
+async function runStep(
+  k: number,
+  speed: number,
+  ctx: { replay: Replay; schedule: SteadySchedule; cluster: BenchCluster; watch: ProcessWatch; simClock: { t: number; originSeconds: number }; rtRate: number },
+): Promise<StepResult> {
+  const { replay, schedule, cluster, watch, simClock } = ctx;
+  const W = P.stepSeconds;
+  const span = speed * W;
+  const events: ReplayEvent[] = schedule.take(simClock.t + span);
+  const c0 = await defenderCounters(cluster);
+  const maps0 = cluster.publications.length;
+  const alarms0 = replay.alarms;
+  const samples0 = replay.samples;
+  const load = loadAverage();
+  log(`step ${k + 1}: speed ${speed}x: ${events.length} runs scheduled in ${W} s (${f1(events.length / W)} runs/s)`);
+  let prewriteSeconds = NaN;
+  if (P.prewrite) {
+    const t0 = Date.now();
+    for (const ev of events) await replay.prewrite({ chamber: ev.chamber, run: ev.run, endSeconds: simClock.originSeconds + ev.t });
+    prewriteSeconds = (Date.now() - t0) / 1000;
+    log(`step ${k + 1}: ${events.length} traces written ahead in ${f1(prewriteSeconds)} s`);
+    (globalThis as { gc?: () => void }).gc?.();
+  }
+  replay.deferDeletes = true;
+  watch.begin();
+  const wall0 = Date.now();
+  const deadline = wall0 + W * 1000;
+  const backlog: { t: number; runs: number }[] = [];
+  const sampler = setInterval(() => {
+    backlog.push({ t: (Date.now() - wall0) / 1000, runs: replay.backlog });
+    watch.sample();
+  }, SAMPLE_MS);
+  try {
+    for (const ev of events) {
+      const due = wall0 + ((ev.t - simClock.t) / speed) * 1000;
+      const wait = due - Date.now();
+      if (wait > 0) await sleep(wait);
+      if (Date.now() >= deadline) break;
+      const check = cluster.crashed();
+      if (check) throw new Error(check);
+      await replay.submit({ chamber: ev.chamber, run: ev.run, endSeconds: simClock.originSeconds + ev.t }, k, P.concurrency);
+    }
+    const rest = deadline - Date.now();
+    if (rest > 0) await sleep(rest);
+    await replay.flush();
+  } finally {
+    clearInterval(sampler);
+  }
+  // Runs the publisher did not get out in the window are dropped from the replay (never published).
+  const wallEnd = Date.now();
+  const procs = watch.end();
+  const samplesPerSecond = (replay.samples - samples0) / ((wallEnd - wall0) / 1000);
+  simClock.t += span;
+  const backlogEnd = replay.backlog;
+  const drainTimeout = Math.max(60_000, 2 * W * 1000);
+  const drainSeconds = await replay.drain(drainTimeout, () => {
+    const c = cluster.crashed();
+    if (c) throw new Error(c);
+  });
+  await replay.poll();
+  replay.deferDeletes = false;
+  await replay.flushDeletes();
+  const dropped = await replay.dropUnpublished();
+  if (dropped > 0) log(`step ${k + 1}: ${dropped} traces written ahead were not published in the window (deleted)`);
+  const mine = replay.runs.filter((r) => r.step === k);
+  const committed = mine.filter((r) => r.committedAt !== undefined);
+  const lags = committed.map((r) => ({ t: (r.publishedAt - wall0) / 1000, lagMs: (r.committedAt ?? NaN) - r.publishedAt }));
+  const inWindow = committed.filter((r) => (r.committedAt ?? Infinity) <= wallEnd).length;
+  const c1 = await defenderCounters(cluster);
+  const deadLetters = mine.filter((r) => r.dead).length;
+  const verdict = judgeStep({
+    windowSeconds: W,
+    scheduledRuns: events.length,
+    publishedRuns: mine.length,
+    backlog,
+    lags,
+    drainSeconds,
+    deadLettered: Math.max(deadLetters, c1.dead - c0.dead),
+    lost: mine.length - committed.length,
+  });
+  const lagMs = lags.map((l) => l.lagMs);
+  const res: StepResult = {
+    speed,
+    targetRate: speed * ctx.rtRate,
+    scheduled: events.length,
+    published: mine.length,
+    offeredRate: mine.length / W,
+    processedRate: inWindow / ((wallEnd - wall0) / 1000),
+    lagP50: percentile(lagMs, 50),
+    lagP99: percentile(lagMs, 99),
+    lagMax: lagMs.length ? Math.max(...lagMs) : NaN,
+    backlogMax: Math.max(0, ...backlog.map((b) => b.runs)),
+    backlogEnd,
+    drainSeconds,
+    verdict,
+    procs,
+    deadLetters: Math.max(deadLetters, c1.dead - c0.dead),
+    failedAttempts: c1.failed - c0.failed,
+    mapChanges: cluster.publications.length - maps0,
+    alarms: replay.alarms - alarms0,
+    load,
+    samplesPerSecond,
+    prewriteSeconds,
+    assignedAtStart: c0.assigned,
+    assignedAtEnd: c1.assigned,
+  };
+  log(
+    `step ${k + 1}: speed ${speed}x: offered ${f1(res.offeredRate)} runs/s (scheduled ${f1(events.length / W)}), processed ${f1(res.processedRate)} runs/s, ` +
+      `lag p50 ${f0(res.lagP50)} p99 ${f0(res.lagP99)} ms, backlog max ${res.backlogMax} end ${backlogEnd} slope ${f2(verdict.backlogSlope)}/s, drain ${f1(drainSeconds)} s: ` +
+      `${verdict.sustained ? 'SUSTAINED' : `not sustained (${verdict.reasons.join('; ')})`}; CPU ${procs.map((p) => `${p.name} ${f0(p.cpuPct)}%`).join(', ')}`,
+  );
+  return res;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Main
+
+type Params = typeof P;
+
+interface Outcome {
+  params: Omit<Params, 'reportFrom' | 'resultFile' | 'logDir'>;
+  /** Not saved in the result file (regenerated from the parameters). */
+  fab: FabSpec;
+  rtRate: number;
+  rtSamples: number;
+  warmup: { runs: number; seconds: number; rate: number; procs: ProcResult[]; frozen: number; checked: number };
+  steps: StepResult[];
+  memory: { name: string; hwmMb: number; peakRssMb: number }[];
+  notes: string[];
+  seconds: number;
+  loadBefore: number;
+  loadAfter: number;
+  cacheStats: string[];
+}
+
+async function main(): Promise<void> {
+  const missing = missingBundles();
+  if (missing.length > 0)
+    throw new Error(`built bundles missing for ${missing.join(', ')}: run npx nx run-many -t build -p defender assignment-controller election-agent`);
+  const started = Date.now();
+  const loadBefore = loadAverage();
+  const fab = fabOfChambers(P.chambers, P.seed);
+  const rtRate = realTimeRunsPerSecond(fab);
+  const rtSamples = realTimeSamplesPerSecond(fab);
+  log(
+    `fab: ${fab.chambers.length} chambers on ${fab.tools.length} tools; real time ${f2(rtRate)} runs/s, ${f2(rtSamples / 1e6)} M samples/s; ` +
+      `steps of ${P.stepSeconds} s from ${P.speedStart}x (max ${P.speedMax}x)`,
+  );
+  const dir = mkdtempSync(join(tmpdir(), 'defender-bench-fab-'));
+  let nats: NatsServerHandle | undefined;
+  let store: DefenderStore | undefined;
+  let cluster: BenchCluster | undefined;
+  let nc: NatsConnection | undefined;
+  let replay: Replay | undefined;
+  const notes: string[] = [];
+  try {
+    nats = await startNatsServer({ storeDir: join(dir, 'nats') });
+    const filename = join(dir, 'defender.db');
+    store = await SqliteStore.open({ filename });
+    await seedChambers(store, fab);
+    const cl = await BenchCluster.start({
+      natsUrl: nats.url,
+      storeEnv: { STORE_BACKEND: 'sqlite', SQLITE_PATH: filename },
+      heartbeatSeconds: 2,
+      coldStartWindowSeconds: 3,
+      scaleWindowSeconds: 3,
+      logLevel: P.logLevel,
+    });
+    cluster = cl;
+    await cl.startAgent();
+    await cl.startController('controller');
+    for (let i = 0; i < DEFENDERS; i++) await cl.startDefender(`pod-${i}`);
+    await cl.settle(DEFENDERS, fab.chambers.length, 180_000);
+    const owned = await Promise.all(
+      cl.defenders().map(async (d) => `${d.name} ${((await getJson(`${d.url}/api/v1/chambers`)).body as { chambers: unknown[] }).chambers.length}`),
+    );
+    log(`cluster up: ${owned.join(', ')} chambers (${((Date.now() - started) / 1000).toFixed(0)} s)`);
+    const natsPid = nats.pid;
+    const byName = (name: string) => () => cl.procs.find((p) => p.name === name)?.app.child.pid;
+    const watch = new ProcessWatch([
+      ...Array.from({ length: DEFENDERS }, (_, i) => ({ name: `defender pod-${i}`, pid: byName(`pod-${i}`) })),
+      { name: 'assignment-controller', pid: byName('controller') },
+      { name: 'election-agent', pid: byName('agent-0') },
+      { name: 'nats-server', pid: () => natsPid },
+      { name: 'bench: fab-sim publisher + observer', pid: () => process.pid },
+    ]);
+    const memSampler = setInterval(() => watch.sample(), SAMPLE_MS);
+
+    const conn = await connect({ servers: nats.url, name: 'bench-fab-replay' });
+    nc = conn;
+    const js = jetstream(conn);
+    const r = new Replay(fab, store, js, conn);
+    replay = r;
+    r.start();
+
+    // Phase I warm-up: every chamber's first runs, round-robin by run index, as fast as the cluster
+    // takes them (at most FAB_WARMUP_BACKLOG in flight). Their completion times lie before the replay's origin.
+    const nowSeconds = Math.floor(Date.now() / 1000);
+    const maxCycle = Math.max(...fab.chambers.map((c) => c.contextDurationSeconds + c.overheadSeconds[1]));
+    const warmOrigin = nowSeconds - (P.warmupRuns + 1) * maxCycle;
+    r.pollMs = 500; // lags are not measured in the warm-up: spare the publisher's CPU
+    watch.begin();
+    const w0 = Date.now();
+    let lastLog = w0;
+    for (let k = 0; k < P.warmupRuns; k++) {
+      for (const ch of fab.chambers) {
+        while (r.backlog >= P.warmupBacklog) {
+          const c = cl.crashed();
+          if (c) throw new Error(c);
+          r.throwIfFailed();
+          await sleep(50);
+        }
+        await r.submit(
+          { chamber: ch.index, run: k, endSeconds: warmOrigin + (k + 1) * (ch.contextDurationSeconds + ch.overheadSeconds[1]) },
+          -1,
+          P.concurrency,
+        );
+        if (Date.now() - lastLog > 30_000) {
+          lastLog = Date.now();
+          const done = r.runs.filter((x) => x.committedAt !== undefined).length;
+          log(`warm-up: ${done} of ${fab.chambers.length * P.warmupRuns} runs committed (${f1(done / ((Date.now() - w0) / 1000))} runs/s)`);
+        }
+      }
+    }
+    await r.flush();
+    const warmDrain = await r.drain(600_000, () => {
+      const c = cl.crashed();
+      if (c) throw new Error(c);
+    });
+    if (!Number.isFinite(warmDrain)) throw new Error('the warm-up did not drain within 600 s');
+    const warmSeconds = (Date.now() - w0) / 1000;
+    const warmProcs = watch.end();
+    const warmRuns = r.runs.length;
+    const warmDead = r.runs.filter((x) => x.dead).length;
+    if (warmDead > 0) notes.push(`${warmDead} warm-up runs were dead-lettered`);
+    // Frozen limits on a sample of chambers (every chamber would take long on 5,000).
+    const sample = fab.chambers.filter((_, i) => i % Math.max(1, Math.floor(fab.chambers.length / 200)) === 0);
+    let frozen = 0;
+    for (const ch of sample) if ((await store.uchart.currentLimitSets(ch)).length > 0) frozen++;
+    log(
+      `warm-up: ${warmRuns} runs in ${f1(warmSeconds)} s = ${f1(warmRuns / warmSeconds)} runs/s; chambers with frozen limits ${frozen}/${sample.length} (sampled); ` +
+        `CPU ${warmProcs.map((p) => `${p.name} ${f0(p.cpuPct)}%`).join(', ')}`,
+    );
+
+    // Paced steps.
+    r.pollMs = POLL_MS;
+    const schedule = new SteadySchedule(fab, P.seed, P.warmupRuns);
+    const simClock = { t: 0, originSeconds: nowSeconds };
+    const steps: StepResult[] = [];
+    const tried: { speed: number; sustained: boolean }[] = [];
+    const search = { start: P.speedStart, max: P.speedMax, growth: P.growth, refine: P.refine, min: P.speedStart / 16 };
+    for (let speed = nextSpeed(tried, search); speed !== undefined; speed = nextSpeed(tried, search)) {
+      const s = await runStep(steps.length, speed, { replay: r, schedule, cluster: cl, watch, simClock, rtRate });
+      steps.push(s);
+      tried.push({ speed, sustained: s.verdict.sustained });
+      if (!Number.isFinite(s.drainSeconds)) {
+        log('the backlog did not drain after the step: waiting up to 5 more minutes before the next one');
+        const more = await r.drain(300_000, () => {
+          const c = cl.crashed();
+          if (c) throw new Error(c);
+        });
+        if (!Number.isFinite(more)) {
+          notes.push(`the backlog of the ${speed}x step did not drain within ${f0(Math.max(60, 2 * P.stepSeconds) + 300)} s: search stopped`);
+          break;
+        }
+      }
+    }
+    clearInterval(memSampler);
+    const cacheStats: string[] = [];
+    for (const d of cl.defenders()) {
+      const res = await getJson(`${d.url}/api/v1/cache/stats`).catch(() => undefined);
+      if (res) cacheStats.push(`${d.name}: ${res.text.slice(0, 300)}`);
+    }
+    const { reportFrom: _r, resultFile: _f, logDir: _l, ...params } = P;
+    const outcome: Outcome = {
+      params,
+      fab,
+      rtRate,
+      rtSamples,
+      warmup: { runs: warmRuns, seconds: warmSeconds, rate: warmRuns / warmSeconds, procs: warmProcs, frozen, checked: sample.length },
+      steps,
+      memory: watch.hwm(),
+      notes,
+      seconds: (Date.now() - started) / 1000,
+      loadBefore,
+      loadAfter: loadAverage(),
+      cacheStats,
+    };
+    mkdirSync(dirname(P.resultFile), { recursive: true });
+    writeFileSync(P.resultFile, JSON.stringify({ ...outcome, fab: undefined }, (_k, v: unknown) => (typeof v === 'number' && !Number.isFinite(v) ? String(v) : v), 1));
+    log(`raw result: ${P.resultFile}`);
+    publish(outcome);
+  } finally {
+    replay?.stop();
+    await nc?.close().catch(() => undefined);
+    await cluster?.stop(P.logDir, 'fab-').catch(() => undefined);
+    await store?.close().catch(() => undefined);
+    await nats?.stop().catch(() => undefined);
+    rmSync(dir, { recursive: true, force: true });
+    log(`process logs: ${P.logDir}`);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Report
+
+function report(o: Outcome): string {
+  const q = o.params;
+  const ws = weightStats(o.fab);
+  const best = o.steps.filter((s) => s.verdict.sustained).sort((a, b) => b.speed - a.speed)[0];
+  const lowestFail = o.steps.filter((s) => !s.verdict.sustained && (!best || s.speed > best.speed)).sort((a, b) => a.speed - b.speed)[0];
+  const defenderPeak = Math.max(...o.memory.filter((m) => m.name.startsWith('defender')).map((m) => Math.max(m.hwmMb, m.peakRssMb)));
+  const cycles = o.fab.chambers.map(cycleSeconds);
+  const verdicts: string[] = [];
+  verdicts.push(
+    best
+      ? `Highest sustained speed factor: **${best.speed}x** real time (${f1(best.offeredRate)} runs/s offered, lag p99 ${f0(best.lagP99)} ms)` +
+          (lowestFail ? `; ${lowestFail.speed}x was not sustained (${lowestFail.verdict.reasons.join('; ')})` : `; the search stopped at FAB_SPEED_MAX ${q.speedMax}x`) +
+          `. Target >= ${SPEED_TARGET}x: **${best.speed >= SPEED_TARGET ? 'met' : 'MISSED'}**` +
+          (best.speed >= SPEED_TARGET ? '.' : ` (${f2(best.speed / SPEED_TARGET)} of it).`)
+      : `No step was sustained (lowest tried ${Math.min(...o.steps.map((s) => s.speed))}x). Target >= ${SPEED_TARGET}x: **MISSED**.`,
+  );
+  verdicts.push(
+    `Defender memory: peak RSS ${f0(defenderPeak)} MB over the whole run (VmHWM and sampled VmRSS, both defenders). Target <= ${RSS_TARGET_MB} MB: **${defenderPeak <= RSS_TARGET_MB ? 'met' : 'MISSED'}**.`,
+  );
+  if (o.fab.chambers.length !== 5000) verdicts.push(`Note: ${o.fab.chambers.length} chambers, not the target's 5,000 (FAB_CHAMBERS): the speed factor does not compare with the target.`);
+  const firstChange = o.steps.findIndex((s) => s.mapChanges > 0);
+  if (best && firstChange >= 0 && o.steps.indexOf(best) > firstChange) {
+    const before = o.steps.slice(0, firstChange).filter((s) => s.verdict.sustained).sort((a, b) => b.speed - a.speed)[0];
+    verdicts.push(
+      `${best.speed}x was measured after the assignment map changed (below); the highest speed sustained under the cold-start map was ${before ? `${before.speed}x` : 'none'}` +
+        ` (${o.steps[firstChange]?.speed}x, the step during which the map changed, was not${o.steps[firstChange]?.verdict.sustained ? ' disturbed' : ' sustained'}).`,
+    );
+  }
+  o.steps.forEach((s, i) => {
+    if (s.mapChanges <= 0) return;
+    const later = o.steps.slice(i + 1).map((x) => `${x.speed}x`);
+    verdicts.push(
+      `The assignment map changed ${s.mapChanges} times during the ${s.speed}x step (with the defenders saturated; a defender judged dead and back is the usual cause: see the process logs)` +
+        (s.assignedAtEnd ? `: chambers per defender ${s.assignedAtStart} -> ${s.assignedAtEnd}` : '') +
+        (later.length ? `. The later steps (${later.join(', ')}) ran under the new map, not the cold-start one.` : '.'),
+    );
+  });
+  for (const n of o.notes) verdicts.push(n);
+
+  const stepRows = o.steps.map((s, i) => [
+    i + 1,
+    `${s.speed}x`,
+    f0(s.prewriteSeconds),
+    `${f1(s.targetRate)} (${f2(s.samplesPerSecond / 1e6)} M samples/s)`,
+    `${f1(s.offeredRate)} (${s.published}/${s.scheduled})`,
+    f1(s.processedRate),
+    `${f0(s.lagP50)} / ${f0(s.lagP99)} / ${f0(s.lagMax)}`,
+    `max ${s.backlogMax}, end ${s.backlogEnd}, ${s.verdict.backlogSlope >= 0 ? '+' : ''}${f2(s.verdict.backlogSlope)}/s; drain ${f1(s.drainSeconds)} s`,
+    `${f0(s.verdict.lagEarlyMs)} -> ${f0(s.verdict.lagLateMs)}`,
+    `${s.deadLetters} / ${s.failedAttempts} / ${s.mapChanges}`,
+    s.assignedAtStart ?? '-',
+    f1(s.load),
+    s.verdict.sustained ? 'sustained' : `no: ${s.verdict.reasons.join('; ')}`,
+  ]);
+  const procNames = o.memory.map((m) => m.name);
+  const cpuRows = [
+    ['warm-up (max speed)', ...procNames.map((n) => f0(o.warmup.procs.find((p) => p.name === n)?.cpuPct ?? NaN))],
+    ...o.steps.map((s) => [`${s.speed}x`, ...procNames.map((n) => f0(s.procs.find((p) => p.name === n)?.cpuPct ?? NaN))]),
+  ];
+  const rssRows = [
+    ['warm-up (max speed)', ...procNames.map((n) => f0(o.warmup.procs.find((p) => p.name === n)?.peakRssMb ?? NaN))],
+    ...o.steps.map((s) => [`${s.speed}x`, ...procNames.map((n) => f0(s.procs.find((p) => p.name === n)?.peakRssMb ?? NaN))]),
+    ['whole run: sampled VmRSS peak', ...o.memory.map((m) => f0(m.peakRssMb))],
+    ['whole run: VmHWM (kernel peak)', ...o.memory.map((m) => f0(m.hwmMb))],
+  ];
+  return [
+    `A fab of ${o.fab.chambers.length.toLocaleString('en-US')} chambers on ${o.fab.tools.length.toLocaleString('en-US')} tools from the fab simulator (tools/fab-sim, seed ${q.seed}: its tool types, 50-200 SVIDs, 1-10 Hz, 600-1,800 s contexts, one recipe per chamber, synthesized traces; ` +
+      `weight median ${f0(ws.median / 1e3)} K, p90 ${f0(ws.p90 / 1e3)} K, max ${f1(ws.max / 1e6)} M samples per run, the heaviest 10 % carry ${f0(ws.top10Share * 100)} %; cycle ${f0(Math.min(...cycles))}-${f0(Math.max(...cycles))} s). ` +
+      `In real time the fab completes **${f2(o.rtRate)} runs/s** (${f2(o.rtSamples / 1e6)} M samples/s), so ${SPEED_TARGET}x is ${f1(o.rtRate * SPEED_TARGET)} runs/s.`,
+    '',
+    `Cluster: built processes (\`dist/apps/*/main.js\`): a private nats-server, 1 election agent, 1 assignment controller, ${DEFENDERS} defenders with default settings (\`MAX_CONCURRENT_MESSAGES\` 10, cache 100 MB, default strategy), heartbeats every 2 s, one SQLite file (WAL) shared with the publisher.`,
+    '',
+    '**Verdict** (design.md section 5: whole-fab replay >= 10x real time with 2 defenders on SQLite; defender RSS <= 300 MB):',
+    '',
+    ...verdicts.map((v) => `- ${v}`),
+    '',
+    '### Method',
+    '',
+    `- Publisher: the bench process does what fab-sim's simulator does per run (\`synthesizeTrace\`, \`store.traces.write\`, then the JetStream publish of \`dc.<tool>.<chamber>.completed\`, msgID-deduplicated), at most ${q.concurrency} runs at once, a chamber's runs in order. ` +
+      (q.prewrite
+        ? 'Trace writing is bounded ahead (`FAB_PREWRITE=1`): before each step\'s window the traces of exactly the runs that window schedules are synthesized and written (column "pre-write s"), so in the window the publisher only publishes notifications, on schedule; in production the data-collection layer and its store writes run on other machines, and on this 2-core machine the trace synthesis (a CPU cost of the same order as the defenders\') would otherwise compete with the defenders and cap the offered load (the publisher, not the cluster, was the limit in trial runs). With `FAB_PREWRITE=0` each trace is written just before its notification, inside the window. '
+        : 'Each trace is synthesized and written just before its notification, inside the window (`FAB_PREWRITE=0`: the data-collection layer on the same 2 cores as the cluster). ') +
+      'Committed runs\' traces are deleted between steps (a retention job; disk would otherwise grow by ~2 MB per run). No trace blob is reused: the store keys a trace by (tool, chamber, run), so every run has its own. No excursions (this measures throughput, not detection).',
+    `- Warm-up (Phase I): every chamber's first ${q.warmupRuns} runs, round-robin, as fast as the cluster takes them (at most ${q.warmupBacklog} in flight): ${o.warmup.runs.toLocaleString('en-US')} runs in ${f0(o.warmup.seconds)} s = ${f1(o.warmup.rate)} runs/s (${f1(o.warmup.rate / o.rtRate)}x real time; the traces written inline by the publisher, which shares the 2 cores, and Phase I runs have no limits to check, so this is no capacity figure of the cluster); frozen limits on ${o.warmup.frozen}/${o.warmup.checked} sampled chambers afterwards.`,
+    `- Steps: the chambers' runs on their steady-state schedule (each chamber back to back, context + 1-5 min overhead, random phase; fab-sim's run model) at a speed factor for a ${q.stepSeconds} s window; ` +
+      `the speed starts at ${q.speedStart}x and doubles (x${q.growth}) while sustained, then is bisected ${q.refine} times between the highest sustained and the lowest failed speed. Runs the publisher did not get out within the window are dropped. After each window the backlog drains before the next step starts.`,
+    '- Sustained (tools/bench/fab-replay/sustain.ts): >= 90 % of the scheduled runs published; backlog trend (least-squares slope over 1 s samples) at most 2 % of the offered rate, or adding up over the window to at most max(10 runs, 1 s of offered runs); median lag of the last third of the window <= 2 x that of the first third + 1 s; the rest drained within max(10 s, 20 % of the window); no run lost, dead-lettered or committed without points.',
+    '- Lag: notification publish (bench clock, just before the JetStream publish) -> commit (`committedAt` of the run\'s point set, the defender\'s clock on the same machine), per run, including runs committed during the drain. Processed runs/s: commits within the window / window.',
+    `- CPU: user + system time from /proc/<pid>/stat over the window (100 % = one core; the machine has 2, shared with other work). RSS: VmRSS sampled every ${SAMPLE_MS / 1000} s (peak per window), VmHWM at the end. The bench process row is the publisher (publishes${q.prewrite ? '' : ', trace synthesis and SQLite trace writes'}) plus the observer (high-water-mark and point-set reads).`,
+    `- Load average (1 min) ${f1(o.loadBefore)} before, ${f1(o.loadAfter)} after; whole bench ${f0(o.seconds)} s.`,
+    '',
+    '### Steps',
+    '',
+    table(
+      ['#', 'speed', 'pre-write s', 'target runs/s', 'offered runs/s (published/scheduled)', 'processed runs/s', 'lag p50 / p99 / max ms', 'backlog (runs)', 'median lag first -> last third ms', 'dead letters / failed attempts / map changes', 'chambers per defender at start', 'load', 'sustained'],
+      stepRows,
+    ),
+    '',
+    '### CPU % per process (100 % = one core)',
+    '',
+    table(['window', ...procNames], cpuRows),
+    '',
+    '### Memory per process (peak RSS MB)',
+    '',
+    table(['window', ...procNames], rssRows),
+    '',
+    `Defender history caches at the end: ${o.cacheStats.map((c) => `\`${c}\``).join('; ') || '-'}`,
+  ].join('\n');
+}
+
+function publish(outcome: Outcome): void {
+  const body = report(outcome);
+  process.stdout.write(`\n${body}\n`);
+  if (P.write) {
+    writeBenchmarkSection(
+      'fab-replay',
+      `Whole-fab replay: ${outcome.fab.chambers.length.toLocaleString('en-US')} chambers, 2 defenders, SQLite`,
+      'npm run bench:fab',
+      body,
+    );
+    log('wrote the fab-replay section of docs/benchmarks.md');
+  }
+}
+
+/** Re-renders the report of a saved result (FAB_REPORT_FROM): infinities were saved as strings. */
+function fromFile(file: string): Outcome {
+  const o = JSON.parse(readFileSync(file, 'utf8'), (_k, v: unknown) =>
+    v === 'Infinity' ? Infinity : v === '-Infinity' ? -Infinity : v === 'NaN' ? NaN : v,
+  ) as Outcome;
+  return { ...o, fab: fabOfChambers(o.params.chambers, o.params.seed) };
+}
+
+(P.reportFrom ? Promise.resolve(publish(fromFile(P.reportFrom))) : main()).then(
+  () => process.exit(0),
+  (err: unknown) => {
+    log(`fab-replay failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
+    process.exit(1);
+  },
+);
