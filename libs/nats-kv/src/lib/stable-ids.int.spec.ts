@@ -53,6 +53,25 @@ describeWithInfra(['nats'], 'StableIdRegistry against a real nats-server', () =>
     expect((await registry('pod-a2').claim()).defenderId).toBe('defender-0');
   });
 
+  it('the next holder of a released ID continues its generation (found by the chaos suite: restart-after-takeover)', async () => {
+    // A pod takes a crashed predecessor's stale ID over (generation 1), then is replaced cleanly,
+    // as in the next rolling update. Its successor must not restart at generation 0: under the same
+    // map its owner epochs would be lower than its predecessor's and every write fenced.
+    let skewMs = 0;
+    const now = () => Date.now() + skewMs;
+    await registry('crashed', { now, maxDefenders: 1 }).claim();
+    skewMs = 3 * 2000 + 500;
+    const taker = registry('taker', { now, maxDefenders: 1 });
+    expect(await taker.claim()).toMatchObject({ defenderId: 'defender-0', how: 'stale', generation: 1 });
+    await taker.release();
+    const successor = registry('successor', { now, maxDefenders: 1 });
+    expect(await successor.claim()).toMatchObject({ defenderId: 'defender-0', how: 'free', generation: 2 });
+    expect((await successor.refresh()).generation).toBe(2);
+    // Released twice (a clean restart of the successor too): still increasing.
+    await successor.release();
+    expect(await registry('third', { now, maxDefenders: 1 }).claim()).toMatchObject({ how: 'free', generation: 3 });
+  });
+
   it('the same owner (a restarted container of one pod) gets its own ID back at once', async () => {
     await registry('pod-uid-1').claim();
     await registry('pod-uid-2').claim();
@@ -75,6 +94,24 @@ describeWithInfra(['nats'], 'StableIdRegistry against a real nats-server', () =>
     // The loser's release must not delete the newcomer's claim.
     await old.release();
     expect((await newcomer.refresh()).defenderId).toBe('defender-0');
+  });
+
+  it('keeps the claim when an earlier refresh was applied without its reply (found by the chaos suite: store outage)', async () => {
+    // A refresh reaches the server, but its reply is lost (a request timeout while the event loop was
+    // blocked by a synchronous SQLite busy wait): the stored revision moved past the one we hold.
+    // Nobody else holds the ID, so the next refresh must keep it, not report it taken over (exit 4).
+    const reg = registry('pod-a');
+    const held = await reg.claim();
+    const entry = await kv.get(held.defenderId);
+    await kv.update(held.defenderId, entry!.string(), entry!.revision);
+    const refreshed = await reg.refresh();
+    expect(refreshed).toMatchObject({ defenderId: 'defender-0', generation: 0 });
+    expect(refreshed.revision).toBeGreaterThan(entry!.revision + 1);
+    expect((await reg.refresh()).revision).toBeGreaterThan(refreshed.revision);
+    // Another holder (a takeover, or this pod's own restart with a higher generation) still means lost.
+    const now = () => Date.now() + 3 * 2000 + 500;
+    expect(await registry('pod-b', { now }).claim()).toMatchObject({ defenderId: 'defender-0', how: 'stale', generation: 1 });
+    await expect(reg.refresh()).rejects.toBeInstanceOf(ClaimLostError);
   });
 
   it('treats an unreadable claim as stale only after the staleness window', async () => {

@@ -20,7 +20,7 @@ export interface HeldClaim {
   readonly defenderId: string;
   readonly n: number;
   readonly revision: number;
-  /** Generation of this holder of the ID (previous holder's + 1; 0 for a fresh ID). */
+  /** Generation of this holder of the ID (previous holder's + 1, released or not; 0 for a never-claimed ID). */
   readonly generation: number;
   /** How it was obtained: a free ID, our own earlier claim (same ownerId), or a stale one. */
   readonly how: 'free' | 'own' | 'stale';
@@ -33,8 +33,9 @@ export const MAX_GENERATION = 2 ** 21 - 1;
 export const STALE_AFTER_INTERVALS = 3;
 
 /**
- * Stable-ID pool in the `stable-ids` bucket: claim the lowest free ID by atomic create, refresh by
- * compare-and-set, take over stale claims by compare-and-set, release on shutdown.
+ * Stable-ID pool in the `stable-ids` bucket: claim the lowest free ID by atomic create (or by
+ * compare-and-set over a released claim), refresh by compare-and-set, take over stale claims by
+ * compare-and-set, release on shutdown (the claim is marked released, keeping its generation).
  *
  * Staleness is judged by the time the server stored the last refresh (`KvEntry.created`, the NATS
  * server's clock) against this process's clock, so writers' clocks do not matter; only the skew
@@ -94,21 +95,57 @@ export class StableIdRegistry {
       return this.held;
     } catch (err) {
       const mapped = mapKvError(err, this.bucket, held.defenderId, held.revision);
-      if (mapped instanceof RevisionConflictError) {
-        this.held = undefined;
-        throw new ClaimLostError(held.defenderId, { cause: mapped });
+      if (!(mapped instanceof RevisionConflictError)) throw mapped;
+      // An earlier refresh may have been applied without our hearing of it (its reply timed out, e.g.
+      // while the event loop was blocked): the revision moved, but the claim is still ours if the
+      // stored value names this owner and generation. Only another holder means the claim was lost.
+      const current = await this.currentRevisionIfOurs(held);
+      if (current !== undefined) {
+        try {
+          const revision = await this.kv.update(held.defenderId, this.encode(held.defenderId), current);
+          this.held = { ...held, revision };
+          return this.held;
+        } catch (err2) {
+          const again = mapKvError(err2, this.bucket, held.defenderId, current);
+          if (!(again instanceof RevisionConflictError)) throw again;
+        }
       }
-      throw mapped;
+      this.held = undefined;
+      throw new ClaimLostError(held.defenderId, { cause: mapped });
     }
   }
 
-  /** Deletes the claim if it is still ours, so a successor can take the ID at once. */
+  /** The revision of the stored claim if it is still `held` (same owner and generation, not released). */
+  private async currentRevisionIfOurs(held: HeldClaim): Promise<number | undefined> {
+    let entry: KvEntry | null;
+    try {
+      entry = await this.kv.get(held.defenderId);
+    } catch (err) {
+      throw mapKvError(err, this.bucket, held.defenderId);
+    }
+    if (!entry || entry.operation !== 'PUT') return undefined;
+    try {
+      const claim = parseStableIdClaim(entry.value);
+      const ours = claim.ownerId === this.opts.ownerId && claim.generation === held.generation && !claim.released;
+      return ours ? entry.revision : undefined;
+    } catch (err) {
+      if (err instanceof InvalidMessageError) return undefined;
+      throw err;
+    }
+  }
+
+  /**
+   * Marks the claim released if it is still ours (compare-and-set), so a successor can take the ID
+   * at once. The claim is not deleted: the successor must continue its generation, or its owner
+   * epochs would be lower than ours under the same map and its writes fenced (a pod that took a
+   * stale ID over has generation >= 1; a deleted key would be created again with generation 0).
+   */
   async release(): Promise<void> {
     const held = this.held;
     if (!held) return;
     this.held = undefined;
     try {
-      await this.kv.delete(held.defenderId, { previousSeq: held.revision });
+      await this.kv.update(held.defenderId, this.encode(held.defenderId, held.generation, true), held.revision);
     } catch (err) {
       const mapped = mapKvError(err, this.bucket, held.defenderId, held.revision);
       // Someone took it over already: nothing of ours to release.
@@ -116,7 +153,7 @@ export class StableIdRegistry {
     }
   }
 
-  private encode(defenderId: string, generation = this.held?.generation ?? 0): string {
+  private encode(defenderId: string, generation = this.held?.generation ?? 0, released = false): string {
     const now = new Date(this.now()).toISOString();
     this.claimedAt ??= now;
     const claim: StableIdClaim = {
@@ -128,6 +165,7 @@ export class StableIdRegistry {
       refreshedAt: now,
       generation,
       intervalSeconds: this.opts.intervalSeconds,
+      ...(released ? { released: true } : {}),
     };
     return JSON.stringify(claim);
   }
@@ -162,7 +200,7 @@ export class StableIdRegistry {
     }
   }
 
-  private takeable(entry: KvEntry): { how: 'own' | 'stale'; previousGeneration: number } | undefined {
+  private takeable(entry: KvEntry): { how: HeldClaim['how']; previousGeneration: number } | undefined {
     let claim: StableIdClaim | undefined;
     try {
       claim = parseStableIdClaim(entry.value);
@@ -173,6 +211,8 @@ export class StableIdRegistry {
     // An unreadable claim has no generation; we continue from 0 (see the README: a corrupted claim
     // weakens fencing against its old holder at the same map version).
     const previousGeneration = claim?.generation ?? 0;
+    // Released by a clean shutdown: free, and the next holder continues the generation.
+    if (claim?.released) return { how: 'free', previousGeneration };
     if (claim && claim.ownerId === this.opts.ownerId) return { how: 'own', previousGeneration };
     const intervalMs = (claim?.intervalSeconds ?? this.opts.intervalSeconds) * 1000;
     const ageMs = this.now() - entry.created.getTime();

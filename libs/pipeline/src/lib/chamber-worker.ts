@@ -241,7 +241,7 @@ export class ChamberWorker {
         this.deps.observer?.paused?.(this.key, what, err);
         const delay = Math.min(this.opts.maxOutageBackoffMs, 100 * 2 ** Math.min(attempt, 10)) * (0.5 + Math.random() / 2);
         try {
-          await this.deps.sleep(delay, inAttempt ? AbortSignal.any([this.abort.signal, inAttempt.abandoned]) : this.abort.signal);
+          await this.sleepUnless(delay, inAttempt?.abandoned);
         } finally {
           if (inAttempt) {
             inAttempt.outageMs += this.deps.monotonic() - t0;
@@ -250,6 +250,22 @@ export class ChamberWorker {
         }
         if (this.abort.signal.aborted) throw new StoppedSignal();
       }
+    }
+  }
+
+  /** Sleeps `ms`, waking early when the worker stops or `abandoned` (an attempt's) aborts. */
+  private async sleepUnless(ms: number, abandoned: AbortSignal | undefined): Promise<void> {
+    if (!abandoned) return this.deps.sleep(ms, this.abort.signal);
+    const wake = new AbortController();
+    const onAbort = () => wake.abort();
+    this.abort.signal.addEventListener('abort', onAbort, { once: true });
+    abandoned.addEventListener('abort', onAbort, { once: true });
+    try {
+      if (this.abort.signal.aborted || abandoned.aborted) return;
+      await this.deps.sleep(ms, wake.signal);
+    } finally {
+      this.abort.signal.removeEventListener('abort', onAbort);
+      abandoned.removeEventListener('abort', onAbort);
     }
   }
 

@@ -1,12 +1,13 @@
 import { connect } from '@nats-io/transport-node';
+import type { NatsConnection } from '@nats-io/nats-core';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { jetstream } from '@nats-io/jetstream';
-import { notificationSubject } from '@defender/contracts';
+import { jetstream, jetstreamManager } from '@nats-io/jetstream';
+import { notificationSubject, StoreUnavailableError } from '@defender/contracts';
 import { describeWithInfra, startNatsServer, waitFor } from '@defender/infra-harness';
-import { ensureStreams, NotificationReader, publishOnce, watchNotifications } from '@defender/nats-kv';
+import { ensureStreams, NotificationReader, publishOnce, STREAMS, watchNotifications } from '@defender/nats-kv';
 import { ByteBudget, ChamberWorker, createRunEvaluator, RunEvaluator, Semaphore, WorkerDeps } from '@defender/pipeline';
 import { SqliteStore, UChartHistoryCache } from '@defender/store';
 
@@ -21,21 +22,49 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
 }
 
 /**
+ * A private nats-server with the streams and a SQLite store holding {@link chamber}'s metadata, for
+ * `run`; everything is closed and removed afterwards.
+ */
+async function withChamber(prefix: string, run: (w: { nc: NatsConnection; store: SqliteStore; reader: NotificationReader; cache: UChartHistoryCache }) => Promise<void>): Promise<void> {
+  const nats = await startNatsServer();
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  const nc = await connect({ servers: nats.url });
+  const store = await SqliteStore.open({ filename: join(dir, 'd.db') });
+  try {
+    await ensureStreams(nc);
+    await store.chamberMetadata.upsert({ ...chamber, svidCount: 1, collectionFreqHz: 1, contextDurationSeconds: 60, weight: 60, lastUpdated: new Date(), source: 'configured', observedRuns: 0 });
+    const reader = await NotificationReader.open(nc);
+    const cache = new UChartHistoryCache({ source: store.uchart, sizeMb: 8 });
+    try {
+      await run({ nc, store, reader, cache });
+    } finally {
+      cache.close();
+    }
+  } finally {
+    await store.close();
+    await nc.close();
+    await nats.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** Writes the trace of run `r<k>` of {@link chamber} (60 samples) and publishes its notification; returns the stream sequence. */
+async function publishRunOf(nc: NatsConnection, store: SqliteStore, k: number): Promise<number> {
+  const values = new Float64Array(60).map((_, i) => 50 + Math.sin(i + k));
+  await store.traces.write({ ...chamber, runId: `r${k}`, timing: { kind: 'regular', startSeconds: 1_800_000_000 + k * 60, frequencyHz: 1 }, svids: new Map([[SVIDS[0]!, values]]), steps: [] });
+  const start = new Date(Date.UTC(2026, 10, 25, 0, k)).toISOString();
+  const body = { schema: 1, ...chamber, runId: `r${k}`, recipe: 'R', contextWindow: { start, end: start }, svids: SVIDS, trace: { store: 'default' }, completedAt: start };
+  return (await jetstream(nc).publish(notificationSubject(chamber.toolId, chamber.chamberId), JSON.stringify(body))).seq;
+}
+
+/**
  * Guarantee 1 (exclusive) with real NATS and a real SQLite store, deterministically: worker A owns
  * the chamber with epoch 1; worker B claims it with epoch 2 while A is idle; A's next write is
  * rejected by the store, A stops, and B applies every later run exactly once.
  */
 describeWithInfra(['nats'], 'ChamberWorker fencing against real NATS and SQLite', () => {
   it('a deposed worker cannot write; the new owner resumes exactly after the high-water mark', async () => {
-    const nats = await startNatsServer();
-    const dir = mkdtempSync(join(tmpdir(), 'worker-fence-'));
-    const nc = await connect({ servers: nats.url });
-    const store = await SqliteStore.open({ filename: join(dir, 'd.db') });
-    try {
-      await ensureStreams(nc);
-      await store.chamberMetadata.upsert({ ...chamber, svidCount: 1, collectionFreqHz: 1, contextDurationSeconds: 60, weight: 60, lastUpdated: new Date(), source: 'configured', observedRuns: 0 });
-      const reader = await NotificationReader.open(nc);
-      const cache = new UChartHistoryCache({ source: store.uchart, sizeMb: 8 });
+    await withChamber('worker-fence-', async ({ nc, store, reader, cache }) => {
       const deps = (): WorkerDeps => ({
         source: reader,
         sink: { publish: async (s, p, id) => void (await publishOnce(nc, s, p, id)) },
@@ -48,13 +77,7 @@ describeWithInfra(['nats'], 'ChamberWorker fencing against real NATS and SQLite'
         sleep,
       });
       const opts = { processTimeoutMs: 10_000, maxAttempts: 3, idlePollMs: 60_000, maxTracePoints: 1_000_000, maxOutageBackoffMs: 1000 };
-      const publishRun = async (k: number) => {
-        const values = new Float64Array(60).map((_, i) => 50 + Math.sin(i + k));
-        await store.traces.write({ ...chamber, runId: `r${k}`, timing: { kind: 'regular', startSeconds: 1_800_000_000 + k * 60, frequencyHz: 1 }, svids: new Map([[SVIDS[0]!, values]]), steps: [] });
-        const start = new Date(Date.UTC(2026, 10, 25, 0, k)).toISOString();
-        const body = { schema: 1, ...chamber, runId: `r${k}`, recipe: 'R', contextWindow: { start, end: start }, svids: SVIDS, trace: { store: 'default' }, completedAt: start };
-        return (await jetstream(nc).publish(notificationSubject('t1', 'c1'), JSON.stringify(body))).seq;
-      };
+      const publishRun = (k: number) => publishRunOf(nc, store, k);
 
       const a = new ChamberWorker(chamber, 1, deps(), { ...opts, ownerId: 'defender-0' });
       const b = new ChamberWorker(chamber, 2, deps(), { ...opts, ownerId: 'defender-1' });
@@ -81,13 +104,7 @@ describeWithInfra(['nats'], 'ChamberWorker fencing against real NATS and SQLite'
       await b.stop();
       expect(exits['b']).toBe('stopped');
       await feed.stop();
-      cache.close();
-    } finally {
-      await store.close();
-      await nc.close();
-      await nats.stop();
-      rmSync(dir, { recursive: true, force: true });
-    }
+    });
   });
 });
 
@@ -193,4 +210,88 @@ describeWithInfra(['nats'], 'ChamberWorker trace memory budget against real NATS
       rmSync(dir, { recursive: true, force: true });
     }
   });
+});
+
+/**
+ * Guarantee 4 (a store outage pauses processing; nothing is acked early, nothing lost) against the
+ * attempt timeout, found by the chaos suite's store outage: an outage longer than
+ * PROCESS_MAX_ATTEMPTS x PROCESS_TIMEOUT_SECONDS used up a run's attempts (the outage time counted
+ * against each attempt's timeout), and a timed-out attempt kept retrying its commit beside the next
+ * attempt: one committed late, the other then saw the run "already applied at an earlier sequence"
+ * and dead-lettered it, or dead-lettered it as processing-failed while the first committed it.
+ */
+describeWithInfra(['nats'], 'ChamberWorker under a store outage longer than its attempts, against real NATS and SQLite', () => {
+  it('pauses the run for the whole outage, then applies it exactly once, with no dead letter', async () => {
+    await withChamber('worker-outage-', async ({ nc, store, reader, cache }) => {
+      // The real store; while `down`, every commit fails as unavailable after 100 ms (a busy timeout).
+      let down = false;
+      let commitCalls = 0;
+      const flaky = Object.create(store) as typeof store;
+      Object.defineProperty(flaky, 'chamberState', {
+        value: {
+          get: (ref: Parameters<typeof store.chamberState.get>[0]) => store.chamberState.get(ref),
+          claim: (...a: Parameters<typeof store.chamberState.claim>) => store.chamberState.claim(...a),
+          commitRun: async (input: Parameters<typeof store.chamberState.commitRun>[0]) => {
+            commitCalls++;
+            if (down) {
+              await new Promise((r) => setTimeout(r, 100));
+              throw new StoreUnavailableError('database is locked (test outage)');
+            }
+            return store.chamberState.commitRun(input);
+          },
+        },
+      });
+      const deadLetters: string[] = [];
+      const deps: WorkerDeps = {
+        source: reader,
+        sink: {
+          publish: async (s, p, id) => {
+            if (s.startsWith('dc.dead.')) deadLetters.push(`${s}: ${p.slice(0, 300)}`);
+            await publishOnce(nc, s, p, id);
+          },
+        },
+        store: flaky,
+        evaluator: createRunEvaluator(),
+        cache,
+        semaphore: new Semaphore(4),
+        now: () => new Date(),
+        monotonic: () => performance.now(),
+        sleep,
+      };
+      // 2 attempts of 300 ms against an outage of 2 s.
+      const worker = new ChamberWorker(chamber, 1, deps, { ownerId: 'defender-0', processTimeoutMs: 300, maxAttempts: 2, idlePollMs: 60_000, maxTracePoints: 1_000_000, maxOutageBackoffMs: 200 });
+      const publishRun = (k: number) => publishRunOf(nc, store, k);
+      let exit: string | undefined;
+      let exitErr: unknown;
+      const feed = await watchNotifications(nc, (_s, seq) => worker.notify(seq));
+      worker.start((r, err) => {
+        exit = r;
+        exitErr = err;
+      });
+      const seqs = [await publishRun(0)];
+      await waitFor('run 0 applied', async () => worker.mark === seqs[0], 20_000);
+
+      down = true;
+      const outageFrom = Date.now();
+      seqs.push(await publishRun(1));
+      await waitFor('commits failing', async () => commitCalls >= 4, 20_000);
+      await new Promise((r) => setTimeout(r, Math.max(0, outageFrom + 2000 - Date.now())));
+      expect(worker.mark).toBe(seqs[0]);
+      down = false;
+      seqs.push(await publishRun(2));
+      await waitFor('runs 1 and 2 applied', async () => worker.mark === seqs[2] || exit !== undefined, 20_000);
+      // Nothing may still be running in the background and commit later.
+      await new Promise((r) => setTimeout(r, 800));
+
+      expect({ exit, err: exitErr === undefined ? undefined : String(exitErr), deadLetters }).toEqual({ exit: undefined, err: undefined, deadLetters: [] });
+      const runs = await store.uchart.history(chamber, { limit: 100 });
+      expect(runs.map((r) => [r.sequence, r.runId])).toEqual(seqs.map((s, k) => [s, `r${k}`]));
+      expect((await store.chamberState.get(chamber))?.highWaterMark).toBe(seqs[2]);
+      const dl = await (await jetstreamManager(nc)).streams.info(STREAMS.deadLetters);
+      expect(dl.state.messages).toBe(0);
+      await worker.stop();
+      expect(exit).toBe('stopped');
+      await feed.stop();
+    });
+  }, 60_000);
 });
