@@ -27,6 +27,9 @@ export function describeWithKustomize(name: string, fn: (k: Kustomizer) => void)
     });
     return;
   }
+  // Outside CI, a machine without kubectl skips these tests loudly (banner above) instead of failing;
+  // the block still declares its tests, so Jest counts and lists every one of them as skipped. They
+  // never run, so the placeholder kustomizer is never called.
   process.stderr.write(banner(`SKIPPED "${name}": ${k.unavailable}`));
-  describe.skip(name, () => undefined);
+  describe.skip(name, () => fn({ command: `(unavailable: ${k.unavailable})`, args: [], version: 'none' }));
 }
