@@ -272,19 +272,27 @@ export class ChamberWorker {
   private async process(msg: NotificationMessage): Promise<void> {
     const started = this.deps.monotonic();
     this.deps.observer?.received?.(this.key, msg.sequence);
-    const declared = declaredTraceBytes(msg, this.opts.maxTracePoints);
+    // Parsed once per run; a parse failure is rethrown by each attempt and handled there as before
+    // (bad input is dead-lettered by the first one).
+    let parsed: Parsed;
+    try {
+      parsed = { n: this.parse(msg) };
+    } catch (error) {
+      parsed = { error };
+    }
+    const declared = 'n' in parsed ? declaredTraceBytes(parsed.n, this.opts.maxTracePoints) : 0;
     const releaseBudget = declared > 0 && this.deps.traceBudget ? await this.deps.traceBudget.acquire(declared) : undefined;
     try {
-      await this.attempts(msg, started, releaseBudget ? declared : 0);
+      await this.attempts(msg, parsed, started, releaseBudget ? declared : 0);
     } finally {
       releaseBudget?.();
     }
   }
 
-  private async attempts(msg: NotificationMessage, started: number, reserved: number): Promise<void> {
+  private async attempts(msg: NotificationMessage, parsed: Parsed, started: number, reserved: number): Promise<void> {
     for (let attempt = 1; ; attempt++) {
       try {
-        const outcome = await this.withTimeout(() => this.attempt(msg, reserved));
+        const outcome = await this.withTimeout(() => this.attempt(msg, parsed, reserved));
         this.highWaterMark = msg.sequence;
         this.processed++;
         this.deps.observer?.processed?.(this.key, msg.sequence, this.deps.monotonic() - started, outcome);
@@ -430,8 +438,9 @@ export class ChamberWorker {
     }
   }
 
-  private async attempt(msg: NotificationMessage, reserved: number): Promise<'applied' | 'already-applied'> {
-    const n = this.parse(msg);
+  private async attempt(msg: NotificationMessage, parsed: Parsed, reserved: number): Promise<'applied' | 'already-applied'> {
+    if (!('n' in parsed)) throw parsed.error;
+    const n = parsed.n;
     // Refuse a declared-huge trace before reading it (it would be held in memory whole).
     const declared = n.trace.samples !== undefined ? n.trace.samples * n.svids.length : undefined;
     if (declared !== undefined && declared > this.opts.maxTracePoints) {
@@ -558,6 +567,9 @@ export class ChamberWorker {
   }
 }
 
+/** A run's notification as parsed once, or why it could not be. */
+type Parsed = { readonly n: RunNotification } | { readonly error: unknown };
+
 class StoppedSignal extends Error {
   override readonly name = 'StoppedSignal';
 }
@@ -571,17 +583,10 @@ function traceBytes(trace: TraceRecord): number {
 
 /**
  * Memory a notification's trace will take, from its declared samples per SVID (at most 8 bytes
- * each; explicit sample times, if any, are charged once read); 0 when it declares none, cannot be parsed, or exceeds the
- * trace limit (it is dead-lettered before any read).
+ * each; explicit sample times, if any, are charged once read); 0 when it declares none or exceeds
+ * the trace limit (it is dead-lettered before any read).
  */
-export function declaredTraceBytes(msg: NotificationMessage, maxTracePoints: number): number {
-  let n: RunNotification;
-  try {
-    n = parseRunNotification(msg.data);
-  } catch (err) {
-    if (err instanceof InvalidMessageError) return 0;
-    throw err;
-  }
+export function declaredTraceBytes(n: Pick<RunNotification, 'trace' | 'svids'>, maxTracePoints: number): number {
   const samples = n.trace.samples;
   if (samples === undefined || samples * n.svids.length > maxTracePoints) return 0;
   return samples * n.svids.length * 8;
