@@ -127,6 +127,14 @@ export interface RunPointSet extends ChamberRef {
   readonly committedAt: Date;
   readonly recipe?: string;
   readonly points: readonly UChartPoint[];
+  /**
+   * Optional summaries a producer may give (the defender's history cache does, and decodes `points`
+   * only when read) so that a consumer can skip a run it does not need without decoding it: the
+   * number of points, and the bitwise OR of their flags. When present they equal `points.length`
+   * and the OR of `points[i].flags`.
+   */
+  readonly pointCount?: number;
+  readonly flagsUnion?: number;
 }
 
 /** Phase I baseline a limit set was computed from. */

@@ -100,10 +100,11 @@ export function decodePoint(p: UChartPoint): ChartPoint {
  * `undefined`.
  */
 export function decodeRun(set: RunPointSet, keys?: ReadonlySet<string>): RunRecord | undefined {
-  if (set.points.length === 0) return undefined;
+  const stored = set.points; // read once: a cached run decodes on every read
+  if (stored.length === 0) return undefined;
   const points: Record<string, ChartPoint> = {};
   let alarmed = false;
-  for (const p of set.points) {
+  for (const p of stored) {
     if ((p.flags & POINT_FLAGS.RUN_ALARMED) !== 0) alarmed = true;
     if (keys && !keys.has(p.indicatorKey)) continue;
     points[p.indicatorKey] = decodePoint(p);
@@ -111,12 +112,51 @@ export function decodeRun(set: RunPointSet, keys?: ReadonlySet<string>): RunReco
   return { runId: set.runId, points, alarmed };
 }
 
-/** Committed runs (oldest first) as defense-rules run records, dead-lettered runs left out. */
+/**
+ * A committed run as a defense-rules {@link RunRecord} that decodes on first use: the rules read
+ * history newest first and stop early (a rule window, the current limits version, the escalation
+ * window), so with frozen limits only the newest few of the ~100 loaded runs are decoded. Uses the
+ * set's `pointCount` / `flagsUnion` summaries when it has them; reads `set.points` at most once.
+ */
+class LazyRunRecord implements RunRecord {
+  private decoded: Record<string, ChartPoint> | undefined;
+  private wasAlarmed: boolean | undefined;
+
+  constructor(
+    readonly runId: string,
+    private readonly set: RunPointSet,
+    private readonly keys: ReadonlySet<string> | undefined,
+  ) {
+    if (set.flagsUnion !== undefined) this.wasAlarmed = (set.flagsUnion & POINT_FLAGS.RUN_ALARMED) !== 0;
+  }
+
+  get points(): Readonly<Record<string, ChartPoint>> {
+    if (this.decoded === undefined) this.decode();
+    return this.decoded as Record<string, ChartPoint>;
+  }
+
+  get alarmed(): boolean {
+    if (this.wasAlarmed === undefined) this.decode();
+    return this.wasAlarmed as boolean;
+  }
+
+  private decode(): void {
+    const r = decodeRun(this.set, this.keys);
+    this.decoded = r?.points ?? {};
+    this.wasAlarmed = r?.alarmed ?? false;
+  }
+}
+
+/**
+ * Committed runs (oldest first) as defense-rules run records, dead-lettered runs (no points) left out.
+ * The records decode lazily ({@link LazyRunRecord}): a run's points are decoded only if the rules
+ * read that far back. Use the result within one evaluation: it keeps `sets` alive.
+ */
 export function decodeHistory(sets: readonly RunPointSet[], keys?: ReadonlySet<string>): RunRecord[] {
   const runs: RunRecord[] = [];
   for (const set of sets) {
-    const r = decodeRun(set, keys);
-    if (r) runs.push(r);
+    const count = set.pointCount ?? set.points.length;
+    if (count > 0) runs.push(new LazyRunRecord(set.runId, set, keys));
   }
   return runs;
 }

@@ -5,6 +5,7 @@ import { decodeLimits } from './codec';
 import { EvaluatorConfigError, InvalidStrategyDocumentError, InvalidTraceError } from './errors';
 import { describeFlags, POINT_FLAGS } from './flags';
 import { createRunEvaluator } from './run-evaluator';
+import type { RunPointSet } from '@defender/contracts';
 import { CHAMBER, notificationOf, SimulatedChamber, T0, traceOf } from './testing/harness';
 
 const RECIPE = 'POLY';
@@ -192,6 +193,66 @@ describe('createRunEvaluator: baseline, alarms and escalation over stored histor
       ['A|p-main', 10],
       ['B|p-main', 50],
     ]);
+  });
+});
+
+describe('createRunEvaluator: history decoded only as far back as the rules read', () => {
+  const evaluator = createRunEvaluator();
+  const doc = strategy({ baseline: { minRuns: 5 }, rules: ['western-electric'] });
+
+  /** `sets` whose `points` count their reads, optionally with the count and flag summaries a cache gives. */
+  function counting(sets: readonly RunPointSet[], summaries: boolean): { sets: RunPointSet[]; reads: () => number } {
+    let reads = 0;
+    const out = sets.map((s) => {
+      const { points, ...rest } = s;
+      const o = { ...rest } as RunPointSet & { points: readonly unknown[] };
+      Object.defineProperty(o, 'points', {
+        enumerable: true,
+        get: () => {
+          reads++;
+          return points;
+        },
+      });
+      if (summaries) Object.assign(o, { pointCount: points.length, flagsUnion: points.reduce((u, p) => u | p.flags, 0) >>> 0 });
+      return o;
+    });
+    return { sets: out, reads: () => reads };
+  }
+
+  it('with frozen limits reads only the newest runs of a 100-run history, with the same result', () => {
+    const chamber = new SimulatedChamber(evaluator);
+    // Phase I, then 95 runs judged against the frozen limits, with shifts that alarm and hold now and then.
+    for (let i = 0; i < 100; i++) {
+      const mean = i < 5 ? PHASE_ONE[i]! : i % 17 === 0 || i % 17 === 2 ? 13 : 10 + ((i * 7) % 5) / 50 - 0.04;
+      chamber.process(pressureRun(`run-${i + 1}`, mean), RECIPE, doc);
+    }
+    const history = chamber.committed.slice(-evaluator.historyRuns(doc));
+    expect(history).toHaveLength(100);
+    const input = (h: RunPointSet[], runId: string, mean: number) => ({
+      chamber: CHAMBER,
+      sequence: 101,
+      notification: notificationOf(pressureRun(runId, mean), RECIPE),
+      trace: pressureRun(runId, mean),
+      history: h,
+      limits: chamber.limits,
+      strategy: doc,
+      now: new Date(T0 + 101 * 60_000),
+    });
+    for (const mean of [10, 13]) {
+      const eager = evaluator.evaluate(input(history, 'run-101', mean));
+      const summarized = counting(history, true);
+      expect(evaluator.evaluate(input(summarized.sets, 'run-101', mean))).toEqual(eager);
+      // WE looks 7 points back, the EWMA / CUSUM state 1; escalation and Phase I read no points
+      // with the summaries.
+      expect(summarized.reads()).toBeLessThanOrEqual(7);
+      const bare = counting(history, false);
+      expect(evaluator.evaluate(input(bare.sets, 'run-101', mean))).toEqual(eager);
+      // Without summaries each run is read once to learn whether it is empty, and the ones the rules
+      // reach once more.
+      expect(bare.reads()).toBeLessThanOrEqual(history.length + 7);
+    }
+    // The shifted run alarms (and its context needs the decoded history): same alarms either way.
+    expect(evaluator.evaluate(input(counting(history, true).sets, 'run-101', 13)).alarms.length).toBeGreaterThan(0);
   });
 });
 

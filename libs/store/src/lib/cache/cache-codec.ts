@@ -114,3 +114,8 @@ export function decodeCachedPoints(buf: Buffer, table: StringTable): UChartPoint
   if (o !== buf.length) throw new Error(`cached point set has ${buf.length - o} bytes after ${count} points`);
   return points;
 }
+
+/** Number of points in what {@link encodeCachedPoints} wrote, without decoding them. */
+export function cachedPointCount(buf: Buffer): number {
+  return buf.readUInt32LE(0);
+}

@@ -3,6 +3,20 @@ import { commit, freshChamber, points } from '../../testing/fixtures';
 import { SqliteStore } from '../sqlite/sqlite-store';
 import { UChartHistoryCache } from './uchart-history-cache';
 
+/** The runs as plain records: cached runs decode `points` on read (a getter), and carry summaries. */
+function plain(runs: readonly RunPointSet[]): RunPointSet[] {
+  return runs.map((r) => ({
+    toolId: r.toolId,
+    chamberId: r.chamberId,
+    sequence: r.sequence,
+    runId: r.runId,
+    epoch: r.epoch,
+    committedAt: r.committedAt,
+    ...(r.recipe !== undefined ? { recipe: r.recipe } : {}),
+    points: r.points,
+  }));
+}
+
 // The cache's source is a real (in-memory SQLite) store; `loads` counts the reads that reach it.
 describe('UChartHistoryCache', () => {
   let store: DefenderStore;
@@ -39,9 +53,9 @@ describe('UChartHistoryCache', () => {
     const runs = await commitRuns(ch, 1, 30);
     const cache = new UChartHistoryCache({ source, sizeMb: 10, runsPerChamber: 100 });
     expect(cache.stats()).toMatchObject({ hits: 0, misses: 0, hitRate: 0 });
-    expect(await cache.history(ch, { limit: 20 })).toEqual(runs.slice(10));
-    expect(await cache.history(ch, { limit: 20 })).toEqual(runs.slice(10));
-    expect(await cache.history(ch, { limit: 100 })).toEqual(runs);
+    expect(plain(await cache.history(ch, { limit: 20 }))).toEqual(runs.slice(10));
+    expect(plain(await cache.history(ch, { limit: 20 }))).toEqual(runs.slice(10));
+    expect(plain(await cache.history(ch, { limit: 100 }))).toEqual(runs);
     expect(loads).toHaveLength(1);
     expect(cache.stats()).toMatchObject({ hits: 2, misses: 1, chambers: 1 });
     expect(cache.stats().hitRate).toBeCloseTo(2 / 3, 12);
@@ -58,7 +72,7 @@ describe('UChartHistoryCache', () => {
     cache.record(newer[0]!); // not newer than what is cached: ignored
     const got = await cache.history(ch, { limit: 5, highWaterMark: 8 });
     expect(got.map((r) => r.sequence)).toEqual([4, 5, 6, 7, 8]);
-    expect(got.slice(2)).toEqual(newer);
+    expect(plain(got.slice(2))).toEqual(newer);
     expect(loads).toHaveLength(1);
     cache.close();
   });
@@ -100,11 +114,30 @@ describe('UChartHistoryCache', () => {
     cache.close();
   });
 
+  it('hands out runs that stay encoded: points decoded per read, count and flag union without decoding', async () => {
+    const ch = freshChamber();
+    const runs = await commitRuns(ch, 1, 6);
+    const cache = new UChartHistoryCache({ source, sizeMb: 10 });
+    for (const lookup of ['miss', 'hit']) {
+      const got = await cache.history(ch, { limit: 6 });
+      expect({ lookup, runs: plain(got) }).toEqual({ lookup, runs });
+      got.forEach((r, i) => {
+        const want = runs[i]!.points;
+        expect(r.pointCount).toBe(want.length);
+        expect(r.flagsUnion).toBe(want.reduce((u, p) => u | p.flags, 0) >>> 0);
+        // Nothing decoded stays attached to the run: each read is a new array.
+        expect(r.points).not.toBe(r.points);
+      });
+    }
+    expect(cache.stats()).toMatchObject({ hits: 1, misses: 1 });
+    cache.close();
+  });
+
   it('does not cache a chamber larger than the whole budget, but still answers', async () => {
     const ch = freshChamber();
     const runs = await commitRuns(ch, 1, 10);
     const cache = new UChartHistoryCache({ source, sizeMb: 0.001 });
-    expect(await cache.history(ch, { limit: 10 })).toEqual(runs);
+    expect(plain(await cache.history(ch, { limit: 10 }))).toEqual(runs);
     expect(cache.has(ch)).toBe(false);
     expect(cache.stats()).toMatchObject({ bytes: 0, chambers: 0 });
     cache.close();

@@ -1,6 +1,6 @@
 import Database from 'better-sqlite3';
-import { chamberKey, validatePositiveInt, type ChamberRef, type RunPointSet, type UChartRepository } from '@defender/contracts';
-import { decodeCachedPoints, encodeCachedPoints, StringTable } from './cache-codec';
+import { chamberKey, validatePositiveInt, type ChamberRef, type RunPointSet, type UChartPoint, type UChartRepository } from '@defender/contracts';
+import { cachedPointCount, decodeCachedPoints, encodeCachedPoints, StringTable } from './cache-codec';
 
 /** Options of {@link UChartHistoryCache}. */
 export interface UChartHistoryCacheOptions {
@@ -36,6 +36,44 @@ interface Entry {
   newestSeq: number;
   /** The chamber's indicator keys and chart names, referred to by index from its cached runs. */
   readonly strings: StringTable;
+}
+
+/**
+ * A cached run as the cache hands it out: its points stay encoded until read, and each read of
+ * `points` decodes them anew (read once; nothing decoded stays attached to the run, so a history
+ * held across a run's awaits holds only buffers). `pointCount` and `flagsUnion` need no decoding.
+ */
+class CachedRun implements RunPointSet {
+  readonly recipe?: string;
+
+  constructor(
+    readonly toolId: string,
+    readonly chamberId: string,
+    readonly sequence: number,
+    readonly runId: string,
+    readonly epoch: number,
+    readonly committedAt: Date,
+    recipe: string | null,
+    private readonly body: Buffer,
+    private readonly strings: StringTable,
+    readonly flagsUnion: number,
+  ) {
+    if (recipe !== null) this.recipe = recipe;
+  }
+
+  get points(): UChartPoint[] {
+    return decodeCachedPoints(this.body, this.strings);
+  }
+
+  get pointCount(): number {
+    return cachedPointCount(this.body);
+  }
+}
+
+function flagsUnionOf(points: readonly UChartPoint[]): number {
+  let u = 0;
+  for (const p of points) u |= p.flags;
+  return u >>> 0;
 }
 
 /** Accounted size of one cached run: its encoded points plus a fixed allowance for row keys and index. */
@@ -76,12 +114,14 @@ export class UChartHistoryCache {
     this.capacityBytes = Math.floor(options.sizeMb * 1024 * 1024);
     this.db.exec(`CREATE TABLE runs (
       chamber_key TEXT NOT NULL, seq INTEGER NOT NULL, run_id TEXT NOT NULL, epoch INTEGER NOT NULL,
-      committed_at INTEGER NOT NULL, recipe TEXT, body BLOB NOT NULL, bytes INTEGER NOT NULL,
+      committed_at INTEGER NOT NULL, recipe TEXT, body BLOB NOT NULL, bytes INTEGER NOT NULL, flags_union INTEGER NOT NULL,
       PRIMARY KEY (chamber_key, seq))`);
     this.insert = this.db.prepare(
-      'INSERT OR REPLACE INTO runs (chamber_key, seq, run_id, epoch, committed_at, recipe, body, bytes) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+      'INSERT OR REPLACE INTO runs (chamber_key, seq, run_id, epoch, committed_at, recipe, body, bytes, flags_union) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
     );
-    this.select = this.db.prepare('SELECT seq, run_id, epoch, committed_at, recipe, body FROM runs WHERE chamber_key = ? ORDER BY seq DESC LIMIT ?');
+    this.select = this.db.prepare(
+      'SELECT seq, run_id, epoch, committed_at, recipe, body, flags_union FROM runs WHERE chamber_key = ? ORDER BY seq DESC LIMIT ?',
+    );
     this.oldest = this.db.prepare('SELECT seq, bytes FROM runs WHERE chamber_key = ? ORDER BY seq ASC LIMIT ?');
     this.deleteRun = this.db.prepare('DELETE FROM runs WHERE chamber_key = ? AND seq = ?');
     this.deleteChamber = this.db.prepare('DELETE FROM runs WHERE chamber_key = ?');
@@ -128,7 +168,7 @@ export class UChartHistoryCache {
     // New strings stay with the chamber (not with this run) until the chamber is dropped.
     const grown = entry.strings.bytes - tableBefore;
     this.db.transaction(() => {
-      this.insert.run(key, run.sequence, run.runId, run.epoch, run.committedAt.getTime(), run.recipe ?? null, body, bytes);
+      this.insert.run(key, run.sequence, run.runId, run.epoch, run.committedAt.getTime(), run.recipe ?? null, body, bytes, flagsUnionOf(run.points));
       entry.bytes += bytes + grown;
       entry.runs += 1;
       this.totalBytes += bytes + grown;
@@ -217,19 +257,33 @@ export class UChartHistoryCache {
   }
 
   private read(chamber: ChamberRef, key: string, entry: Entry, limit: number): RunPointSet[] {
-    const rows = this.select.all(key, limit) as { seq: number; run_id: string; epoch: number; committed_at: number; recipe: string | null; body: Buffer }[];
-    return rows
-      .map((r) => ({
-        toolId: chamber.toolId,
-        chamberId: chamber.chamberId,
-        sequence: r.seq,
-        runId: r.run_id,
-        epoch: r.epoch,
-        committedAt: new Date(r.committed_at),
-        ...(r.recipe !== null ? { recipe: r.recipe } : {}),
-        points: decodeCachedPoints(r.body, entry.strings),
-      }))
-      .reverse();
+    const rows = this.select.all(key, limit) as {
+      seq: number;
+      run_id: string;
+      epoch: number;
+      committed_at: number;
+      recipe: string | null;
+      body: Buffer;
+      flags_union: number;
+    }[];
+    const runs = new Array<RunPointSet>(rows.length);
+    // Newest first from SQLite; handed out oldest first.
+    for (let i = 0; i < rows.length; i++) {
+      const r = rows[i] as (typeof rows)[number];
+      runs[rows.length - 1 - i] = new CachedRun(
+        chamber.toolId,
+        chamber.chamberId,
+        r.seq,
+        r.run_id,
+        r.epoch,
+        new Date(r.committed_at),
+        r.recipe,
+        r.body,
+        entry.strings,
+        r.flags_union,
+      );
+    }
+    return runs;
   }
 
   /** Loads a chamber from the source (one load per chamber at a time) and caches it unless it went stale meanwhile. */
@@ -242,8 +296,11 @@ export class UChartHistoryCache {
     state.promise = (async () => {
       try {
         const runs = await this.options.source.history(chamber, { limit: this.runsPerChamber });
-        if (!state.stale) this.store(key, runs);
-        return runs;
+        if (state.stale) return runs;
+        this.store(key, runs);
+        // Hand out the cached (still encoded) runs, so the source's decoded points die young.
+        const entry = this.lru.get(key);
+        return entry ? this.read(chamber, key, entry, this.runsPerChamber) : runs;
       } finally {
         this.loading.delete(key);
       }
@@ -258,7 +315,7 @@ export class UChartHistoryCache {
       for (const run of runs) {
         const body = encodeCachedPoints(run.points, entry.strings);
         const bytes = runBytes(body, run);
-        this.insert.run(key, run.sequence, run.runId, run.epoch, run.committedAt.getTime(), run.recipe ?? null, body, bytes);
+        this.insert.run(key, run.sequence, run.runId, run.epoch, run.committedAt.getTime(), run.recipe ?? null, body, bytes, flagsUnionOf(run.points));
         entry.bytes += bytes;
         entry.runs += 1;
         entry.newestSeq = Math.max(entry.newestSeq, run.sequence);
