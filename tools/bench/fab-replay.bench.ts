@@ -24,7 +24,11 @@
 // (runs the publisher writes at once, 4), FAB_WARMUP_BACKLOG (most warm-up runs in flight, 300),
 // FAB_WRITE=0|1, FAB_LOG_DIR (process output), FAB_LOG_LEVEL (apps' LOG_LEVEL, warn),
 // FAB_RESULT_FILE (the raw results as JSON; default tmp/fab-replay-result.json),
-// FAB_REPORT_FROM=<json> (only re-renders the report from a saved result, no cluster).
+// FAB_REPORT_FROM=<json> (only re-renders the report from a saved result, no cluster),
+// FAB_DEFENDER_ENV=K=V,K=V (extra defender environment, e.g. NODE_OPTIONS=--max-old-space-size=N;
+// FAB_DEFENDER_ENV_0, FAB_DEFENDER_ENV_1: for one defender only, to compare settings in one run),
+// FAB_HEAP_SNAPSHOTS=<dir> (a V8 heap snapshot of each defender after the warm-up and after the last
+// step, for tools/bench/heap-summary.ts or Chrome DevTools; taking one pauses that defender).
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -36,7 +40,7 @@ import { startNatsServer, type NatsServerHandle } from '@defender/infra-harness'
 import { SqliteStore } from '@defender/store';
 import { percentile, table, writeBenchmarkSection } from './report';
 import { BenchCluster, getJson, missingBundles } from './pipeline/cluster';
-import { cpuMsOf, loadAverage, memoryOf, parseCounter } from './pipeline/observe';
+import { cpuMsOf, envList, loadAverage, memoryOf, parseCounter, saveHeapSnapshot } from './pipeline/observe';
 import { judgeStep, nextSpeed, type StepVerdict } from './fab-replay/sustain';
 import {
   cycleSeconds,
@@ -74,6 +78,7 @@ function flag(name: string, dflt: boolean): boolean {
   return v === undefined || v === '' ? dflt : v === '1' || v === 'true';
 }
 
+const DEFENDERS = 2;
 const P = {
   chambers: int('FAB_CHAMBERS', QUICK ? 60 : 5000, 1),
   warmupRuns: int('FAB_WARMUP_RUNS', 21),
@@ -92,11 +97,14 @@ const P = {
   logLevel: process.env['FAB_LOG_LEVEL'] ?? 'warn',
   resultFile: process.env['FAB_RESULT_FILE'] ?? join(__dirname, '..', '..', 'tmp', 'fab-replay-result.json'),
   reportFrom: process.env['FAB_REPORT_FROM'],
+  defenderEnv: envList('FAB_DEFENDER_ENV'),
+  defenderEnvEach: Array.from({ length: DEFENDERS }, (_, i) => envList(`FAB_DEFENDER_ENV_${i}`)),
+  heapSnapshots: process.env['FAB_HEAP_SNAPSHOTS'],
 };
 const SPEED_TARGET = 10;
 const RSS_TARGET_MB = 300;
-const DEFENDERS = 2;
 const SAMPLE_MS = 1000;
+const DEBUG_TOKEN = 'bench-fab-replay-debug-token';
 const POLL_MS = 200;
 
 function log(line: string): void {
@@ -522,7 +530,7 @@ async function runStep(
 type Params = typeof P;
 
 interface Outcome {
-  params: Omit<Params, 'reportFrom' | 'resultFile' | 'logDir'>;
+  params: Omit<Params, 'reportFrom' | 'resultFile' | 'logDir' | 'heapSnapshots'>;
   /** Not saved in the result file (regenerated from the parameters). */
   fab: FabSpec;
   rtRate: number;
@@ -535,6 +543,18 @@ interface Outcome {
   loadBefore: number;
   loadAfter: number;
   cacheStats: string[];
+}
+
+/** With FAB_HEAP_SNAPSHOTS: each live defender's heap snapshot, `<dir>/<defender>-<label>.heapsnapshot`. */
+async function heapSnapshots(cl: BenchCluster, label: string): Promise<void> {
+  if (!P.heapSnapshots) return;
+  mkdirSync(P.heapSnapshots, { recursive: true });
+  for (const d of cl.defenders()) {
+    const file = join(P.heapSnapshots, `${d.name}-${label}.heapsnapshot`);
+    const t0 = Date.now();
+    const bytes = await saveHeapSnapshot(d.url, DEBUG_TOKEN, file);
+    log(`heap snapshot ${file}: ${f1(bytes / 1e6)} MB in ${f1((Date.now() - t0) / 1000)} s`);
+  }
 }
 
 async function main(): Promise<void> {
@@ -573,7 +593,7 @@ async function main(): Promise<void> {
     cluster = cl;
     await cl.startAgent();
     await cl.startController('controller');
-    for (let i = 0; i < DEFENDERS; i++) await cl.startDefender(`pod-${i}`);
+    for (let i = 0; i < DEFENDERS; i++) await cl.startDefender(`pod-${i}`, { DEBUG_TOKEN, ...P.defenderEnv, ...P.defenderEnvEach[i] });
     await cl.settle(DEFENDERS, fab.chambers.length, 180_000);
     const owned = await Promise.all(
       cl.defenders().map(async (d) => `${d.name} ${((await getJson(`${d.url}/api/v1/chambers`)).body as { chambers: unknown[] }).chambers.length}`),
@@ -646,6 +666,8 @@ async function main(): Promise<void> {
         `CPU ${warmProcs.map((p) => `${p.name} ${f0(p.cpuPct)}%`).join(', ')}`,
     );
 
+    await heapSnapshots(cl, 'after-warmup');
+
     // Paced steps.
     r.pollMs = POLL_MS;
     const schedule = new SteadySchedule(fab, P.seed, P.warmupRuns);
@@ -670,12 +692,13 @@ async function main(): Promise<void> {
       }
     }
     clearInterval(memSampler);
+    await heapSnapshots(cl, 'after-steps');
     const cacheStats: string[] = [];
     for (const d of cl.defenders()) {
       const res = await getJson(`${d.url}/api/v1/cache/stats`).catch(() => undefined);
       if (res) cacheStats.push(`${d.name}: ${res.text.slice(0, 300)}`);
     }
-    const { reportFrom: _r, resultFile: _f, logDir: _l, ...params } = P;
+    const { reportFrom: _r, resultFile: _f, logDir: _l, heapSnapshots: _h, ...params } = P;
     const outcome: Outcome = {
       params,
       fab,
@@ -707,6 +730,17 @@ async function main(): Promise<void> {
 
 // ---------------------------------------------------------------------------------------------
 // Report
+
+/** The defenders' extra environment, for the report ('' when none). */
+function envNote(q: Outcome['params']): string {
+  const list = (env: Record<string, string> | undefined) => Object.entries(env ?? {}).map(([k, v]) => `\`${k}=${v}\``).join(', ');
+  const parts: string[] = [];
+  if (list(q.defenderEnv)) parts.push(`all: ${list(q.defenderEnv)}`);
+  (q.defenderEnvEach ?? []).forEach((env, i) => {
+    if (list(env)) parts.push(`pod-${i}: ${list(env)}`);
+  });
+  return parts.length > 0 ? ` and extra environment (${parts.join('; ')})` : '';
+}
 
 function report(o: Outcome): string {
   const q = o.params;
@@ -778,7 +812,7 @@ function report(o: Outcome): string {
       `weight median ${f0(ws.median / 1e3)} K, p90 ${f0(ws.p90 / 1e3)} K, max ${f1(ws.max / 1e6)} M samples per run, the heaviest 10 % carry ${f0(ws.top10Share * 100)} %; cycle ${f0(Math.min(...cycles))}-${f0(Math.max(...cycles))} s). ` +
       `In real time the fab completes **${f2(o.rtRate)} runs/s** (${f2(o.rtSamples / 1e6)} M samples/s), so ${SPEED_TARGET}x is ${f1(o.rtRate * SPEED_TARGET)} runs/s.`,
     '',
-    `Cluster: built processes (\`dist/apps/*/main.js\`): a private nats-server, 1 election agent, 1 assignment controller, ${DEFENDERS} defenders with default settings (\`MAX_CONCURRENT_MESSAGES\` 10, cache 100 MB, default strategy), heartbeats every 2 s, one SQLite file (WAL) shared with the publisher.`,
+    `Cluster: built processes (\`dist/apps/*/main.js\`): a private nats-server, 1 election agent, 1 assignment controller, ${DEFENDERS} defenders with default settings (\`MAX_CONCURRENT_MESSAGES\` 10, cache 100 MB, default strategy)${envNote(q)}, heartbeats every 2 s, one SQLite file (WAL) shared with the publisher.`,
     '',
     '**Verdict** (design.md section 5: whole-fab replay >= 10x real time with 2 defenders on SQLite; defender RSS <= 300 MB):',
     '',

@@ -37,6 +37,7 @@ import { BenchCluster, bundleOf, getJson, missingBundles, type Proc } from './pi
 import {
   cpuMsOf,
   diffHistogram,
+  envList,
   histogramQuantile,
   loadAverage,
   memoryOf,
@@ -86,13 +87,7 @@ const P = {
   quietSeconds: int('BENCH_QUIET_SECONDS', 0),
   keepProfiles: process.env['BENCH_KEEP_PROFILES'],
   /** Extra defender environment, `K=V,K=V` (e.g. allocator settings to try). */
-  defenderEnv: Object.fromEntries(
-    (process.env['BENCH_DEFENDER_ENV'] ?? '')
-      .split(',')
-      .map((kv) => kv.trim())
-      .filter((kv) => kv.includes('='))
-      .map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]),
-  ) as Record<string, string>,
+  defenderEnv: envList('BENCH_DEFENDER_ENV'),
 };
 for (const b of P.backends)
   if (b !== 'sqlite' && b !== 'cassandra') throw new Error(`BENCH_BACKENDS: unknown backend ${b}`);

@@ -119,3 +119,32 @@ export function loadAverage(): number {
     return NaN;
   }
 }
+
+/**
+ * Extra process environment from a `K=V,K=V` list (e.g. `BENCH_DEFENDER_ENV`: allocator or V8
+ * settings to try). Values may contain `=`; entries without one are rejected.
+ */
+export function envList(name: string, raw = process.env[name] ?? ''): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const kv of raw.split(',').map((s) => s.trim()).filter((s) => s !== '')) {
+    const eq = kv.indexOf('=');
+    if (eq <= 0) throw new Error(`${name}: expected K=V entries separated by commas, got "${kv}"`);
+    out[kv.slice(0, eq)] = kv.slice(eq + 1);
+  }
+  return out;
+}
+
+/**
+ * Streams a defender's V8 heap snapshot (token-protected `GET /debug/heap-snapshot`) to `file`
+ * (open it in Chrome DevTools > Memory, or summarize it with tools/bench/heap-summary.ts).
+ */
+export async function saveHeapSnapshot(baseUrl: string, token: string, file: string): Promise<number> {
+  const res = await fetch(`${baseUrl}/debug/heap-snapshot`, { headers: { authorization: `Bearer ${token}` } });
+  if (res.status !== 200 || !res.body) throw new Error(`heap snapshot from ${baseUrl}: HTTP ${res.status} ${await res.text().catch(() => '')}`);
+  const { createWriteStream } = await import('node:fs');
+  const { Readable } = await import('node:stream');
+  const { pipeline } = await import('node:stream/promises');
+  const out = createWriteStream(file);
+  await pipeline(Readable.fromWeb(res.body as import('node:stream/web').ReadableStream), out);
+  return out.bytesWritten;
+}
