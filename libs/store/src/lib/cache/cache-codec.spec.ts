@@ -42,6 +42,23 @@ describe('history cache codec', () => {
     expect(a.length).toBe(4 + 15 + 11 + 15 + 4);
   });
 
+  it('finds keys without keeping a lookup index: hints for runs in the usual order, an index for one encode otherwise', () => {
+    const keys = Array.from({ length: 300 }, (_, i) => `R1|${i % 2 ? 'std' : 'mean'}/svid-${i >> 1}`);
+    const run = (order: readonly string[], chartAt = -1): UChartPoint[] =>
+      order.map((k, i) => ({ indicatorKey: k, value: i, flags: 0, ...(i === chartAt ? { chart: { ewma: 1, ewmaIndex: 2 } } : {}) }));
+    const table = new StringTable();
+    const runs = [run(keys, 40), run(keys, 40), run([...keys].reverse()), run(keys.slice(100)), run(keys, 7)];
+    const bodies = runs.map((r) => encodeCachedPoints(r, table));
+    runs.forEach((r, i) => expect(decodeCachedPoints(bodies[i]!, table)).toEqual(r));
+    expect(table.size).toBe(302);
+    // Nothing but the strings is kept between encodes.
+    expect(Object.values(table).filter((v) => v instanceof Map)).toEqual([]);
+    // Copies of the key strings (as a store read returns them) are found as well.
+    const copies = run(keys.map((k) => (' ' + k).slice(1)));
+    expect(decodeCachedPoints(encodeCachedPoints(copies, table), table)).toEqual(copies);
+    expect(table.size).toBe(302);
+  });
+
   it('refuses a body that does not end where its points do', () => {
     const table = new StringTable();
     const body = encodeCachedPoints([{ indicatorKey: 'k', value: 1, flags: 0 }], table);

@@ -4,24 +4,52 @@ import type { UChartPoint } from '@defender/contracts';
  * Strings (indicator keys, chart state names) of one cached chamber, each stored once: cached runs
  * refer to them by index, and decoding hands out the same string objects instead of allocating a
  * new one per point and run. Lives and dies with the chamber's cache entry.
+ *
+ * It keeps only the array between encodes (a defender caches thousands of chambers; a Map per
+ * chamber was the largest item of its live heap). Lookups try a hint first: a chamber's runs list
+ * their indicators in the same order, so the i-th key of a run is usually the i-th key of the table.
+ * A miss builds a lookup index that lives until {@link release} (the end of one encode).
  */
 export class StringTable {
-  private readonly ids = new Map<string, number>();
   private readonly strings: string[] = [];
+  /** Ids of the chart state names (a handful per chamber), scanned before the index. */
+  private readonly names: number[] = [];
+  private index: Map<string, number> | undefined;
   /** Accounted bytes (UTF-16 size plus a fixed allowance per entry). */
   bytes = 0;
 
-  /** Index of `s`, added if new. */
-  id(s: string): number {
-    let id = this.ids.get(s);
+  /** Index of `s`, added if new; `hint` is where it probably is (or a few entries after). */
+  id(s: string, hint = -1): number {
+    if (hint >= 0) {
+      // A few entries beyond the hint: chart names first seen between a run's keys sit there.
+      for (let k = hint, end = Math.min(hint + 4, this.strings.length); k < end; k++) if (this.strings[k] === s) return k;
+    }
+    if (this.index === undefined) {
+      this.index = new Map();
+      for (let i = 0; i < this.strings.length; i++) this.index.set(this.strings[i] as string, i);
+    }
+    let id = this.index.get(s);
     if (id === undefined) {
       id = this.strings.length;
       if (id > 0xffff) throw new RangeError('a cached chamber has more than 65,536 distinct indicator keys and chart names');
-      this.ids.set(s, id);
+      this.index.set(s, id);
       this.strings.push(s);
-      this.bytes += 2 * s.length + 64;
+      this.bytes += 2 * s.length + 24;
     }
     return id;
+  }
+
+  /** Index of chart state name `s`, added if new. */
+  nameId(s: string): number {
+    for (const id of this.names) if (this.strings[id] === s) return id;
+    const id = this.id(s);
+    if (this.names.length < 32) this.names.push(id);
+    return id;
+  }
+
+  /** Drops the lookup index built by a missed hint (call when an encode is done). */
+  release(): void {
+    this.index = undefined;
   }
 
   /** The string at `id`. @throws RangeError for an index never handed out (a bug, not bad data). */
@@ -58,8 +86,23 @@ export function encodeCachedPoints(points: readonly UChartPoint[], table: String
   }
   const buf = Buffer.allocUnsafe(size);
   let o = buf.writeUInt32LE(points.length, 0);
+  try {
+    o = encodeInto(buf, o, points, table);
+  } finally {
+    table.release();
+  }
+  if (o !== size) throw new Error(`cache encoding wrote ${o} of ${size} bytes`);
+  return buf;
+}
+
+function encodeInto(buf: Buffer, start: number, points: readonly UChartPoint[], table: StringTable): number {
+  let o = start;
+  // A run's keys come in the order of the chamber's earlier runs: each is probably just after the previous one.
+  let next = 0;
   for (const p of points) {
-    o = buf.writeUInt16LE(table.id(p.indicatorKey), o);
+    const key = table.id(p.indicatorKey, next);
+    next = key + 1;
+    o = buf.writeUInt16LE(key, o);
     o = buf.writeDoubleLE(p.value, o);
     const presence = (p.size !== undefined ? HAS_SIZE : 0) | (p.limitsVersion !== undefined ? HAS_LIMITS_VERSION : 0) | (p.chart !== undefined ? HAS_CHART : 0);
     o = buf.writeUInt8(presence, o);
@@ -70,13 +113,12 @@ export function encodeCachedPoints(points: readonly UChartPoint[], table: String
       const entries = Object.entries(p.chart);
       o = buf.writeUInt8(entries.length, o);
       for (const [name, v] of entries) {
-        o = buf.writeUInt16LE(table.id(name), o);
+        o = buf.writeUInt16LE(table.nameId(name), o);
         o = buf.writeDoubleLE(v, o);
       }
     }
   }
-  if (o !== size) throw new Error(`cache encoding wrote ${o} of ${size} bytes`);
-  return buf;
+  return o;
 }
 
 /** Decodes what {@link encodeCachedPoints} wrote with the same table. */
