@@ -27,7 +27,8 @@
 // FAB_REPORT_FROM=<json> (only re-renders the report from a saved result, no cluster),
 // FAB_DEFENDER_ENV=K=V,K=V (extra defender environment, e.g. NODE_OPTIONS=--max-old-space-size=N;
 // FAB_DEFENDER_ENV_0, FAB_DEFENDER_ENV_1: for one defender only, to compare settings in one run),
-// FAB_HEAP_SNAPSHOTS=<dir> (a V8 heap snapshot of each defender after the warm-up and after the last
+// FAB_SECTION=<name> (write the report into this docs/benchmarks.md section instead of fab-replay, for a
+// run with other parameters, e.g. a memory run with fewer warm-up runs), FAB_HEAP_SNAPSHOTS=<dir> (a V8 heap snapshot of each defender after the warm-up and after the last
 // step, for tools/bench/heap-summary.ts or Chrome DevTools; taking one pauses that defender).
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -100,6 +101,8 @@ const P = {
   defenderEnv: envList('FAB_DEFENDER_ENV'),
   defenderEnvEach: Array.from({ length: DEFENDERS }, (_, i) => envList(`FAB_DEFENDER_ENV_${i}`)),
   heapSnapshots: process.env['FAB_HEAP_SNAPSHOTS'],
+  /** docs/benchmarks.md section: `fab-replay`, or another name for a run off the standard protocol. */
+  section: process.env['FAB_SECTION'] ?? 'fab-replay',
 };
 const SPEED_TARGET = 10;
 const RSS_TARGET_MB = 300;
@@ -852,17 +855,27 @@ function report(o: Outcome): string {
   ].join('\n');
 }
 
+/** `npm run bench:fab` with the FAB_* parameters this run was given (not where it put its files). */
+function reproduceCommand(): string {
+  const skip = new Set(['FAB_RESULT_FILE', 'FAB_LOG_DIR', 'FAB_REPORT_FROM', 'FAB_HEAP_SNAPSHOTS', 'FAB_WRITE']);
+  const given = Object.entries(process.env)
+    .filter(([k, v]) => k.startsWith('FAB_') && !skip.has(k) && v !== undefined && v !== '')
+    .sort(([a], [b]) => a.localeCompare(b))
+    .map(([k, v]) => `${k}=${v}`);
+  return [...given, 'npm run bench:fab'].join(' ');
+}
+
 function publish(outcome: Outcome): void {
   const body = report(outcome);
   process.stdout.write(`\n${body}\n`);
   if (P.write) {
     writeBenchmarkSection(
-      'fab-replay',
-      `Whole-fab replay: ${outcome.fab.chambers.length.toLocaleString('en-US')} chambers, 2 defenders, SQLite`,
-      'npm run bench:fab',
+      outcome.params.section ?? 'fab-replay',
+      `Whole-fab replay${(outcome.params.section ?? 'fab-replay') === 'fab-replay' ? '' : ` (${outcome.params.section})`}: ${outcome.fab.chambers.length.toLocaleString('en-US')} chambers, 2 defenders, SQLite`,
+      reproduceCommand(),
       body,
     );
-    log('wrote the fab-replay section of docs/benchmarks.md');
+    log(`wrote the ${outcome.params.section ?? 'fab-replay'} section of docs/benchmarks.md`);
   }
 }
 
