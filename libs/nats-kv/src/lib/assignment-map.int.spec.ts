@@ -127,6 +127,40 @@ describeWithInfra(['nats'], 'AssignmentMapBucket and HeartbeatBucket against a r
     ]);
   });
 
+  it('heartbeats: read all lists each defender once while heartbeats keep landing', async () => {
+    // The key lister is a consumer that delivers until nothing is pending, so a key rewritten
+    // during the listing can come back twice: seen as a duplicate defender in a membership test.
+    const name = `hb-t${++n}`;
+    const hb = new HeartbeatBucket(await openBucket(nc, name), name);
+    const ids = Array.from({ length: 8 }, (_, i) => `defender-${i}`);
+    const beat = (defenderId: string) =>
+      hb.publish({
+        schema: 1,
+        defenderId,
+        state: 'FOLLOWER',
+        mapVersionSeen: 0,
+        load: { chambers: 0, inflight: 0, processedTotal: 0 },
+        intervalSeconds: 1,
+        startedAt: T,
+        sentAt: new Date().toISOString(),
+      });
+    await Promise.all(ids.map(beat));
+    let writing = true;
+    const writer = (async () => {
+      for (let i = 0; writing; i++) await beat(ids[i % ids.length]!);
+    })();
+    try {
+      for (let round = 0; round < 40; round++) {
+        const { heartbeats, bad } = await hb.readAll();
+        expect(bad).toEqual([]);
+        expect(heartbeats.map((h) => h.heartbeat.defenderId)).toEqual(ids);
+      }
+    } finally {
+      writing = false;
+      await writer;
+    }
+  });
+
   it('a NATS outage surfaces as a retryable NatsUnavailableError and heals without a new connection', async () => {
     const srv = await startNatsServer();
     const c = await connect({ servers: srv.url, maxReconnectAttempts: -1, reconnectTimeWait: 100, timeout: 1000 });

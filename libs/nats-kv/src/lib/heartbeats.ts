@@ -52,9 +52,11 @@ export class HeartbeatBucket {
     const heartbeats: ObservedHeartbeat[] = [];
     const bad: BadHeartbeat[] = [];
     try {
-      const keys: string[] = [];
-      for await (const k of await this.kv.keys()) keys.push(k);
-      keys.sort();
+      // A key written while the listing runs can be listed twice (the lister is a consumer that
+      // keeps delivering until nothing is pending): one entry per key.
+      const listed = new Set<string>();
+      for await (const k of await this.kv.keys()) listed.add(k);
+      const keys = [...listed].sort();
       for (const key of keys) {
         const e = await this.kv.get(key);
         if (!e || e.operation !== 'PUT') continue;
