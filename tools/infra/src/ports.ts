@@ -29,11 +29,20 @@ export async function waitFor(
   let lastError: unknown;
   while (Date.now() < deadline) {
     try {
-      if (await probe()) return;
+      // A probe that never settles must not hang the wait past its deadline: it ends as this timeout.
+      if (await settleBy(probe(), deadline - Date.now(), what)) return;
     } catch (err) {
       lastError = err;
     }
     await new Promise((r) => setTimeout(r, intervalMs));
   }
   throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`, { cause: lastError });
+}
+
+function settleBy<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`a probe for ${what} did not settle within ${Math.max(0, ms)} ms`)), Math.max(0, ms));
+  });
+  return Promise.race([p, expired]).finally(() => clearTimeout(timer));
 }

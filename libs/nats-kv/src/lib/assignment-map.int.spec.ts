@@ -128,8 +128,8 @@ describeWithInfra(['nats'], 'AssignmentMapBucket and HeartbeatBucket against a r
   });
 
   it('heartbeats: read all lists each defender once while heartbeats keep landing', async () => {
-    // The key lister is a consumer that delivers until nothing is pending, so a key rewritten
-    // during the listing can come back twice: seen as a duplicate defender in a membership test.
+    // nats.js's key lister (a consumer) listed a key rewritten during the listing twice, and at
+    // times never settled: seen as a duplicate defender and as a 150 s hang in membership tests.
     const name = `hb-t${++n}`;
     const hb = new HeartbeatBucket(await openBucket(nc, name), name);
     const ids = Array.from({ length: 8 }, (_, i) => `defender-${i}`);

@@ -1,5 +1,5 @@
 import type { NatsConnection } from '@nats-io/nats-core';
-import { Kvm, KV } from '@nats-io/kv';
+import { Bucket, Kvm, KV } from '@nats-io/kv';
 import { mapKvError } from './errors';
 
 /** Bucket names from the seeds (overridable through NATS_KV_* variables in the apps). */
@@ -29,5 +29,25 @@ export async function openBucket(nc: NatsConnection, name: string, opts: BucketO
     });
   } catch (err) {
     throw mapKvError(err, name, '(bucket)');
+  }
+}
+
+/**
+ * The keys of a bucket that hold a value or a delete marker, sorted, each once, from one stream-info
+ * request (the subjects of the bucket's stream).
+ *
+ * Not `kv.keys()`: that lister is an ordered push consumer which stops on the message reporting
+ * nothing pending or on an idle heartbeat. With writes landing during the listing it returned a key
+ * twice, and in some runs it never settled at all (a membership test waited 150 s on it). A stream
+ * info request is bounded by the request timeout and pages through any number of subjects.
+ */
+export async function listKeys(kv: KV, bucket: string): Promise<string[]> {
+  if (!(kv instanceof Bucket)) throw new TypeError(`bucket ${bucket}: listKeys needs a KV opened by @nats-io/kv's Kvm`);
+  try {
+    const info = await kv.jsm.streams.info(kv.bucketName(), { subjects_filter: kv.fullKeyName('>') });
+    const subjects = Object.keys(info.state.subjects ?? {});
+    return subjects.map((s) => kv.decodeKey(s.substring(kv.prefixLen))).sort();
+  } catch (err) {
+    throw mapKvError(err, bucket, '>');
   }
 }

@@ -1,6 +1,6 @@
 import type { KV } from '@nats-io/kv';
 import { Heartbeat, InvalidMessageError, parseHeartbeat } from '@defender/contracts';
-import { DEFAULT_BUCKETS } from './buckets';
+import { DEFAULT_BUCKETS, listKeys } from './buckets';
 import { mapKvError } from './errors';
 
 /** A heartbeat as read from the bucket. */
@@ -52,12 +52,7 @@ export class HeartbeatBucket {
     const heartbeats: ObservedHeartbeat[] = [];
     const bad: BadHeartbeat[] = [];
     try {
-      // A key written while the listing runs can be listed twice (the lister is a consumer that
-      // keeps delivering until nothing is pending): one entry per key.
-      const listed = new Set<string>();
-      for await (const k of await this.kv.keys()) listed.add(k);
-      const keys = [...listed].sort();
-      for (const key of keys) {
+      for (const key of await listKeys(this.kv, this.bucket)) {
         const e = await this.kv.get(key);
         if (!e || e.operation !== 'PUT') continue;
         try {
