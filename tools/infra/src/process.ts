@@ -67,9 +67,12 @@ function spawnNode(args: string[], env: Record<string, string>): SpawnedApp {
   };
 }
 
-/** GETs `url` and returns status and parsed JSON (or text) body; network errors propagate. */
-export async function getJson(url: string): Promise<{ status: number; body: unknown; text: string }> {
-  const res = await fetch(url);
+/**
+ * GETs `url` and returns status and parsed JSON (or text) body; network errors propagate, and so
+ * does a response that takes longer than `timeoutMs` (a stalled process fails the test, not hangs it).
+ */
+export async function getJson(url: string, timeoutMs = 15_000): Promise<{ status: number; body: unknown; text: string }> {
+  const res = await fetch(url, { signal: AbortSignal.timeout(timeoutMs) });
   const text = await res.text();
   let body: unknown = text;
   try {
