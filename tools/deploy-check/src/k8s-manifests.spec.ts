@@ -14,6 +14,7 @@ import {
 import { K8sObject, parseManifests, render, renderComposition } from './lib/kustomize';
 import { describeWithKustomize } from './lib/kustomize-available';
 import { readRepoFile } from './lib/repo';
+import { heapCapMb, imageNodeOptions } from '@defender/infra-harness';
 
 /**
  * The kustomize base, overlays and components render, every object is valid against the Kubernetes
@@ -22,6 +23,8 @@ import { readRepoFile } from './lib/repo';
 
 const OVERLAYS = { 'k8s/overlays/dev': 'defender-dev', 'k8s/overlays/prod': 'defender' } as const;
 const specs = loadAppEnvSpecs();
+/** The V8 heap cap each app's image sets (the defender's), by container name. */
+const imageHeapCaps = Object.fromEntries(['defender', 'assignment-controller', 'election-agent', 'dashboard'].map((a) => [a, heapCapMb(imageNodeOptions(a))]));
 
 const deploymentsOf = (objects: readonly K8sObject[]) => objects.filter((o): o is IDeployment & K8sObject => o.kind === 'Deployment');
 
@@ -61,7 +64,7 @@ describeWithKustomize('kustomize renders', (k) => {
 
   it.each(Object.keys(OVERLAYS))('%s: probes as in the seeds, requests and memory limits on every container', (dir) => {
     expect(checkProbes(get(dir))).toEqual([]);
-    expect(checkResources(get(dir))).toEqual([]);
+    expect(checkResources(get(dir), imageHeapCaps)).toEqual([]);
   });
 
   it.each(Object.keys(OVERLAYS))('%s: Deployments, PodDisruptionBudgets and Services select each other', (dir) => {
@@ -130,6 +133,22 @@ describe('the schema checks catch what they are for', () => {
   it('a misspelt field', () => {
     const problems = checkKnownFields(new Map([['fixture', deployment({ livenessprobe: { httpGet: { path: '/health/live', port: 8080 } } })]]));
     expect(problems).toEqual([expect.stringMatching(/fixture: Deployment\/x .*livenessprobe.* does not exist in type 'IContainer'/)]);
+  });
+
+  it('a memory limit without room for the V8 heap cap', () => {
+    const resources = { requests: { cpu: '1', memory: '128Mi' }, limits: { memory: '256Mi' } };
+    expect(checkResources(deployment({ resources }), { x: 192 })).toEqual([
+      'Deployment/x (ns n) container x: memory limit 256Mi leaves no room for the V8 heap cap of 192 MB + 128 Mi',
+    ]);
+    // The container's own NODE_OPTIONS overrides the image's.
+    expect(checkResources(deployment({ resources, env: [{ name: 'NODE_OPTIONS', value: '--max-old-space-size=96' }] }), { x: 192 })).toEqual([]);
+    expect(checkResources(deployment({ resources }), {})).toEqual([]);
+  });
+
+  it("reads the defender image's heap cap (the RSS target relies on it), and no other image sets one", () => {
+    expect(imageHeapCaps).toEqual({ defender: expect.any(Number), 'assignment-controller': undefined, 'election-agent': undefined, dashboard: undefined });
+    expect(heapCapMb('--enable-source-maps --max-old-space-size=96')).toBe(96);
+    expect(heapCapMb('--max-old-space-size-x=96')).toBeUndefined();
   });
 
   it('a kind without a schema', () => {

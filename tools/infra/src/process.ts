@@ -1,5 +1,5 @@
 import { ChildProcess, spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 const REPO = join(__dirname, '..', '..', '..');
@@ -32,7 +32,26 @@ export function spawnTsApp(entry: string, env: Record<string, string>): SpawnedA
 export function spawnBuiltApp(app: string, env: Record<string, string>): SpawnedApp {
   const main = join(REPO, 'dist', 'apps', app, 'main.js');
   if (!existsSync(main)) throw new Error(`${main} not found: run \`npx nx build ${app}\` first`);
-  return spawnNode(['--enable-source-maps', main], env);
+  const nodeOptions = imageNodeOptions(app);
+  return spawnNode(['--enable-source-maps', main], { ...(nodeOptions !== undefined ? { NODE_OPTIONS: nodeOptions } : {}), ...env });
+}
+
+/**
+ * The `NODE_OPTIONS` an app's image sets (`ENV NODE_OPTIONS=...` in `apps/<app>/Dockerfile`, e.g. the
+ * defender's V8 heap cap), so that tests, benches and the local fab run a process as it is deployed.
+ * `undefined` when the image sets none.
+ */
+export function imageNodeOptions(app: string): string | undefined {
+  const dockerfile = join(REPO, 'apps', app, 'Dockerfile');
+  if (!existsSync(dockerfile)) return undefined;
+  const m = /^ENV NODE_OPTIONS=("?)(.*)\1\s*$/m.exec(readFileSync(dockerfile, 'utf8'));
+  return m?.[2];
+}
+
+/** The `--max-old-space-size` in MB of a `NODE_OPTIONS` value; `undefined` when it sets none. */
+export function heapCapMb(nodeOptions: string | undefined): number | undefined {
+  const m = /(?:^|\s)--max-old-space-size=(\d+)(?:\s|$)/.exec(nodeOptions ?? '');
+  return m ? Number(m[1]) : undefined;
 }
 
 function spawnNode(args: string[], env: Record<string, string>): SpawnedApp {

@@ -18,6 +18,12 @@ export const MUST_SET = ['NATS_SERVERS', 'STORE_BACKEND', 'CASSANDRA_HOSTS', 'CA
  */
 export const EMBEDDED_CONTROLLER_SWITCH = 'ASSIGNMENT_CONTROLLER_ENABLED';
 
+/**
+ * Variables for the Node.js runtime rather than the app (e.g. the V8 heap cap in NODE_OPTIONS, which
+ * the defender's image sets and a deployment may raise with its memory limit): allowed anywhere.
+ */
+export const RUNTIME_ENV: readonly string[] = ['NODE_OPTIONS'];
+
 /** Downward-API variables: in Kubernetes they come from these pod fields, never from a literal. */
 export const DOWNWARD_API: Readonly<Record<string, string>> = {
   POD_NAME: 'metadata.name',
@@ -116,7 +122,7 @@ export function checkWorkloadEnv(w: Workload, spec: AppEnvSpec): string[] {
   const at = `${w.deployment}: ${w.where}`;
   const problems: string[] = [];
   for (const name of w.env.keys()) {
-    if (!spec.keys.has(name)) problems.push(`${at}: sets ${name}, which ${spec.app} does not read (typo or stale name?)`);
+    if (!spec.keys.has(name) && !RUNTIME_ENV.includes(name)) problems.push(`${at}: sets ${name}, which ${spec.app} does not read (typo or stale name?)`);
   }
   for (const key of spec.required) {
     const s = w.env.get(key);

@@ -80,8 +80,16 @@ function quantity(q: string | number | undefined): number | undefined {
   return Number(m[1]) * (m[2] ? (mult[m[2]] ?? NaN) : 1);
 }
 
-/** CPU and memory requests on every container, a memory limit at or above the request. */
-export function checkResources(objects: readonly K8sObject[]): string[] {
+/** Memory a Node process needs beyond its V8 old space: new space, code, native addons, buffers. */
+export const NON_HEAP_ALLOWANCE_MIB = 128;
+
+/**
+ * CPU and memory requests on every container, a memory limit at or above the request, and room in
+ * the limit for the V8 heap cap the process runs with (`--max-old-space-size` from the container's
+ * NODE_OPTIONS, else from its image: `imageHeapCapMb` by container name) plus
+ * {@link NON_HEAP_ALLOWANCE_MIB}: a limit below it gets the pod OOM-killed before V8 collects.
+ */
+export function checkResources(objects: readonly K8sObject[], imageHeapCapMb: Readonly<Record<string, number | undefined>> = {}): string[] {
   const problems: string[] = [];
   for (const d of deployments(objects)) {
     for (const c of d.spec?.template.spec?.containers ?? []) {
@@ -94,6 +102,11 @@ export function checkResources(objects: readonly K8sObject[]): string[] {
       if (memReq === undefined) problems.push(`${at}: no memory request`);
       if (memLim === undefined) problems.push(`${at}: no memory limit`);
       if (memReq !== undefined && memLim !== undefined && memLim < memReq) problems.push(`${at}: memory limit below the request`);
+      const own = c.env?.find((e) => e.name === 'NODE_OPTIONS');
+      const cap = own ? /(?:^|\s)--max-old-space-size=(\d+)(?:\s|$)/.exec(own.value ?? '')?.[1] : imageHeapCapMb[c.name];
+      if (cap !== undefined && memLim !== undefined && memLim < (Number(cap) + NON_HEAP_ALLOWANCE_MIB) * 1024 ** 2) {
+        problems.push(`${at}: memory limit ${String(lim['memory'])} leaves no room for the V8 heap cap of ${String(cap)} MB + ${NON_HEAP_ALLOWANCE_MIB} Mi`);
+      }
     }
   }
   return problems;
