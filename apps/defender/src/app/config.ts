@@ -31,9 +31,10 @@ export const defenderEnvSchema = z.object({
   MAX_CONCURRENT_MESSAGES: env.int(10, 1, 1000),
   /**
    * Bound on the trace bytes held by runs in flight (a 3.6 M-sample f64 trace is ~29 MB): a run
-   * waits for room before reading its trace; one bigger than the budget runs alone.
+   * waits for room before reading its trace; one bigger than the budget runs alone. 32 MB: the
+   * RSS <= 300 MB budget with the default cache (README: memory).
    */
-  TRACE_MEMORY_MB: env.int(64, 1, 65_536),
+  TRACE_MEMORY_MB: env.int(32, 1, 65_536),
   /** Budget of the in-memory U-chart history cache. */
   CACHE_SIZE_MB: env.int(100, 1, 65_536),
   /** Largest trace accepted, in samples over all SVIDs; bigger ones are dead-lettered. */
