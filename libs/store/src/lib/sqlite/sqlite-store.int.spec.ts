@@ -8,7 +8,7 @@ import { MigrationError } from '../migration-error';
 import { commit, freshChamber } from '../../testing/fixtures';
 import { describeStoreContract, type StoreCorruptor } from '../../testing/store-contract';
 import type { SeriesKind } from '../codec/trace-codec';
-import { SqliteStore } from './sqlite-store';
+import { DEFAULT_PAGE_CACHE_KIB, SqliteStore } from './sqlite-store';
 
 function db(store: DefenderStore): Database.Database {
   return (store as SqliteStore).database;
@@ -128,6 +128,17 @@ describe('SQLite store: files shared by processes', () => {
     expect((await s2.chamberState.get({ toolId: 'T', chamberId: 'C' }))?.highWaterMark).toBe(1);
     expect(s2.database.prepare('SELECT id FROM schema_migrations').all()).toEqual([{ id: 1 }]);
     await s2.close();
+  });
+
+  it('bounds the connection page cache (default 4 MiB, not the 16 MB better-sqlite3 builds in) and rejects a bad size', async () => {
+    const dflt = await SqliteStore.open({ filename: newFile() });
+    expect(dflt.database.pragma('cache_size', { simple: true })).toBe(-DEFAULT_PAGE_CACHE_KIB);
+    await dflt.close();
+    const small = await SqliteStore.open({ filename: newFile(), pageCacheKiB: 1024 });
+    expect(small.database.pragma('cache_size', { simple: true })).toBe(-1024);
+    await small.close();
+    await expect(SqliteStore.open({ filename: newFile(), pageCacheKiB: 0 })).rejects.toThrow(/pageCacheKiB/);
+    await expect(SqliteStore.open({ filename: newFile(), pageCacheKiB: 1.5 })).rejects.toThrow(/pageCacheKiB/);
   });
 
   it('two processes racing on one chamber of a fresh file: both migrate safely, exactly one commit per run, the deposed owner stays fenced', async () => {
