@@ -102,6 +102,14 @@ describe('the checks catch what they are for', () => {
     expect(checkWorkloadEnv(w, spec(w))).toEqual([expect.stringContaining('sets MAX_DEFENDER_COUNT, which defender does not read')]);
   });
 
+  it('runtime variables (NODE_OPTIONS, glibc MALLOC_*) are not app variables, and are allowed', () => {
+    const w = withEnv(defender, (env) => {
+      env.set('NODE_OPTIONS', literal('NODE_OPTIONS', '--max-old-space-size=384'));
+      env.set('MALLOC_ARENA_MAX', literal('MALLOC_ARENA_MAX', '2'));
+    });
+    expect(checkWorkloadEnv(w, spec(w))).toEqual([]);
+  });
+
   it('a value the app would reject at startup', () => {
     const w = withEnv(defender, (env) => env.set('HEARTBEAT_INTERVAL_SECONDS', literal('HEARTBEAT_INTERVAL_SECONDS', 'two')));
     expect(checkWorkloadEnv(w, spec(w))).toEqual([expect.stringMatching(/would refuse to start: HEARTBEAT_INTERVAL_SECONDS/)]);

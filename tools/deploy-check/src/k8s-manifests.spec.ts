@@ -14,7 +14,7 @@ import {
 import { K8sObject, parseManifests, render, renderComposition } from './lib/kustomize';
 import { describeWithKustomize } from './lib/kustomize-available';
 import { readRepoFile } from './lib/repo';
-import { heapCapMb, imageNodeOptions } from '@defender/infra-harness';
+import { heapCapMb, imageNodeOptions, imageRuntimeEnv, RUNTIME_ENV_PATTERN } from '@defender/infra-harness';
 
 /**
  * The kustomize base, overlays and components render, every object is valid against the Kubernetes
@@ -149,6 +149,11 @@ describe('the schema checks catch what they are for', () => {
     expect(imageHeapCaps).toEqual({ defender: expect.any(Number), 'assignment-controller': undefined, 'election-agent': undefined, dashboard: undefined });
     expect(heapCapMb('--enable-source-maps --max-old-space-size=96')).toBe(96);
     expect(heapCapMb('--max-old-space-size-x=96')).toBeUndefined();
+    // The runtime environment the harness starts a built app with: the image's, app variables excluded.
+    const env = imageRuntimeEnv('defender');
+    expect(env['NODE_OPTIONS']).toMatch(/--max-old-space-size=\d+/);
+    expect(Object.keys(env).every((k) => RUNTIME_ENV_PATTERN.test(k))).toBe(true);
+    expect(env['NODE_ENV']).toBeUndefined();
   });
 
   it('a kind without a schema', () => {

@@ -32,20 +32,33 @@ export function spawnTsApp(entry: string, env: Record<string, string>): SpawnedA
 export function spawnBuiltApp(app: string, env: Record<string, string>): SpawnedApp {
   const main = join(REPO, 'dist', 'apps', app, 'main.js');
   if (!existsSync(main)) throw new Error(`${main} not found: run \`npx nx build ${app}\` first`);
-  const nodeOptions = imageNodeOptions(app);
-  return spawnNode(['--enable-source-maps', main], { ...(nodeOptions !== undefined ? { NODE_OPTIONS: nodeOptions } : {}), ...env });
+  return spawnNode(['--enable-source-maps', main], { ...imageRuntimeEnv(app), ...env });
 }
 
 /**
- * The `NODE_OPTIONS` an app's image sets (`ENV NODE_OPTIONS=...` in `apps/<app>/Dockerfile`, e.g. the
- * defender's V8 heap cap), so that tests, benches and the local fab run a process as it is deployed.
- * `undefined` when the image sets none.
+ * Variables of the Node.js runtime and the C library rather than of the app, which an image may set
+ * (`ENV K=V` in `apps/<app>/Dockerfile`): `NODE_OPTIONS` (the defender's V8 heap limits) and glibc's
+ * malloc tunables (`MALLOC_*_`).
  */
-export function imageNodeOptions(app: string): string | undefined {
+export const RUNTIME_ENV_PATTERN = /^(NODE_OPTIONS|MALLOC_[A-Z_]+)$/;
+
+/**
+ * The runtime environment an app's image sets ({@link RUNTIME_ENV_PATTERN}; one `ENV K=V` or
+ * `ENV K="V"` per line), so that tests, benches and the local fab run a process as it is deployed.
+ */
+export function imageRuntimeEnv(app: string): Record<string, string> {
   const dockerfile = join(REPO, 'apps', app, 'Dockerfile');
-  if (!existsSync(dockerfile)) return undefined;
-  const m = /^ENV NODE_OPTIONS=("?)(.*)\1\s*$/m.exec(readFileSync(dockerfile, 'utf8'));
-  return m?.[2];
+  if (!existsSync(dockerfile)) return {};
+  const env: Record<string, string> = {};
+  for (const m of readFileSync(dockerfile, 'utf8').matchAll(/^ENV ([A-Z_]+)=("?)(.*)\2\s*$/gm)) {
+    if (RUNTIME_ENV_PATTERN.test(m[1]!)) env[m[1]!] = m[3]!;
+  }
+  return env;
+}
+
+/** The `NODE_OPTIONS` an app's image sets (e.g. the defender's V8 heap cap); `undefined` when none. */
+export function imageNodeOptions(app: string): string | undefined {
+  return imageRuntimeEnv(app)['NODE_OPTIONS'];
 }
 
 /** The `--max-old-space-size` in MB of a `NODE_OPTIONS` value; `undefined` when it sets none. */

@@ -5,7 +5,7 @@ import { connect } from '@nats-io/transport-node';
 import type { NatsConnection } from '@nats-io/nats-core';
 import type { AssignmentMap } from '@defender/contracts';
 import { AssignmentMapBucket, DEFAULT_BUCKETS, openBucket } from '@defender/nats-kv';
-import { ensureNatsServer, freePort, getJson, imageNodeOptions, startCassandra, waitFor, type CassandraHandle } from '@defender/infra-harness';
+import { ensureNatsServer, freePort, getJson, imageRuntimeEnv, startCassandra, waitFor, type CassandraHandle } from '@defender/infra-harness';
 import { killLeftovers, ManagedProcess, PID_FILE_NAME, REPO, RUN_MARKER, writePidFile, type Role } from './processes';
 import { ControlServer } from './control-server';
 
@@ -63,12 +63,6 @@ export const LOCAL_ROOT = join(REPO, 'tmp', 'local-fab');
 const SWC_REGISTER = join(REPO, 'node_modules', '@swc-node', 'register', 'index.js');
 /** Where the running local fab describes itself (read by defenderctl). */
 export const CURRENT_FILE = join(LOCAL_ROOT, 'current.json');
-
-/** The runtime environment an app's image sets (its NODE_OPTIONS, e.g. the defender's heap cap). */
-function imageEnv(app: string): Record<string, string> {
-  const nodeOptions = imageNodeOptions(app);
-  return nodeOptions !== undefined ? { NODE_OPTIONS: nodeOptions } : {};
-}
 
 function builtMain(app: string): string {
   const main = join(REPO, 'dist', 'apps', app, 'main.js');
@@ -245,7 +239,7 @@ export class LocalFab {
         role: app as Role,
         command: process.execPath,
         args: ['--enable-source-maps', builtMain(app)],
-        env: { ...imageEnv(app), ...this.baseEnv(), HTTP_PORT: String(port), POD_NAME: name, ...env },
+        env: { ...imageRuntimeEnv(app), ...this.baseEnv(), HTTP_PORT: String(port), POD_NAME: name, ...env },
         logFile: join(this.logDir, `${name}.log`),
         port,
         ...(extraPort !== undefined ? { extraPort } : {}),
