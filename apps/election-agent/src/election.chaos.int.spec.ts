@@ -271,5 +271,5 @@ describeWithInfra(['nats'], 'election-agent: randomized failures (seeded)', () =
       await Promise.all(agents.map((a) => a.proc.stop('SIGTERM')));
       await nc?.close();
     }
-  }, 150_000);
+  }, 240_000);
 });

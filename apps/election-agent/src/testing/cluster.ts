@@ -61,10 +61,12 @@ export class AgentProcess {
       GRPC_PORT: String(this.grpcPort),
       ...this.env,
     });
+    // From TypeScript source: a cold start compiles the app. CI runs other suites beside this one on
+    // 2 cores, and a restart in the chaos test has taken over 30 s there (ECONNREFUSED until then).
     await this.h.waitFor(
       `election-agent on ${this.address} ready`,
       async () => (await this.ready()) === 200,
-      30_000,
+      90_000,
       100,
     );
   }
