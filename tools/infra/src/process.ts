@@ -38,7 +38,7 @@ export function spawnBuiltApp(app: string, env: Record<string, string>): Spawned
 /**
  * Variables of the Node.js runtime and the C library rather than of the app, which an image may set
  * (`ENV K=V` in `apps/<app>/Dockerfile`): `NODE_OPTIONS` (the defender's V8 heap limits) and glibc's
- * malloc tunables (`MALLOC_*_`).
+ * malloc tunables (`MALLOC_*`): allowed on any workload by deploy-check.
  */
 export const RUNTIME_ENV_PATTERN = /^(NODE_OPTIONS|MALLOC_[A-Z_]+)$/;
 

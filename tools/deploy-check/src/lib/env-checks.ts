@@ -19,12 +19,6 @@ export const MUST_SET = ['NATS_SERVERS', 'STORE_BACKEND', 'CASSANDRA_HOSTS', 'CA
  */
 export const EMBEDDED_CONTROLLER_SWITCH = 'ASSIGNMENT_CONTROLLER_ENABLED';
 
-/**
- * Variables for the Node.js runtime and the C library rather than the app (the V8 heap cap in
- * NODE_OPTIONS, which the defender's image sets and a deployment may raise with its memory limit;
- * glibc's MALLOC_* tunables): allowed anywhere.
- */
-export const RUNTIME_ENV = RUNTIME_ENV_PATTERN;
 
 /** Downward-API variables: in Kubernetes they come from these pod fields, never from a literal. */
 export const DOWNWARD_API: Readonly<Record<string, string>> = {
@@ -124,7 +118,7 @@ export function checkWorkloadEnv(w: Workload, spec: AppEnvSpec): string[] {
   const at = `${w.deployment}: ${w.where}`;
   const problems: string[] = [];
   for (const name of w.env.keys()) {
-    if (!spec.keys.has(name) && !RUNTIME_ENV.test(name)) problems.push(`${at}: sets ${name}, which ${spec.app} does not read (typo or stale name?)`);
+    if (!spec.keys.has(name) && !RUNTIME_ENV_PATTERN.test(name)) problems.push(`${at}: sets ${name}, which ${spec.app} does not read (typo or stale name?)`);
   }
   for (const key of spec.required) {
     const s = w.env.get(key);

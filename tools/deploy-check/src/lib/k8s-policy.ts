@@ -3,6 +3,7 @@ import type { IPodDisruptionBudget } from 'kubernetes-models/policy/v1/PodDisrup
 import type { IContainer } from 'kubernetes-models/v1/Container';
 import type { IProbe } from 'kubernetes-models/v1/Probe';
 import type { IService } from 'kubernetes-models/v1/Service';
+import { heapCapMb } from '@defender/infra-harness';
 import { selects } from './env-checks';
 import { K8sObject, ref } from './kustomize';
 
@@ -103,7 +104,7 @@ export function checkResources(objects: readonly K8sObject[], imageHeapCapMb: Re
       if (memLim === undefined) problems.push(`${at}: no memory limit`);
       if (memReq !== undefined && memLim !== undefined && memLim < memReq) problems.push(`${at}: memory limit below the request`);
       const own = c.env?.find((e) => e.name === 'NODE_OPTIONS');
-      const cap = own ? /(?:^|\s)--max-old-space-size=(\d+)(?:\s|$)/.exec(own.value ?? '')?.[1] : imageHeapCapMb[c.name];
+      const cap = own ? heapCapMb(own.value) : imageHeapCapMb[c.name];
       if (cap !== undefined && memLim !== undefined && memLim < (Number(cap) + NON_HEAP_ALLOWANCE_MIB) * 1024 ** 2) {
         problems.push(`${at}: memory limit ${String(lim['memory'])} leaves no room for the V8 heap cap of ${String(cap)} MB + ${NON_HEAP_ALLOWANCE_MIB} Mi`);
       }
