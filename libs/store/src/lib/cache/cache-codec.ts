@@ -12,7 +12,7 @@ import type { UChartPoint } from '@defender/contracts';
  */
 export class StringTable {
   private readonly strings: string[] = [];
-  /** Ids of the chart state names (a handful per chamber), scanned before the index. */
+  /** Ids of the chart state names and recipes (a handful per chamber), scanned before the index. */
   private readonly names: number[] = [];
   private index: Map<string, number> | undefined;
   /** Accounted bytes (UTF-16 size plus a fixed allowance per entry). */
@@ -39,7 +39,7 @@ export class StringTable {
     return id;
   }
 
-  /** Index of chart state name `s`, added if new. */
+  /** Index of `s`, a name many runs share (a chart state name, a recipe), added if new. */
   nameId(s: string): number {
     for (const id of this.names) if (this.strings[id] === s) return id;
     const id = this.id(s);

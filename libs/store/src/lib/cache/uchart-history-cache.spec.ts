@@ -185,4 +185,51 @@ describe('UChartHistoryCache', () => {
     failing.close();
     cache.close();
   });
+  it('hands out histories that stay intact after their chamber is evicted and its memory reused', async () => {
+    const [a, b] = [freshChamber('a'), freshChamber('b')];
+    const runsA = await commitRuns(a, 1, 10, 40);
+    await commitRuns(b, 1, 10, 40);
+    const probe = new UChartHistoryCache({ source, sizeMb: 100 });
+    await probe.history(a, { limit: 10 });
+    const oneChamber = probe.stats().bytes;
+    probe.close();
+    // Room for one chamber: loading b evicts a, and b's runs take a's freed blocks.
+    const cache = new UChartHistoryCache({ source, sizeMb: (1.5 * oneChamber) / (1024 * 1024) });
+    const held = await cache.history(a, { limit: 10 });
+    await cache.history(b, { limit: 10 });
+    expect([cache.has(a), cache.has(b)]).toEqual([false, true]);
+    expect(plain(held)).toEqual(runsA);
+    cache.close();
+  });
+
+  it('keeps its memory within CACHE_SIZE_MB under churn: evictions reuse the freed room', async () => {
+    const chambers = Array.from({ length: 12 }, (_, i) => freshChamber(`churn-${i}`));
+    const committed = new Map<ChamberRef, RunPointSet[]>();
+    for (const [i, ch] of chambers.entries()) committed.set(ch, await commitRuns(ch, 1, 4, 20 + 10 * (i % 4)));
+    const cache = new UChartHistoryCache({ source, sizeMb: 0.08, runsPerChamber: 8 });
+    let peakArena = 0;
+    // Round-robin over more chambers than fit, each lookup followed by a new run, as a defender does.
+    for (let round = 0; round < 6; round++) {
+      for (const [i, ch] of chambers.entries()) {
+        const runs = committed.get(ch)!;
+        const newest = runs[runs.length - 1]!.sequence;
+        const got = await cache.history(ch, { limit: 8, highWaterMark: newest });
+        expect(plain(got)).toEqual(runs.slice(-8));
+        const [next] = await commitRuns(ch, newest + 1, newest + 1, 20 + 10 * (i % 4));
+        runs.push(next!);
+        cache.record(next!);
+        const s = cache.stats();
+        expect(s.bytes).toBeLessThanOrEqual(s.capacityBytes);
+        expect(s.arenaBytes).toBeLessThanOrEqual(s.capacityBytes);
+        peakArena = Math.max(peakArena, s.arenaBytes);
+      }
+    }
+    const s = cache.stats();
+    expect(s.evictions).toBeGreaterThan(12);
+    expect(s.chambers).toBeLessThan(12);
+    expect(peakArena).toBeLessThanOrEqual(s.capacityBytes);
+    cache.clear();
+    expect(cache.stats()).toMatchObject({ bytes: 0, chambers: 0, arenaBytes: 0 });
+    cache.close();
+  });
 });

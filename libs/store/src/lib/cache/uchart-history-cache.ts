@@ -1,5 +1,5 @@
-import Database from 'better-sqlite3';
 import { chamberKey, validatePositiveInt, type ChamberRef, type RunPointSet, type UChartPoint, type UChartRepository } from '@defender/contracts';
+import { BlockArena, type ArenaSlot } from './block-arena';
 import { cachedPointCount, decodeCachedPoints, encodeCachedPoints, StringTable } from './cache-codec';
 
 /** Options of {@link UChartHistoryCache}. */
@@ -10,6 +10,8 @@ export interface UChartHistoryCacheOptions {
   readonly sizeMb: number;
   /** Newest runs kept per chamber (default 100); `history` calls asking for more bypass the cache. */
   readonly runsPerChamber?: number;
+  /** Block size of the arena holding encoded points (default 512 bytes; see {@link BlockArena}). */
+  readonly blockBytes?: number;
 }
 
 /** Counters for `/api/v1/cache/stats` and `defender_cache_hit_rate`. */
@@ -25,18 +27,35 @@ export interface UChartCacheStats {
   /** Accounted bytes of cached history (encoded points + per-run overhead). */
   readonly bytes: number;
   readonly capacityBytes: number;
-  /** Bytes SQLite's in-memory database occupies (pages, including free ones it reuses). */
-  readonly sqliteBytes: number;
+  /** Bytes of memory holding the encoded points (the block arena, allocated as it fills; <= capacityBytes). */
+  readonly arenaBytes: number;
+}
+
+/** One cached run: its encoded points in the arena, the rest here. */
+interface RunSlot extends ArenaSlot {
+  readonly seq: number;
+  readonly runId: string;
+  readonly epoch: number;
+  readonly committedAtMs: number;
+  /** Index of the recipe in the chamber's string table, or -1 for none. */
+  readonly recipe: number;
+  readonly flagsUnion: number;
+  /** Accounted bytes: the arena blocks plus {@link RUN_OVERHEAD_BYTES} and the run id. */
+  readonly bytes: number;
 }
 
 interface Entry {
   bytes: number;
-  runs: number;
+  /** Cached runs, oldest first. */
+  readonly runs: RunSlot[];
   /** Sequence of the newest cached run; 0 when the chamber has no committed run. */
   newestSeq: number;
-  /** The chamber's indicator keys and chart names, referred to by index from its cached runs. */
+  /** The chamber's indicator keys, chart names and recipes, referred to by index from its cached runs. */
   readonly strings: StringTable;
 }
+
+/** Allowance for a cached run's bookkeeping on the V8 heap (its slot object), besides its run id. */
+const RUN_OVERHEAD_BYTES = 160;
 
 /**
  * A cached run as the cache hands it out: its points stay encoded until read, and each read of
@@ -76,23 +95,24 @@ function flagsUnionOf(points: readonly UChartPoint[]): number {
   return u >>> 0;
 }
 
-/** Accounted size of one cached run: its encoded points plus a fixed allowance for row keys and index. */
-function runBytes(body: Buffer, run: RunPointSet): number {
-  return body.length + run.runId.length + (run.recipe?.length ?? 0) + 96;
-}
-
 /**
- * The defender's U-chart history cache: the newest `runsPerChamber` committed runs of each chamber
- * in an in-memory SQLite database (outside the V8 heap), bounded by `sizeMb` with least-recently
- * used eviction of whole chambers. A miss (chamber not cached, or cached state older than the
- * caller's high-water mark) loads from the store and caches the result.
+ * The defender's U-chart history cache: the newest `runsPerChamber` committed runs of each chamber,
+ * their points encoded in a block arena (outside the V8 heap), bounded by `sizeMb` with least
+ * recently used eviction of whole chambers. A miss (chamber not cached, or cached state older than
+ * the caller's high-water mark) loads from the store and caches the result.
+ *
+ * Memory: the arena allocates its blocks in chunks as it fills and reuses freed blocks for runs of
+ * any size, so the cache's memory is its budget at most, whatever the churn (an in-memory SQLite
+ * database, used before, grew to about 1.4 times its budget in the C heap under the evictions of a
+ * whole-fab replay). What is accounted per run: its arena blocks, its run id and a fixed
+ * allowance for its slot on the V8 heap; per chamber: its string table.
  *
  * Keep it coherent by calling {@link record} after every successful commit and
  * {@link invalidate} when the chamber is handed to another defender; passing the owner's
  * `highWaterMark` to {@link history} additionally catches any missed update.
  */
 export class UChartHistoryCache {
-  private readonly db = new Database(':memory:');
+  private readonly arena: BlockArena;
   private readonly lru = new Map<string, Entry>();
   private readonly loading = new Map<string, { promise: Promise<RunPointSet[]>; stale: boolean }>();
   private readonly capacityBytes: number;
@@ -101,30 +121,15 @@ export class UChartHistoryCache {
   private hits = 0;
   private misses = 0;
   private evictions = 0;
-  private readonly insert: Database.Statement;
-  private readonly select: Database.Statement;
-  private readonly oldest: Database.Statement;
-  private readonly deleteRun: Database.Statement;
-  private readonly deleteChamber: Database.Statement;
 
   constructor(private readonly options: UChartHistoryCacheOptions) {
     if (!(Number.isFinite(options.sizeMb) && options.sizeMb > 0)) throw new RangeError(`sizeMb must be > 0, got ${options.sizeMb}`);
     this.runsPerChamber = options.runsPerChamber ?? 100;
     validatePositiveInt('runsPerChamber', this.runsPerChamber);
     this.capacityBytes = Math.floor(options.sizeMb * 1024 * 1024);
-    this.db.exec(`CREATE TABLE runs (
-      chamber_key TEXT NOT NULL, seq INTEGER NOT NULL, run_id TEXT NOT NULL, epoch INTEGER NOT NULL,
-      committed_at INTEGER NOT NULL, recipe TEXT, body BLOB NOT NULL, bytes INTEGER NOT NULL, flags_union INTEGER NOT NULL,
-      PRIMARY KEY (chamber_key, seq))`);
-    this.insert = this.db.prepare(
-      'INSERT OR REPLACE INTO runs (chamber_key, seq, run_id, epoch, committed_at, recipe, body, bytes, flags_union) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
-    );
-    this.select = this.db.prepare(
-      'SELECT seq, run_id, epoch, committed_at, recipe, body, flags_union FROM runs WHERE chamber_key = ? ORDER BY seq DESC LIMIT ?',
-    );
-    this.oldest = this.db.prepare('SELECT seq, bytes FROM runs WHERE chamber_key = ? ORDER BY seq ASC LIMIT ?');
-    this.deleteRun = this.db.prepare('DELETE FROM runs WHERE chamber_key = ? AND seq = ?');
-    this.deleteChamber = this.db.prepare('DELETE FROM runs WHERE chamber_key = ?');
+    const blockBytes = options.blockBytes ?? 512;
+    // A budget smaller than a block caches nothing, but is valid.
+    this.arena = new BlockArena({ capacityBytes: Math.max(this.capacityBytes, blockBytes), blockBytes, chunkBytes: Math.max(blockBytes, 4 * 1024 * 1024) });
   }
 
   /**
@@ -144,7 +149,7 @@ export class UChartHistoryCache {
     if (entry && (options.highWaterMark === undefined || options.highWaterMark === entry.newestSeq)) {
       this.hits++;
       this.touch(key, entry);
-      return this.read(chamber, key, entry, options.limit);
+      return this.read(chamber, entry, options.limit);
     }
     this.misses++;
     if (entry) this.drop(key);
@@ -164,27 +169,27 @@ export class UChartHistoryCache {
     if (!entry || run.sequence <= entry.newestSeq) return;
     const tableBefore = entry.strings.bytes;
     const body = encodeCachedPoints(run.points, entry.strings);
-    const bytes = runBytes(body, run);
+    const recipe = run.recipe === undefined ? -1 : entry.strings.nameId(run.recipe);
+    entry.strings.release();
     // New strings stay with the chamber (not with this run) until the chamber is dropped.
     const grown = entry.strings.bytes - tableBefore;
-    this.db.transaction(() => {
-      this.insert.run(key, run.sequence, run.runId, run.epoch, run.committedAt.getTime(), run.recipe ?? null, body, bytes, flagsUnionOf(run.points));
-      entry.bytes += bytes + grown;
-      entry.runs += 1;
-      this.totalBytes += bytes + grown;
-      entry.newestSeq = run.sequence;
-      const excess = entry.runs - this.runsPerChamber;
-      if (excess > 0) {
-        for (const old of this.oldest.all(key, excess) as { seq: number; bytes: number }[]) {
-          this.deleteRun.run(key, old.seq);
-          entry.bytes -= old.bytes;
-          entry.runs -= 1;
-          this.totalBytes -= old.bytes;
-        }
-      }
-    })();
+    entry.bytes += grown;
+    this.totalBytes += grown;
+    entry.newestSeq = run.sequence;
+    const excess = entry.runs.length + 1 - this.runsPerChamber;
+    if (excess > 0) for (const old of entry.runs.splice(0, excess)) this.release(entry, old);
     this.touch(key, entry);
-    this.evictBeyondBudget(key);
+    const bytes = this.runBytes(body, run);
+    if (entry.bytes + bytes > this.capacityBytes) {
+      // This chamber alone would exceed the budget: do not cache it.
+      this.drop(key);
+      this.evictions++;
+      return;
+    }
+    this.evictOthers(key, bytes);
+    entry.runs.push(this.slot(body, run, recipe, bytes));
+    entry.bytes += bytes;
+    this.totalBytes += bytes;
   }
 
   /** Forgets a chamber (e.g. it moved to another defender). */
@@ -195,18 +200,16 @@ export class UChartHistoryCache {
     if (this.lru.has(key)) this.drop(key);
   }
 
-  /** Forgets everything (counters are kept). */
+  /** Forgets everything and frees the arena's memory (counters are kept). */
   clear(): void {
     for (const l of this.loading.values()) l.stale = true;
-    this.db.exec('DELETE FROM runs');
     this.lru.clear();
+    this.arena.clear();
     this.totalBytes = 0;
   }
 
   stats(): UChartCacheStats {
     const lookups = this.hits + this.misses;
-    const pageCount = Number(this.db.pragma('page_count', { simple: true }));
-    const pageSize = Number(this.db.pragma('page_size', { simple: true }));
     return {
       hits: this.hits,
       misses: this.misses,
@@ -215,7 +218,7 @@ export class UChartHistoryCache {
       chambers: this.lru.size,
       bytes: this.totalBytes,
       capacityBytes: this.capacityBytes,
-      sqliteBytes: pageCount * pageSize,
+      arenaBytes: this.arena.allocatedBytes,
     };
   }
 
@@ -224,8 +227,37 @@ export class UChartHistoryCache {
     return this.lru.has(chamberKey(chamber));
   }
 
+  /** Frees the cache's memory; same as {@link clear}. */
   close(): void {
-    this.db.close();
+    this.clear();
+  }
+
+  private runBytes(body: Buffer, run: RunPointSet): number {
+    return this.arena.bytesFor(body.length) + RUN_OVERHEAD_BYTES + run.runId.length;
+  }
+
+  /** Writes a run's encoded points to the arena; the caller has made room for `bytes`. */
+  private slot(body: Buffer, run: RunPointSet, recipe: number, bytes: number): RunSlot {
+    const written = this.arena.write(body);
+    // The budget covers every run's blocks, and the arena is as large as the budget.
+    if (!written) throw new Error(`history cache arena is full with ${this.totalBytes} of ${this.capacityBytes} bytes accounted (a bug)`);
+    return {
+      head: written.head,
+      length: written.length,
+      seq: run.sequence,
+      runId: run.runId,
+      epoch: run.epoch,
+      committedAtMs: run.committedAt.getTime(),
+      recipe,
+      flagsUnion: flagsUnionOf(run.points),
+      bytes,
+    };
+  }
+
+  private release(entry: Entry, slot: RunSlot): void {
+    this.arena.release(slot);
+    entry.bytes -= slot.bytes;
+    this.totalBytes -= slot.bytes;
   }
 
   private touch(key: string, entry: Entry): void {
@@ -236,52 +268,44 @@ export class UChartHistoryCache {
   private drop(key: string): void {
     const entry = this.lru.get(key);
     if (!entry) return;
-    this.deleteChamber.run(key);
+    for (const slot of entry.runs) this.arena.release(slot);
     this.totalBytes -= entry.bytes;
     this.lru.delete(key);
   }
 
-  /** Evicts least recently used chambers (never `keep`) until the budget holds. */
-  private evictBeyondBudget(keep: string): void {
+  /** Evicts least recently used chambers (never `keep`) until `bytes` more fit in the budget. */
+  private evictOthers(keep: string, bytes: number): void {
     for (const key of this.lru.keys()) {
-      if (this.totalBytes <= this.capacityBytes) return;
+      if (this.totalBytes + bytes <= this.capacityBytes) return;
       if (key === keep) continue;
       this.drop(key);
       this.evictions++;
     }
-    // Only `keep` is left and it alone exceeds the budget: do not cache it.
-    if (this.totalBytes > this.capacityBytes) {
-      this.drop(keep);
-      this.evictions++;
-    }
   }
 
-  private read(chamber: ChamberRef, key: string, entry: Entry, limit: number): RunPointSet[] {
-    const rows = this.select.all(key, limit) as {
-      seq: number;
-      run_id: string;
-      epoch: number;
-      committed_at: number;
-      recipe: string | null;
-      body: Buffer;
-      flags_union: number;
-    }[];
-    const runs = new Array<RunPointSet>(rows.length);
-    // Newest first from SQLite; handed out oldest first.
-    for (let i = 0; i < rows.length; i++) {
-      const r = rows[i] as (typeof rows)[number];
-      runs[rows.length - 1 - i] = new CachedRun(
+  /** The newest `limit` cached runs, oldest first, their encoded points copied out of the arena into one buffer. */
+  private read(chamber: ChamberRef, entry: Entry, limit: number): RunPointSet[] {
+    const from = Math.max(0, entry.runs.length - limit);
+    let total = 0;
+    for (let i = from; i < entry.runs.length; i++) total += (entry.runs[i] as RunSlot).length;
+    const buf = Buffer.allocUnsafe(total);
+    const runs = new Array<RunPointSet>(entry.runs.length - from);
+    for (let i = from, off = 0; i < entry.runs.length; i++) {
+      const r = entry.runs[i] as RunSlot;
+      this.arena.read(r, buf, off);
+      runs[i - from] = new CachedRun(
         chamber.toolId,
         chamber.chamberId,
         r.seq,
-        r.run_id,
+        r.runId,
         r.epoch,
-        new Date(r.committed_at),
-        r.recipe,
-        r.body,
+        new Date(r.committedAtMs),
+        r.recipe < 0 ? null : entry.strings.at(r.recipe),
+        buf.subarray(off, off + r.length),
         entry.strings,
-        r.flags_union,
+        r.flagsUnion,
       );
+      off += r.length;
     }
     return runs;
   }
@@ -300,7 +324,7 @@ export class UChartHistoryCache {
         this.store(key, runs);
         // Hand out the cached (still encoded) runs, so the source's decoded points die young.
         const entry = this.lru.get(key);
-        return entry ? this.read(chamber, key, entry, this.runsPerChamber) : runs;
+        return entry ? this.read(chamber, entry, this.runsPerChamber) : runs;
       } finally {
         this.loading.delete(key);
       }
@@ -308,22 +332,35 @@ export class UChartHistoryCache {
     return state.promise;
   }
 
-  private store(key: string, runs: readonly RunPointSet[]): void {
+  private store(key: string, loaded: readonly RunPointSet[]): void {
     if (this.lru.has(key)) this.drop(key);
-    const entry: Entry = { bytes: 0, runs: 0, newestSeq: 0, strings: new StringTable() };
-    this.db.transaction(() => {
-      for (const run of runs) {
-        const body = encodeCachedPoints(run.points, entry.strings);
-        const bytes = runBytes(body, run);
-        this.insert.run(key, run.sequence, run.runId, run.epoch, run.committedAt.getTime(), run.recipe ?? null, body, bytes, flagsUnionOf(run.points));
-        entry.bytes += bytes;
-        entry.runs += 1;
-        entry.newestSeq = Math.max(entry.newestSeq, run.sequence);
+    // Oldest first, as the source promises; sorted again in case a source does not keep it.
+    let runs = loaded;
+    for (let i = 1; i < runs.length; i++) {
+      if ((runs[i] as RunPointSet).sequence <= (runs[i - 1] as RunPointSet).sequence) {
+        runs = [...loaded].sort((a, b) => a.sequence - b.sequence);
+        break;
       }
-    })();
-    entry.bytes += entry.strings.bytes;
-    this.totalBytes += entry.bytes;
+    }
+    const strings = new StringTable();
+    const bodies = runs.map((run) => encodeCachedPoints(run.points, strings));
+    const recipes = runs.map((run) => (run.recipe === undefined ? -1 : strings.nameId(run.recipe)));
+    strings.release();
+    let total = strings.bytes;
+    const sizes = runs.map((run, i) => this.runBytes(bodies[i] as Buffer, run));
+    for (const b of sizes) total += b;
+    if (total > this.capacityBytes) {
+      // This chamber alone exceeds the budget: do not cache it.
+      this.evictions++;
+      return;
+    }
+    this.evictOthers(key, total);
+    const entry: Entry = { bytes: total, runs: [], newestSeq: 0, strings };
+    runs.forEach((run, i) => {
+      entry.runs.push(this.slot(bodies[i] as Buffer, run, recipes[i] as number, sizes[i] as number));
+      entry.newestSeq = Math.max(entry.newestSeq, run.sequence);
+    });
+    this.totalBytes += total;
     this.lru.set(key, entry);
-    this.evictBeyondBudget(key);
   }
 }
