@@ -35,6 +35,12 @@ export const defenderEnvSchema = z.object({
    * RSS <= 300 MB budget with the default cache (README: memory).
    */
   TRACE_MEMORY_MB: env.int(32, 1, 65_536),
+  /**
+   * Seconds between returns of the C heap's free pages to the kernel (glibc malloc_trim; 0: never).
+   * glibc keeps memory freed between live blocks resident; the defender frees trace buffers by the
+   * megabyte. A trim costs a few milliseconds.
+   */
+  MALLOC_TRIM_INTERVAL_SECONDS: env.seconds(5, 0, 3600),
   /** Budget of the in-memory U-chart history cache. */
   CACHE_SIZE_MB: env.int(100, 1, 65_536),
   /** Largest trace accepted, in samples over all SVIDs; bigger ones are dead-lettered. */

@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 import { createRunEvaluator } from '@defender/pipeline';
+import { MallocTrimService, mallocMetricProviders } from './memory/malloc-trim.service';
 import { CHAMBER_WORK } from './membership/chamber-work';
 import { DefenderIdentity } from './membership/defender-identity';
 import { membershipMetricProviders } from './membership/defender-metrics';
@@ -25,6 +26,8 @@ import { ProcessingService, RUN_EVALUATOR } from './processing/processing.servic
     { provide: PROCESS_EXIT, useValue: (code: number) => setImmediate(() => process.exit(code)) },
     ...membershipMetricProviders,
     ...processingMetricProviders,
+    MallocTrimService,
+    ...mallocMetricProviders,
   ],
 })
 export class DefenderModule {}

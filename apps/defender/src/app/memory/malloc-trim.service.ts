@@ -1,0 +1,73 @@
+import { join } from 'node:path';
+import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
+import { InjectMetric, makeCounterProvider, makeGaugeProvider } from '@willsoto/nestjs-prometheus';
+import type { Counter, Gauge } from 'prom-client';
+import { loadMalloc, MallocTrimmer, NATIVE_FILE, sourceBuildPath, type TrimResult } from '@defender/malloc';
+import type { DefenderConfig } from '../config';
+import { DEFENDER_CONFIG } from '../tokens';
+
+const MM = {
+  trims: 'defender_malloc_trims_total',
+  heap: 'defender_malloc_heap_bytes',
+} as const;
+
+export const mallocMetricProviders = [
+  makeCounterProvider({ name: MM.trims, help: 'malloc_trim calls (released: whether pages went back to the kernel)', labelNames: ['released'] }),
+  makeGaugeProvider({
+    name: MM.heap,
+    help: 'glibc heap after the last trim, bytes (kind: heap, in_use, free, mmapped)',
+    labelNames: ['kind'],
+  }),
+];
+
+/**
+ * Returns the C heap's free pages to the kernel every `MALLOC_TRIM_INTERVAL_SECONDS` (0: never).
+ * Trace buffers are freed between live blocks, and glibc keeps such memory resident on its own
+ * (libs/malloc). Without the addon (not built, or not glibc) the defender runs untrimmed and says so.
+ */
+@Injectable()
+export class MallocTrimService implements OnApplicationBootstrap, OnApplicationShutdown {
+  private readonly logger = new Logger(MallocTrimService.name);
+  private trimmer: MallocTrimmer | undefined;
+
+  constructor(
+    @Inject(DEFENDER_CONFIG) private readonly config: DefenderConfig,
+    @InjectMetric(MM.trims) private readonly trims: Counter,
+    @InjectMetric(MM.heap) private readonly heap: Gauge,
+  ) {}
+
+  onApplicationBootstrap(): void {
+    const seconds = this.config.MALLOC_TRIM_INTERVAL_SECONDS;
+    if (seconds === 0) return;
+    // The bundle ships the addon beside main.js; running from source, it is in the lib's build dir.
+    const paths = [join(__dirname, NATIVE_FILE), sourceBuildPath()];
+    let malloc;
+    try {
+      malloc = loadMalloc(paths);
+    } catch (err) {
+      this.logger.warn({ msg: 'malloc_trim unavailable: the C heap keeps freed memory resident', err: (err as Error).message });
+      return;
+    }
+    if (!malloc.supported) {
+      this.logger.warn({ msg: 'malloc_trim unsupported by this C library: the C heap is not trimmed' });
+      return;
+    }
+    this.trimmer = new MallocTrimmer(malloc, { intervalSeconds: seconds, onTrim: (r) => this.observe(r) });
+    this.trimmer.start();
+    this.logger.log({ msg: 'trimming the C heap', intervalSeconds: seconds });
+  }
+
+  onApplicationShutdown(): void {
+    this.trimmer?.stop();
+  }
+
+  private observe(r: TrimResult): void {
+    this.trims.inc({ released: String(r.released) });
+    if (r.after) {
+      this.heap.set({ kind: 'heap' }, r.after.heapBytes);
+      this.heap.set({ kind: 'in_use' }, r.after.inUseBytes);
+      this.heap.set({ kind: 'free' }, r.after.freeBytes);
+      this.heap.set({ kind: 'mmapped' }, r.after.mmappedBytes);
+    }
+  }
+}

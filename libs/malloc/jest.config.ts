@@ -1,0 +1,6 @@
+export default {
+  displayName: 'malloc',
+  preset: '../../jest.preset.js',
+  rootDir: __dirname,
+  coverageDirectory: '../../coverage/libs/malloc',
+};
