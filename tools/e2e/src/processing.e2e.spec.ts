@@ -118,6 +118,16 @@ describeWithInfra(['nats'], 'run processing: exactly-once, ordered, fenced (mult
     expect(await store.alarms.hold({ toolId: 'tool1', chamberId: 'ch1' })).toMatchObject({ toolId: 'tool1' });
     const metrics = (await Promise.all(c.procs.filter((p) => p.name.startsWith('pod-')).map((p) => getJson(`${p.url}/metrics`)))).map((m) => m.text).join('\n');
     expect(metrics).toMatch(/defender_messages_processed_total\{outcome="applied",app="defender"\} \d+/);
+    // Every store operation is timed by name: each applied run committed once and read its trace.
+    const opCount = (op: string) =>
+      metrics
+        .split('\n')
+        .filter((l) => l.startsWith('defender_store_operation_duration_seconds_count{') && l.includes(`operation="${op}"`) && l.includes('outcome="ok"'))
+        .reduce((n, l) => n + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
+    const applied = [...metrics.matchAll(/defender_messages_processed_total\{outcome="applied",app="defender"\} (\d+)/g)].reduce((n, m) => n + Number(m[1]), 0);
+    expect(applied).toBeGreaterThan(0);
+    expect(opCount('chamberState.commitRun')).toBeGreaterThanOrEqual(applied);
+    expect(opCount('traces.read')).toBeGreaterThanOrEqual(applied);
   });
 
   it('SIGKILL of an owner in the middle of a burst: the new owner applies the rest, each run exactly once', async () => {

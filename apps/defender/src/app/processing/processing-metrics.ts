@@ -15,6 +15,7 @@ export const PM = {
   fenced: 'defender_fenced_writes_total',
   paused: 'defender_processing_paused_total',
   inflight: 'defender_inflight_runs',
+  storeOperation: 'defender_store_operation_duration_seconds',
 } as const;
 
 const LATENCY = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
@@ -33,4 +34,10 @@ export const processingMetricProviders = [
   makeCounterProvider({ name: PM.fenced, help: 'Chambers stopped because a newer owner fenced our writes' }),
   makeCounterProvider({ name: PM.paused, help: 'Pauses because NATS or the store was unavailable', labelNames: ['stage'] }),
   makeGaugeProvider({ name: PM.inflight, help: 'Runs being processed now' }),
+  makeHistogramProvider({
+    name: PM.storeOperation,
+    help: 'Every store operation by repository method (e.g. chamberState.commitRun), seconds',
+    labelNames: ['operation', 'outcome'],
+    buckets: [0.001, 0.0025, ...LATENCY],
+  }),
 ];

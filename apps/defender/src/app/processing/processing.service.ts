@@ -70,7 +70,9 @@ export class ProcessingService implements ChamberWork, OnApplicationBootstrap, O
     @InjectMetric(PM.fenced) private readonly fenced: Counter,
     @InjectMetric(PM.paused) private readonly paused: Counter,
     @InjectMetric(PM.inflight) private readonly inflightGauge: Gauge,
+    @InjectMetric(PM.storeOperation) storeOperation: Histogram,
   ) {
+    store.addObserver((op) => storeOperation.observe({ operation: op.operation, outcome: op.outcome }, op.durationSeconds));
     this.semaphore = new Semaphore(config.MAX_CONCURRENT_MESSAGES);
     this.traceBudget = new ByteBudget(config.TRACE_MEMORY_MB * 1024 * 1024);
   }

@@ -2,7 +2,7 @@ import { Inject, Injectable, Logger, OnApplicationShutdown, OnModuleInit } from 
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { DefenderStore } from '@defender/contracts';
-import { openStore, StoreConfig } from '@defender/store';
+import { openStore, StoreConfig, type StoreObserver, type StoreOperation } from '@defender/store';
 import { HealthRegistry } from '../health/health.registry';
 
 export const STORE_CONFIG = Symbol('STORE_CONFIG');
@@ -19,6 +19,7 @@ export class StoreService implements OnModuleInit, OnApplicationShutdown {
   private closing = false;
   private readonly opened: Promise<DefenderStore>;
   private resolveOpened!: (s: DefenderStore) => void;
+  private readonly observers: StoreObserver[] = [];
 
   constructor(
     @Inject(STORE_CONFIG) private readonly config: StoreConfig,
@@ -39,6 +40,14 @@ export class StoreService implements OnModuleInit, OnApplicationShutdown {
     return this.opened;
   }
 
+  /**
+   * Adds a receiver of every store operation (name, read/write, duration, outcome), e.g. for
+   * metrics; operations from before the call are not reported. It must not throw.
+   */
+  addObserver(observer: StoreObserver): void {
+    this.observers.push(observer);
+  }
+
   async onApplicationShutdown(): Promise<void> {
     this.closing = true;
     await this.store?.close();
@@ -50,7 +59,7 @@ export class StoreService implements OnModuleInit, OnApplicationShutdown {
     }
     for (let attempt = 0; !this.closing; attempt++) {
       try {
-        const store = await openStore(this.config);
+        const store = await openStore(this.withObserver());
         if (this.closing) {
           await store.close();
           return;
@@ -67,5 +76,17 @@ export class StoreService implements OnModuleInit, OnApplicationShutdown {
         await new Promise((r) => setTimeout(r, delay));
       }
     }
+  }
+
+  /** The configuration with an observer that forwards to those added by {@link addObserver}. */
+  private withObserver(): StoreConfig {
+    const configured = this.config.kind === 'cassandra' ? this.config.cassandra.observer : this.config.sqlite.observer;
+    const observer = (op: StoreOperation): void => {
+      configured?.(op);
+      for (const o of this.observers) o(op);
+    };
+    return this.config.kind === 'cassandra'
+      ? { kind: 'cassandra', cassandra: { ...this.config.cassandra, observer } }
+      : { kind: 'sqlite', sqlite: { ...this.config.sqlite, observer } };
   }
 }
