@@ -79,6 +79,8 @@ interface AttemptState {
   outageMs: number;
   /** Start of the outage pause in progress (the failed call, then the backoff). */
   pausedSince: number | undefined;
+  /** Calls of the attempt paused now (its reads run concurrently and pause together). */
+  pausedCalls: number;
 }
 
 function isOutage(err: unknown): boolean {
@@ -236,15 +238,16 @@ export class ChamberWorker {
         return await fn();
       } catch (err) {
         if (!isOutage(err)) throw err;
-        // The failed call counts as paused, and so does the backoff while it lasts.
-        if (inAttempt) inAttempt.pausedSince = t0;
+        // The failed call counts as paused, and so does the backoff while it lasts; concurrent calls
+        // paused by the same outage count once, from the first failure to the last resumption.
+        if (inAttempt && inAttempt.pausedCalls++ === 0) inAttempt.pausedSince = t0;
         this.deps.observer?.paused?.(this.key, what, err);
         const delay = Math.min(this.opts.maxOutageBackoffMs, 100 * 2 ** Math.min(attempt, 10)) * (0.5 + Math.random() / 2);
         try {
           await this.sleepUnless(delay, inAttempt?.abandoned);
         } finally {
-          if (inAttempt) {
-            inAttempt.outageMs += this.deps.monotonic() - t0;
+          if (inAttempt && --inAttempt.pausedCalls === 0) {
+            inAttempt.outageMs += this.deps.monotonic() - (inAttempt.pausedSince ?? t0);
             inAttempt.pausedSince = undefined;
           }
         }
@@ -332,7 +335,7 @@ export class ChamberWorker {
    */
   private async withTimeout<T>(run: () => Promise<T>): Promise<T> {
     const ctl = new AbortController();
-    const state: AttemptState = { abandoned: ctl.signal, outageMs: 0, pausedSince: undefined };
+    const state: AttemptState = { abandoned: ctl.signal, outageMs: 0, pausedSince: undefined, pausedCalls: 0 };
     // Attempts never overlap, so the one in progress is the worker's (outageRetry reads it).
     this.currentAttempt = state;
     try {
@@ -363,6 +366,8 @@ export class ChamberWorker {
         throw new AttemptTimeoutError(`run took longer than ${this.opts.processTimeoutMs} ms`, { cause: err });
       }
     } finally {
+      // Reads issued ahead by an attempt that failed first stop at their next retry.
+      ctl.abort();
       this.currentAttempt = undefined;
     }
   }
@@ -387,27 +392,33 @@ export class ChamberWorker {
     return this.outageRetry('history', () => this.deps.cache.history(this.chamber, { limit, highWaterMark: this.highWaterMark }));
   }
 
-  /**
-   * Reads the trace, evaluates the run and summarizes the trace for the weights; the trace (the big
-   * allocation of a run) is referenced only inside, so it can be collected before the commit and
-   * the publications; what the reservation (`reserved` bytes) does not cover is charged to the trace
-   * budget while the trace is held.
-   */
-  private async evaluateTrace(
-    msg: NotificationMessage,
-    n: RunNotification,
-    ctx: Pick<Parameters<RunEvaluator['evaluate']>[0], 'history' | 'limits' | 'strategy'>,
-    reserved: number,
-  ): Promise<{ evaluation: ReturnType<RunEvaluator['evaluate']>; observation: ReturnType<typeof observeTrace> }> {
+  /** Reads the run's trace; a missing or unreadable one is bad input (dead-lettered). */
+  private async readTrace(n: RunNotification): Promise<{ trace: TraceRecord; readMs: number }> {
     const t1 = this.deps.monotonic();
-    let trace;
     try {
-      trace = await this.outageRetry('trace', () => this.deps.store.traces.read({ ...this.chamber, runId: n.runId }));
+      const trace = await this.outageRetry('trace', () => this.deps.store.traces.read({ ...this.chamber, runId: n.runId }));
+      return { trace, readMs: this.deps.monotonic() - t1 };
     } catch (err) {
       if (err instanceof TraceNotFoundError) throw new DeadLetterSignal('missing-trace', err.message, n.runId);
       if (err instanceof CorruptRecordError) throw new DeadLetterSignal('corrupt-trace', err.message, n.runId);
       throw err;
     }
+  }
+
+  /**
+   * Evaluates the run and summarizes the trace for the weights; the trace (the big allocation of a
+   * run) is referenced only inside, so it can be collected before the commit and the publications;
+   * what the reservation (`reserved` bytes) does not cover is charged to the trace budget while the
+   * trace is held.
+   */
+  private evaluateTrace(
+    msg: NotificationMessage,
+    n: RunNotification,
+    read: { trace: TraceRecord; readMs: number },
+    ctx: Pick<Parameters<RunEvaluator['evaluate']>[0], 'history' | 'limits' | 'strategy'>,
+    reserved: number,
+  ): { evaluation: ReturnType<RunEvaluator['evaluate']>; observation: ReturnType<typeof observeTrace> } {
+    const { trace } = read;
     const extra = traceBytes(trace) - reserved;
     const release = extra > 0 ? this.deps.traceBudget?.charge(extra) : undefined;
     try {
@@ -417,7 +428,7 @@ export class ChamberWorker {
       if (samples > this.opts.maxTracePoints) {
         throw new DeadLetterSignal('trace-too-large', `${samples} samples exceed the limit of ${this.opts.maxTracePoints}`, n.runId);
       }
-      this.deps.observer?.stage?.('trace', this.deps.monotonic() - t1);
+      this.deps.observer?.stage?.('trace', read.readMs);
 
       const t2 = this.deps.monotonic();
       let evaluation;
@@ -447,21 +458,26 @@ export class ChamberWorker {
       throw new DeadLetterSignal('trace-too-large', `${declared} samples declared exceed the limit of ${this.opts.maxTracePoints}`, n.runId);
     }
     const t0 = this.deps.monotonic();
-    const strategyRec = await this.outageRetry('strategy', () => this.deps.store.strategies.get(this.key));
-    const [history, limits] = await Promise.all([
-      this.history(strategyRec?.document),
-      this.outageRetry('limits', () => this.deps.store.uchart.currentLimitSets(this.chamber)),
-    ]);
+    // The reads do not depend on each other (except the history's length on the strategy), so they
+    // are issued at once: with a remote store the run waits for the slowest, not for their sum. They
+    // are looked at in the order below, so a run that is bad in several ways is dead-lettered for the
+    // same reason as when they were read one after the other.
+    const strategyP = handled(this.outageRetry('strategy', () => this.deps.store.strategies.get(this.key)));
+    const historyP = handled(strategyP.then((rec) => this.history(rec?.document)));
+    const limitsP = handled(this.outageRetry('limits', () => this.deps.store.uchart.currentLimitSets(this.chamber)));
+    const metaP = handled(this.outageRetry('metadata', () => this.deps.store.chamberMetadata.get(this.chamber)));
+    const traceP = handled(this.readTrace(n));
+    const [strategyRec, history, limits] = await Promise.all([strategyP, historyP, limitsP]);
     this.deps.observer?.stage?.('history', this.deps.monotonic() - t0);
     // The run stored at this very sequence is a replay (the commit below answers `already-applied`
     // and re-publishes), not a duplicate: only an earlier sequence makes it one.
     if (history.some((h) => h.runId === n.runId && h.sequence < msg.sequence)) {
       throw new DeadLetterSignal('duplicate-run', `run ${n.runId} was already applied at an earlier sequence`, n.runId);
     }
-    const meta = await this.outageRetry('metadata', () => this.deps.store.chamberMetadata.get(this.chamber));
+    const meta = await metaP;
     if (!meta) throw new DeadLetterSignal('unknown-chamber', `${this.key} has no chamber metadata`, n.runId);
 
-    const { evaluation, observation } = await this.evaluateTrace(msg, n, { history, limits, strategy: strategyRec?.document }, reserved);
+    const { evaluation, observation } = this.evaluateTrace(msg, n, await traceP, { history, limits, strategy: strategyRec?.document }, reserved);
     if (evaluation.points.length === 0 && evaluation.skipped.length > 0) {
       throw new DeadLetterSignal(
         'no-indicators',
@@ -500,12 +516,15 @@ export class ChamberWorker {
     };
     this.deps.cache.record(committed);
     if (result.outcome === 'applied') {
-      await this.outageRetry('publish', () => this.publishEvents(msg.sequence, n, evaluation.alarms, evaluation.hold));
-      // Input for the scheduled weight recompute; a lost observation only makes the weight less fresh.
-      try {
-        await this.deps.store.chamberMetadata.recordObservation(observation);
-      } catch (err) {
+      // Input for the scheduled weight recompute, written while the alarms are published; a lost
+      // observation only makes the weight less fresh.
+      const recorded = this.deps.store.chamberMetadata.recordObservation(observation).catch((err: unknown) => {
         this.deps.observer?.paused?.(this.key, 'observation', err);
+      });
+      try {
+        await this.outageRetry('publish', () => this.publishEvents(msg.sequence, n, evaluation.alarms, evaluation.hold));
+      } finally {
+        await recorded;
       }
     } else {
       // A replay: the alarms were published with the first commit (or are re-published by the outbox).
@@ -516,11 +535,13 @@ export class ChamberWorker {
 
   private async publishEvents(sequence: number, n: Pick<RunNotification, 'runId' | 'recipe'>, alarms: readonly AlarmInput[], hold?: HoldInput): Promise<void> {
     const { toolId, chamberId } = this.chamber;
-    for (const a of alarms) {
+    // Published in order without waiting for each acknowledgement (up to PUBLISH_WINDOW at once):
+    // one connection keeps them in order, and a failure re-runs the whole set (deduplicated by id).
+    await windowed(alarms, PUBLISH_WINDOW, async (a) => {
       const payload = JSON.stringify({ ...a, toolId, chamberId, runId: n.runId, sequence, recipe: a.recipe ?? n.recipe, epoch: this.epoch, ownerId: this.opts.ownerId });
       await this.deps.sink.publish(`defense.alarms.${toolId}.${chamberId}`, payload, alarmMsgId(this.key, sequence, 'alarm', a));
       this.deps.observer?.alarm?.(this.key, a);
-    }
+    });
     if (hold) {
       const payload = JSON.stringify({ ...hold, toolId, chamberId, runId: n.runId, sequence, epoch: this.epoch, ownerId: this.opts.ownerId });
       await this.deps.sink.publish(`defense.holds.${toolId}.${chamberId}`, payload, alarmMsgId(this.key, sequence, 'hold', hold));
@@ -565,6 +586,40 @@ export class ChamberWorker {
     this.highWaterMark = msg.sequence;
     this.deps.observer?.deadLettered?.(this.key, msg.sequence, reason, detail);
   }
+}
+
+/**
+ * `p`, marked as handled: a read issued ahead that is not awaited because the attempt failed first
+ * must not be reported as an unhandled rejection (whoever awaits `p` still sees its error).
+ */
+function handled<T>(p: Promise<T>): Promise<T> {
+  p.catch(() => undefined);
+  return p;
+}
+
+/** Alarm publications of one run awaiting their acknowledgements at once. */
+const PUBLISH_WINDOW = 64;
+
+/**
+ * Calls `fn` on every item in order, starting each without waiting for the earlier ones, with at
+ * most `window` unsettled; resolves when all have, rejects with the first error (after all settled).
+ */
+async function windowed<T>(items: readonly T[], window: number, fn: (item: T) => Promise<void>): Promise<void> {
+  const pending = new Set<Promise<void>>();
+  const results: Promise<void>[] = [];
+  for (const item of items) {
+    if (pending.size >= window) await Promise.race(pending).catch(() => undefined);
+    const p = fn(item);
+    results.push(p);
+    const tracked = p.then(
+      () => void pending.delete(tracked),
+      () => void pending.delete(tracked),
+    );
+    pending.add(tracked);
+  }
+  const settled = await Promise.allSettled(results);
+  const failed = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (failed) throw failed.reason;
 }
 
 /** A run's notification as parsed once, or why it could not be. */
