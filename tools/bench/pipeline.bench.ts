@@ -39,6 +39,8 @@ import {
   diffHistogram,
   envList,
   histogramQuantile,
+  histogramTotalsBy,
+  diffTotals,
   loadAverage,
   memoryOf,
   parseCounter,
@@ -151,6 +153,8 @@ interface LatencyResult {
   traceRead: Histo;
   storeWrite: Histo;
   evaluate: Histo;
+  /** Store operations during the phase (`defender_store_operation_duration_seconds` by operation). */
+  storeOps: Map<string, { sum: number; count: number }>;
 }
 interface ThroughputResult {
   label: string;
@@ -410,6 +414,7 @@ class Bench {
       paused: 0,
       process: emptyHisto(),
       traceRead: emptyHisto(),
+      storeOps: new Map(),
       storeWrite: emptyHisto(),
       evaluate: emptyHisto(),
     };
@@ -481,10 +486,18 @@ class Bench {
       parseHistogram(after, 'defender_cassandra_write_duration_seconds'),
       parseHistogram(before, 'defender_cassandra_write_duration_seconds'),
     );
+    r.storeOps = diffTotals(
+      histogramTotalsBy(after, 'defender_store_operation_duration_seconds', 'operation'),
+      histogramTotalsBy(before, 'defender_store_operation_duration_seconds', 'operation'),
+    );
     r.evaluate = diffHistogram(
       parseHistogram(after, 'defender_uchart_calculation_duration_seconds'),
       parseHistogram(before, 'defender_uchart_calculation_duration_seconds'),
     );
+    if (process.env['BENCH_DEBUG'] === '1') {
+      const slowest = r.stored.map((ms, i) => ({ ms, i })).sort((a, b) => b.ms - a.ms).slice(0, 8);
+      log(`${this.backend} ${shape.name}: slowest stored (run index: ms) ${slowest.map((x) => `${x.i}: ${f1(x.ms)}`).join(', ')}`);
+    }
     log(
       `${this.backend} ${shape.name}: stored p50 ${f1(percentile(r.stored, 50))} p99 ${f1(percentile(r.stored, 99))} ms; ` +
         `alarm p50 ${f1(percentile(r.alarmFirst, 50))} p99 ${f1(percentile(r.alarmFirst, 99))} ms; process mean ${f1((r.process.sum / r.process.count) * 1000)} ms; ${r.attemptsFailed} failed attempts, ${r.paused} pauses, ${r.failed} runs without points/alarm`,
@@ -924,6 +937,21 @@ function stageRows(r: BackendResult): (string | number)[][] {
   return rows;
 }
 
+/** Store operations per run of the sequential phases, slowest per run first. */
+function storeOpRows(r: BackendResult): (string | number)[][] {
+  const rows: (string | number)[][] = [];
+  for (const lat of [r.typical, r.heavy]) {
+    if (!lat) continue;
+    const runs = lat.process.count;
+    if (runs === 0) continue;
+    const ops = [...lat.storeOps.entries()].sort((a, b) => b[1].sum - a[1].sum);
+    for (const [op, t] of ops) {
+      rows.push([STORE_NAME[r.backend], lat.shape.name, op, (t.count / runs).toFixed(2), f1((t.sum / t.count) * 1000), f1((t.sum / runs) * 1000)]);
+    }
+  }
+  return rows;
+}
+
 function report(results: BackendResult[], started: number): { body: string; summary: string } {
   const latency = table(
     ['store', 'runs', 'measured', 'n', 'p50 ms', 'p99 ms', 'max ms', 'runs > 1 s', 'target', 'result'],
@@ -943,6 +971,7 @@ function report(results: BackendResult[], started: number): { body: string; summ
     ],
     results.flatMap(stageRows),
   );
+  const ops = table(['store', 'runs', 'operation', 'calls / run', 'mean ms / call', 'ms / run'], results.flatMap(storeOpRows));
   const tput = table(
     [
       'store',
@@ -1108,6 +1137,10 @@ function report(results: BackendResult[], started: number): { body: string; summ
     '',
     stages,
     '',
+    'Store operations of the same runs (`defender_store_operation_duration_seconds` by operation; reads of one run are issued concurrently, so their times overlap):',
+    '',
+    ops,
+    '',
     '### Throughput at saturation',
     '',
     tput,
@@ -1119,7 +1152,7 @@ function report(results: BackendResult[], started: number): { body: string; summ
       ? ['', '### CPU profile (`POST /debug/cpu-profile`, self time, bundle mapped to sources)', '', profiles]
       : []),
   ].join('\n');
-  return { body, summary: [latency, '', stages, '', tput, '', mem].join('\n') };
+  return { body, summary: [latency, '', stages, '', ops, '', tput, '', mem].join('\n') };
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -66,6 +66,37 @@ export function histogramQuantile(h: Histo, q: number): number {
   return prevLe;
 }
 
+/** Sum and count of histogram `name` per value of `label` (e.g. per store operation). */
+export function histogramTotalsBy(text: string, name: string, label: string): Map<string, { sum: number; count: number }> {
+  const out = new Map<string, { sum: number; count: number }>();
+  for (const line of text.split('\n')) {
+    if (!line.startsWith(name)) continue;
+    const m = /^(\S+?)(?:\{([^}]*)\})?\s+(\S+)$/.exec(line);
+    if (!m) continue;
+    const [, metric, labels = '', value] = m;
+    const key = labelValue(labels, label);
+    if (key === undefined || (metric !== `${name}_sum` && metric !== `${name}_count`)) continue;
+    const t = out.get(key) ?? { sum: 0, count: 0 };
+    if (metric === `${name}_sum`) t.sum += Number(value);
+    else t.count += Number(value);
+    out.set(key, t);
+  }
+  return out;
+}
+
+/** `after - before` per key of {@link histogramTotalsBy}; keys without new observations are left out. */
+export function diffTotals(
+  after: Map<string, { sum: number; count: number }>,
+  before: Map<string, { sum: number; count: number }>,
+): Map<string, { sum: number; count: number }> {
+  const out = new Map<string, { sum: number; count: number }>();
+  for (const [k, a] of after) {
+    const b = before.get(k) ?? { sum: 0, count: 0 };
+    if (a.count - b.count > 0) out.set(k, { sum: a.sum - b.sum, count: a.count - b.count });
+  }
+  return out;
+}
+
 /** Sums counter `name` over its label sets, optionally only those whose labels contain `filter`. */
 export function parseCounter(text: string, name: string, filter?: string): number {
   let total = 0;
