@@ -16,6 +16,7 @@ export const PM = {
   paused: 'defender_processing_paused_total',
   inflight: 'defender_inflight_runs',
   storeOperation: 'defender_store_operation_duration_seconds',
+  traceGc: 'defender_trace_gc_duration_seconds',
 } as const;
 
 const LATENCY = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
@@ -34,6 +35,11 @@ export const processingMetricProviders = [
   makeCounterProvider({ name: PM.fenced, help: 'Chambers stopped because a newer owner fenced our writes' }),
   makeCounterProvider({ name: PM.paused, help: 'Pauses because NATS or the store was unavailable', labelNames: ['stage'] }),
   makeGaugeProvider({ name: PM.inflight, help: 'Runs being processed now' }),
+  makeHistogramProvider({
+    name: PM.traceGc,
+    help: 'Young-generation GCs run after large trace reads (TRACE_GC_THRESHOLD_MB), seconds',
+    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1],
+  }),
   makeHistogramProvider({
     name: PM.storeOperation,
     help: 'Every store operation by repository method (e.g. chamberState.commitRun), seconds',

@@ -14,6 +14,7 @@ import { DEFENDER_CONFIG } from '../tokens';
 import { ChamberWork } from '../membership/chamber-work';
 import { PM } from './processing-metrics';
 import { DefenderIdentity } from '../membership/defender-identity';
+import { loadYoungGc, type YoungGc } from '../memory/young-gc';
 
 export const RUN_EVALUATOR = Symbol('RUN_EVALUATOR');
 
@@ -50,6 +51,7 @@ export class ProcessingService implements ChamberWork, OnApplicationBootstrap, O
   private draining = false;
   private processedTotalCount = 0;
   private storeHandle: DefenderStore | undefined;
+  private readonly youngGc: YoungGc | undefined;
 
   constructor(
     @Inject(DEFENDER_CONFIG) private readonly config: DefenderConfig,
@@ -71,10 +73,18 @@ export class ProcessingService implements ChamberWork, OnApplicationBootstrap, O
     @InjectMetric(PM.paused) private readonly paused: Counter,
     @InjectMetric(PM.inflight) private readonly inflightGauge: Gauge,
     @InjectMetric(PM.storeOperation) storeOperation: Histogram,
+    @InjectMetric(PM.traceGc) private readonly traceGc: Histogram,
   ) {
     store.addObserver((op) => storeOperation.observe({ operation: op.operation, outcome: op.outcome }, op.durationSeconds));
     this.semaphore = new Semaphore(config.MAX_CONCURRENT_MESSAGES);
     this.traceBudget = new ByteBudget(config.TRACE_MEMORY_MB * 1024 * 1024);
+    if (config.TRACE_GC_THRESHOLD_MB > 0) {
+      try {
+        this.youngGc = loadYoungGc();
+      } catch (err) {
+        this.logger.warn({ msg: 'no young-generation GC after large trace reads', err: (err as Error).message });
+      }
+    }
   }
 
   onApplicationBootstrap(): void {
@@ -291,12 +301,28 @@ export class ProcessingService implements ChamberWork, OnApplicationBootstrap, O
         claim: timed(this.storeWrite, (c: ChamberRef, e: number, o: string, n: Date) => s.chamberState.claim(c, e, o, n)),
         commitRun: timed(this.storeWrite, (i: Parameters<typeof s.chamberState.commitRun>[0]) => s.chamberState.commitRun(i)),
       },
-      traces: { ...s.traces, read: timed(this.storeRead, (r: Parameters<typeof s.traces.read>[0]) => s.traces.read(r)) } as typeof s.traces,
+      traces: {
+        ...s.traces,
+        read: timed(this.storeRead, async (r: Parameters<typeof s.traces.read>[0]) => this.afterTraceRead(await s.traces.read(r))),
+      } as typeof s.traces,
       uchart: s.uchart,
       alarms: s.alarms,
       strategies: s.strategies,
       chamberMetadata: s.chamberMetadata,
     };
+  }
+
+  /** Frees the store's copies of a large trace's chunks now (TRACE_GC_THRESHOLD_MB). */
+  private afterTraceRead<T extends { svids: ReadonlyMap<string, { byteLength: number }> }>(trace: T): T {
+    if (!this.youngGc) return trace;
+    let bytes = 0;
+    for (const a of trace.svids.values()) bytes += a.byteLength;
+    if (bytes >= this.config.TRACE_GC_THRESHOLD_MB * 1024 * 1024) {
+      const end = this.traceGc.startTimer();
+      this.youngGc();
+      end();
+    }
+    return trace;
   }
 
   private storeOrThrow(): DefenderStore {
