@@ -27,6 +27,7 @@
 // FAB_REPORT_FROM=<json> (only re-renders the report from a saved result, no cluster),
 // FAB_DEFENDER_ENV=K=V,K=V (extra defender environment, e.g. NODE_OPTIONS=--max-old-space-size=N;
 // FAB_DEFENDER_ENV_0, FAB_DEFENDER_ENV_1: for one defender only, to compare settings in one run),
+// FAB_PEAK_DETAIL_MB (200: a defender's memory is broken down at each new peak from this VmRSS on),
 // FAB_SECTION=<name> (write the report into this docs/benchmarks.md section instead of fab-replay, for a
 // run with other parameters, e.g. a memory run with fewer warm-up runs), FAB_HEAP_SNAPSHOTS=<dir> (a V8 heap snapshot of each defender after the warm-up and after the last
 // step, for tools/bench/heap-summary.ts or Chrome DevTools; taking one pauses that defender).
@@ -41,7 +42,7 @@ import { startNatsServer, type NatsServerHandle } from '@defender/infra-harness'
 import { SqliteStore } from '@defender/store';
 import { percentile, table, writeBenchmarkSection } from './report';
 import { BenchCluster, getJson, missingBundles } from './pipeline/cluster';
-import { cpuMsOf, envList, loadAverage, memoryOf, parseCounter, saveHeapSnapshot } from './pipeline/observe';
+import { cpuMsOf, envList, gaugesBy, loadAverage, memoryBreakdownOf, memoryOf, parseCounter, saveHeapSnapshot, type MemoryBreakdown } from './pipeline/observe';
 import { judgeStep, nextSpeed, type StepVerdict } from './fab-replay/sustain';
 import {
   cycleSeconds,
@@ -124,6 +125,37 @@ const f2 = (x: number) => (Number.isFinite(x) ? x.toFixed(2) : '-');
 interface Watched {
   readonly name: string;
   readonly pid: () => number | undefined;
+  /** A defender's HTTP base URL: its memory is broken down at its peaks ({@link PeakDetail}). */
+  readonly url?: () => string | undefined;
+}
+
+/** What a defender's memory consisted of at its highest sampled VmRSS. */
+interface PeakDetail {
+  readonly atSeconds: number;
+  readonly smaps: MemoryBreakdown;
+  /** From its /metrics just after: V8 heap spaces (committed and used, MiB), external memory, malloc. */
+  v8?: { committedMb: number; usedMb: number; newSpaceMb: number; oldSpaceMb: number; externalMb: number; mallocInUseMb: number; mallocHeapMb: number };
+}
+
+/** Smallest sampled VmRSS (MiB) worth a breakdown (FAB_PEAK_DETAIL_MB): below it a defender is far from the target. */
+const PEAK_DETAIL_MIN_MB = num('FAB_PEAK_DETAIL_MB', 200);
+
+/** V8 and malloc figures of a defender from its /metrics text. */
+function v8Figures(text: string): NonNullable<PeakDetail['v8']> {
+  const mb = (b: number | undefined) => (b ?? NaN) / 1048576;
+  const total = gaugesBy(text, 'nodejs_heap_space_size_total_bytes', 'space');
+  const used = gaugesBy(text, 'nodejs_heap_space_size_used_bytes', 'space');
+  const malloc = gaugesBy(text, 'defender_malloc_heap_bytes', 'kind');
+  const sum = (m: Map<string, number>) => [...m.values()].reduce((a, b) => a + b, 0);
+  return {
+    committedMb: mb(sum(total)),
+    usedMb: mb(sum(used)),
+    newSpaceMb: mb(total.get('new')),
+    oldSpaceMb: mb(total.get('old')),
+    externalMb: mb(gaugesBy(text, 'nodejs_external_memory_bytes', '').get('')),
+    mallocInUseMb: mb(malloc.get('in_use')),
+    mallocHeapMb: mb(malloc.get('heap')),
+  };
 }
 interface ProcWindow {
   cpuMs0: number;
@@ -140,6 +172,9 @@ class ProcessWatch {
   private windows = new Map<string, ProcWindow>();
   /** Peak sampled VmRSS over the whole bench, per process. */
   readonly peakRss = new Map<string, number>();
+  /** Per defender: its memory by kind at its highest sampled VmRSS (from {@link PEAK_DETAIL_MIN_MB} on). */
+  readonly peakDetail = new Map<string, PeakDetail>();
+  private readonly t0 = Date.now();
   constructor(readonly procs: Watched[]) {}
 
   begin(): void {
@@ -154,8 +189,24 @@ class ProcessWatch {
       if (!m) continue;
       const w = this.windows.get(p.name);
       if (w) w.peakRssMb = Math.max(w.peakRssMb, m.rssMb);
-      this.peakRss.set(p.name, Math.max(this.peakRss.get(p.name) ?? 0, m.rssMb));
+      const before = this.peakRss.get(p.name) ?? 0;
+      this.peakRss.set(p.name, Math.max(before, m.rssMb));
+      if (p.url && m.rssMb > before && m.rssMb >= PEAK_DETAIL_MIN_MB) this.detail(p, p.url());
     }
+  }
+
+  /** Breaks a new peak down (smaps now, then the defender's /metrics a few ms later). */
+  private detail(p: Watched, url: string | undefined): void {
+    const smaps = memoryBreakdownOf(p.pid() ?? -1);
+    if (!smaps) return;
+    const d: PeakDetail = { atSeconds: (Date.now() - this.t0) / 1000, smaps };
+    this.peakDetail.set(p.name, d);
+    if (!url) return;
+    getJson(`${url}/metrics`)
+      .then((res) => {
+        d.v8 = v8Figures(res.text);
+      })
+      .catch(() => undefined);
   }
 
   end(): ProcResult[] {
@@ -541,6 +592,8 @@ interface Outcome {
   warmup: { runs: number; seconds: number; rate: number; procs: ProcResult[]; frozen: number; checked: number };
   steps: StepResult[];
   memory: { name: string; hwmMb: number; peakRssMb: number }[];
+  /** Each defender's memory by kind at its highest sampled VmRSS (absent in results of older runs). */
+  peakDetail?: Record<string, PeakDetail>;
   notes: string[];
   seconds: number;
   loadBefore: number;
@@ -605,7 +658,11 @@ async function main(): Promise<void> {
     const natsPid = nats.pid;
     const byName = (name: string) => () => cl.procs.find((p) => p.name === name)?.app.child.pid;
     const watch = new ProcessWatch([
-      ...Array.from({ length: DEFENDERS }, (_, i) => ({ name: `defender pod-${i}`, pid: byName(`pod-${i}`) })),
+      ...Array.from({ length: DEFENDERS }, (_, i) => ({
+        name: `defender pod-${i}`,
+        pid: byName(`pod-${i}`),
+        url: () => cl.procs.find((p) => p.name === `pod-${i}`)?.url,
+      })),
       { name: 'assignment-controller', pid: byName('controller') },
       { name: 'election-agent', pid: byName('agent-0') },
       { name: 'nats-server', pid: () => natsPid },
@@ -710,6 +767,7 @@ async function main(): Promise<void> {
       warmup: { runs: warmRuns, seconds: warmSeconds, rate: warmRuns / warmSeconds, procs: warmProcs, frozen, checked: sample.length },
       steps,
       memory: watch.hwm(),
+      peakDetail: Object.fromEntries(watch.peakDetail),
       notes,
       seconds: (Date.now() - started) / 1000,
       loadBefore,
@@ -735,6 +793,27 @@ async function main(): Promise<void> {
 // Report
 
 /** The defenders' extra environment, for the report ('' when none). */
+/** One line per defender: what its memory consisted of at its highest sampled VmRSS. */
+function peakDetailLines(detail: Outcome['peakDetail']): string[] {
+  const entries = Object.entries(detail ?? {});
+  if (entries.length === 0) return [];
+  return [
+    '',
+    'Defender memory at its highest sampled VmRSS (`/proc/<pid>/smaps` by kind of mapping; then V8 heap spaces, external memory and malloc from its /metrics, read a few ms later; malloc figures are from its last trim):',
+    '',
+    ...entries.map(([name, d]) => {
+      const m = d.smaps;
+      const v = d.v8;
+      return (
+        `- ${name} at ${f0(d.atSeconds)} s: ${f0(m.rssMb)} MB = node binary ${f0(m.nodeBinaryMb)} + other files ${f0(m.otherFilesMb)} + malloc [heap] ${f0(m.brkHeapMb)} + anonymous ${f0(m.anonMb)}` +
+        (v
+          ? `; V8 heap committed ${f0(v.committedMb)} (new space ${f0(v.newSpaceMb)}, old space ${f0(v.oldSpaceMb)}), used ${f0(v.usedMb)}; external (ArrayBuffers: cache arena, traces) ${f0(v.externalMb)}; malloc in use ${f0(v.mallocInUseMb)} of ${f0(v.mallocHeapMb)}`
+          : '')
+      );
+    }),
+  ];
+}
+
 function envNote(q: Outcome['params']): string {
   const list = (env: Record<string, string> | undefined) => Object.entries(env ?? {}).map(([k, v]) => `\`${k}=${v}\``).join(', ');
   const parts: string[] = [];
@@ -852,6 +931,7 @@ function report(o: Outcome): string {
     table(['window', ...procNames], rssRows),
     '',
     `Defender history caches at the end: ${o.cacheStats.map((c) => `\`${c}\``).join('; ') || '-'}`,
+    ...peakDetailLines(o.peakDetail),
   ].join('\n');
 }
 

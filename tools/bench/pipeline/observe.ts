@@ -121,6 +121,74 @@ export function memoryOf(pid: number): { rssMb: number; hwmMb: number } | undefi
   }
 }
 
+/** Resident memory of a process by kind of mapping, MiB (from /proc/<pid>/smaps). */
+export interface MemoryBreakdown {
+  readonly rssMb: number;
+  /** The node executable's mapped pages (code and read-only data). */
+  readonly nodeBinaryMb: number;
+  /** Other file-backed mappings (shared libraries, native addons, mapped files). */
+  readonly otherFilesMb: number;
+  /** glibc's main malloc arena (`[heap]`, grown with brk). */
+  readonly brkHeapMb: number;
+  /** Anonymous mappings: the V8 heap, other malloc arenas, large mmapped allocations, thread stacks. */
+  readonly anonMb: number;
+}
+
+/** Sums Rss of `/proc/<pid>/smaps` by kind of mapping; undefined when the process is gone. */
+export function memoryBreakdownOf(pid: number): MemoryBreakdown | undefined {
+  let text: string;
+  try {
+    text = readFileSync(`/proc/${pid}/smaps`, 'utf8');
+  } catch {
+    return undefined;
+  }
+  return parseSmaps(text);
+}
+
+/** {@link memoryBreakdownOf} of smaps text. */
+export function parseSmaps(text: string): MemoryBreakdown {
+  const kb = { node: 0, files: 0, brk: 0, anon: 0 };
+  let kind: keyof typeof kb = 'anon';
+  for (const line of text.split('\n')) {
+    // A mapping's header: "start-end perms offset dev inode [path]".
+    const h = /^[0-9a-f]+-[0-9a-f]+ \S{4} [0-9a-f]+ \S+ (\d+)\s*(.*)$/.exec(line);
+    if (h) {
+      const path = (h[2] ?? '').trim();
+      if (path === '[heap]') kind = 'brk';
+      else if (h[1] !== '0' && /(^|\/)node$/.test(path)) kind = 'node';
+      else if (h[1] !== '0') kind = 'files';
+      else kind = 'anon';
+      continue;
+    }
+    const r = /^Rss:\s+(\d+) kB/.exec(line);
+    if (r) kb[kind] += Number(r[1]);
+  }
+  const mb = (k: number) => k / 1024;
+  return {
+    rssMb: mb(kb.node + kb.files + kb.brk + kb.anon),
+    nodeBinaryMb: mb(kb.node),
+    otherFilesMb: mb(kb.files),
+    brkHeapMb: mb(kb.brk),
+    anonMb: mb(kb.anon),
+  };
+}
+
+/**
+ * Sums gauge or counter `name` per value of `label` (e.g. `nodejs_heap_space_size_total_bytes` by
+ * `space`), from Prometheus text exposition.
+ */
+export function gaugesBy(text: string, name: string, label: string): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const line of text.split('\n')) {
+    if (!line.startsWith(name)) continue;
+    const m = /^(\S+?)(?:\{([^}]*)\})?\s+(\S+)$/.exec(line);
+    if (!m || m[1] !== name) continue;
+    const key = labelValue(m[2] ?? '', label) ?? '';
+    out.set(key, (out.get(key) ?? 0) + Number(m[3]));
+  }
+  return out;
+}
+
 let clockTicks: number | undefined;
 
 /** User + system CPU time of a process so far, in ms. */
