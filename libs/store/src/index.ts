@@ -16,4 +16,5 @@ export { UChartHistoryCache, type UChartCacheStats, type UChartHistoryCacheOptio
 export { ChamberWeightCache, TtlCache, type Clock } from './lib/weights/ttl-cache';
 export type { StoreObserver, StoreOperation } from './lib/observer';
 export { decodePointSet, encodePointSet, POINT_SET_SCHEMA_VERSION } from './lib/codec/point-set-codec';
-export { MAX_TRACE_CHUNK_BYTES, TRACE_SCHEMA_VERSION } from './lib/codec/trace-codec';
+export { MAX_TRACE_CHUNK_BYTES, releaseTraceMemory, TRACE_SCHEMA_VERSION } from './lib/codec/trace-codec';
+export { setArrayBufferDetacher, type ArrayBufferDetacher } from './lib/codec/buffer-release';

@@ -51,6 +51,12 @@ export interface WorkerDeps {
    * size is charged once the trace is read. Without it, traces are not bounded.
    */
   readonly traceBudget?: ByteBudget;
+  /**
+   * Gives a read trace's memory back once the run is done with it (the store's
+   * `releaseTraceMemory`): called after the evaluation, and for a trace read by an attempt that
+   * failed before it. Must be safe to call twice. Without it, traces wait for the garbage collector.
+   */
+  readonly releaseTrace?: (trace: TraceRecord) => void;
   readonly observer?: PipelineObserver;
   readonly now: () => Date;
   readonly monotonic: () => number;
@@ -445,6 +451,7 @@ export class ChamberWorker {
       this.deps.observer?.stage?.('evaluate', this.deps.monotonic() - t2);
       return { evaluation, observation: observeTrace(trace, this.deps.now()) };
     } finally {
+      this.deps.releaseTrace?.(trace);
       release?.();
     }
   }
@@ -467,6 +474,30 @@ export class ChamberWorker {
     const limitsP = handled(this.outageRetry('limits', () => this.deps.store.uchart.currentLimitSets(this.chamber)));
     const metaP = handled(this.outageRetry('metadata', () => this.deps.store.chamberMetadata.get(this.chamber)));
     const traceP = handled(this.readTrace(n));
+    try {
+      return await this.apply(msg, n, { strategyP, historyP, limitsP, metaP, traceP }, reserved, t0);
+    } finally {
+      // A trace read by an attempt that failed before evaluating it (evaluated ones are released already).
+      const release = this.deps.releaseTrace;
+      if (release) traceP.then((r) => release(r.trace), () => undefined);
+    }
+  }
+
+  /** The rest of an attempt, once its reads are issued. */
+  private async apply(
+    msg: NotificationMessage,
+    n: RunNotification,
+    reads: {
+      strategyP: Promise<Awaited<ReturnType<PipelineStore['strategies']['get']>>>;
+      historyP: Promise<RunPointSet[]>;
+      limitsP: Promise<Awaited<ReturnType<PipelineStore['uchart']['currentLimitSets']>>>;
+      metaP: Promise<Awaited<ReturnType<PipelineStore['chamberMetadata']['get']>>>;
+      traceP: Promise<{ trace: TraceRecord; readMs: number }>;
+    },
+    reserved: number,
+    t0: number,
+  ): Promise<'applied' | 'already-applied'> {
+    const { strategyP, historyP, limitsP, metaP, traceP } = reads;
     const [strategyRec, history, limits] = await Promise.all([strategyP, historyP, limitsP]);
     this.deps.observer?.stage?.('history', this.deps.monotonic() - t0);
     // The run stored at this very sequence is a replay (the commit below answers `already-applied`

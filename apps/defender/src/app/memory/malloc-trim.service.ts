@@ -3,6 +3,7 @@ import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdo
 import { InjectMetric, makeCounterProvider, makeGaugeProvider } from '@willsoto/nestjs-prometheus';
 import type { Counter, Gauge } from 'prom-client';
 import { loadMalloc, MallocTrimmer, NATIVE_FILE, sourceBuildPath, type TrimResult } from '@defender/malloc';
+import { setArrayBufferDetacher } from '@defender/store';
 import type { DefenderConfig } from '../config';
 import { DEFENDER_CONFIG } from '../tokens';
 
@@ -21,14 +22,18 @@ export const mallocMetricProviders = [
 ];
 
 /**
- * Returns the C heap's free pages to the kernel every `MALLOC_TRIM_INTERVAL_SECONDS` (0: never).
- * Trace buffers are freed between live blocks, and glibc keeps such memory resident on its own
- * (libs/malloc). Without the addon (not built, or not glibc) the defender runs untrimmed and says so.
+ * The defender's native memory controls (libs/malloc):
+ * - returns the C heap's free pages to the kernel every `MALLOC_TRIM_INTERVAL_SECONDS` (0: never).
+ *   Trace buffers are freed between live blocks, and glibc keeps such memory resident on its own;
+ * - lets the store free the buffers it is done with (trace arrays, chunk copies) at once, by
+ *   detaching them, instead of at V8's next full collection (`setArrayBufferDetacher`).
+ * Without the addon (not built) the defender runs with neither and says so; without glibc, untrimmed.
  */
 @Injectable()
 export class MallocTrimService implements OnApplicationBootstrap, OnApplicationShutdown {
   private readonly logger = new Logger(MallocTrimService.name);
   private trimmer: MallocTrimmer | undefined;
+  private detacherSet = false;
 
   constructor(
     @Inject(DEFENDER_CONFIG) private readonly config: DefenderConfig,
@@ -37,17 +42,23 @@ export class MallocTrimService implements OnApplicationBootstrap, OnApplicationS
   ) {}
 
   onApplicationBootstrap(): void {
-    const seconds = this.config.MALLOC_TRIM_INTERVAL_SECONDS;
-    if (seconds === 0) return;
     // The bundle ships the addon beside main.js; running from source, it is in the lib's build dir.
     const paths = [join(__dirname, NATIVE_FILE), sourceBuildPath()];
     let malloc;
     try {
       malloc = loadMalloc(paths);
     } catch (err) {
-      this.logger.warn({ msg: 'malloc_trim unavailable: the C heap keeps freed memory resident', err: (err as Error).message });
+      this.logger.warn({
+        msg: 'native memory addon unavailable: the C heap keeps freed memory resident, and trace buffers wait for the garbage collector',
+        err: (err as Error).message,
+      });
       return;
     }
+    const detach = malloc.detach;
+    setArrayBufferDetacher((buffer) => detach(buffer));
+    this.detacherSet = true;
+    const seconds = this.config.MALLOC_TRIM_INTERVAL_SECONDS;
+    if (seconds === 0) return;
     if (!malloc.supported) {
       this.logger.warn({ msg: 'malloc_trim unsupported by this C library: the C heap is not trimmed' });
       return;
@@ -59,6 +70,7 @@ export class MallocTrimService implements OnApplicationBootstrap, OnApplicationS
 
   onApplicationShutdown(): void {
     this.trimmer?.stop();
+    if (this.detacherSet) setArrayBufferDetacher(undefined);
   }
 
   private observe(r: TrimResult): void {

@@ -9,7 +9,7 @@ import { notificationSubject, StoreUnavailableError } from '@defender/contracts'
 import { describeWithInfra, startNatsServer, waitFor } from '@defender/infra-harness';
 import { ensureStreams, NotificationReader, publishOnce, STREAMS, watchNotifications } from '@defender/nats-kv';
 import { ByteBudget, ChamberWorker, createRunEvaluator, RunEvaluator, Semaphore, WorkerDeps } from '@defender/pipeline';
-import { SqliteStore, UChartHistoryCache } from '@defender/store';
+import { releaseTraceMemory, SqliteStore, UChartHistoryCache } from '@defender/store';
 
 const chamber = { toolId: 't1', chamberId: 'c1' };
 const SVIDS = ['pressure'];
@@ -254,6 +254,8 @@ describeWithInfra(['nats'], 'ChamberWorker under a store outage longer than its 
         evaluator: createRunEvaluator(),
         cache,
         semaphore: new Semaphore(4),
+        // As the defender runs it: a retried attempt reads its trace again.
+        releaseTrace: releaseTraceMemory,
         now: () => new Date(),
         monotonic: () => performance.now(),
         sleep,
@@ -291,6 +293,68 @@ describeWithInfra(['nats'], 'ChamberWorker under a store outage longer than its 
       expect(dl.state.messages).toBe(0);
       await worker.stop();
       expect(exit).toBe('stopped');
+      await feed.stop();
+    });
+  }, 60_000);
+});
+
+/**
+ * A trace's memory goes back as soon as the run is done with it (WorkerDeps.releaseTrace): after
+ * the evaluation, which saw the whole trace, and also when an attempt stops before evaluating (here
+ * a duplicate run id, dead-lettered after its trace was read).
+ */
+describeWithInfra(['nats'], 'ChamberWorker giving trace memory back, against real NATS and SQLite', () => {
+  it('releases every trace it read once, after evaluating it or when the run is dead-lettered first', async () => {
+    await withChamber('worker-release-', async ({ nc, store, reader, cache }) => {
+      const base = createRunEvaluator();
+      const evaluated: { runId: string; samples: number }[] = [];
+      const evaluator: RunEvaluator = {
+        historyRuns: (strategy) => base.historyRuns(strategy),
+        evaluate: (input) => {
+          evaluated.push({ runId: input.notification.runId, samples: input.trace.svids.get(SVIDS[0]!)?.length ?? -1 });
+          return base.evaluate(input);
+        },
+      };
+      const released: { runId: string; bytes: number }[] = [];
+      const deadLetters: string[] = [];
+      const deps: WorkerDeps = {
+        source: reader,
+        sink: {
+          publish: async (s, p, id) => {
+            if (s.startsWith('dc.dead.')) deadLetters.push(s);
+            await publishOnce(nc, s, p, id);
+          },
+        },
+        store,
+        evaluator,
+        cache,
+        semaphore: new Semaphore(4),
+        releaseTrace: (trace) => void released.push({ runId: trace.runId, bytes: releaseTraceMemory(trace) }),
+        now: () => new Date(),
+        monotonic: () => performance.now(),
+        sleep,
+      };
+      const worker = new ChamberWorker(chamber, 1, deps, { ownerId: 'defender-0', processTimeoutMs: 10_000, maxAttempts: 3, idlePollMs: 60_000, maxTracePoints: 1_000_000, maxOutageBackoffMs: 1000 });
+      const feed = await watchNotifications(nc, (_s, seq) => worker.notify(seq));
+      worker.start(() => undefined);
+      const seqs: number[] = [];
+      for (const k of [0, 1, 2, 1]) seqs.push(await publishRunOf(nc, store, k));
+      await waitFor('all four handled', async () => worker.mark === seqs[3], 20_000);
+      await waitFor('four traces released', async () => released.filter((r) => r.bytes > 0).length >= 4, 5_000);
+
+      // The evaluator saw every sample; each trace read (60 f64 samples) was given back exactly once.
+      expect(evaluated).toEqual(['r0', 'r1', 'r2'].map((runId) => ({ runId, samples: 60 })));
+      expect(released.filter((r) => r.bytes > 0)).toEqual(['r0', 'r1', 'r2', 'r1'].map((runId) => ({ runId, bytes: 480 })));
+      expect(deadLetters).toEqual(['dc.dead.duplicate-run']);
+      const runs = await store.uchart.history(chamber, { limit: 100 });
+      expect(runs.map((r) => [r.runId, r.points.length > 0])).toEqual([
+        ['r0', true],
+        ['r1', true],
+        ['r2', true],
+        // The dead-lettered run's marker (no points), so the chamber's history says what happened.
+        [`dead-letter:${seqs[3]}:r1`, false],
+      ]);
+      await worker.stop();
       await feed.stop();
     });
   }, 60_000);

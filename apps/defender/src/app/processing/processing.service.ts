@@ -8,7 +8,7 @@ import { ownerEpoch } from '@defender/membership';
 import { ensureStreams, NotificationFeed, NotificationReader, publishOnce, watchNotifications } from '@defender/nats-kv';
 import { NatsConnectionService, StoreService } from '@defender/nest-common';
 import { ChamberWorker, PipelineObserver, ByteBudget, RunEvaluator, Semaphore, WorkerDeps } from '@defender/pipeline';
-import { UChartHistoryCache } from '@defender/store';
+import { releaseTraceMemory, UChartHistoryCache } from '@defender/store';
 import { DefenderConfig } from '../config';
 import { DEFENDER_CONFIG } from '../tokens';
 import { ChamberWork } from '../membership/chamber-work';
@@ -255,6 +255,9 @@ export class ProcessingService implements ChamberWork, OnApplicationBootstrap, O
       cache,
       semaphore: this.semaphore,
       traceBudget: this.traceBudget,
+      // A trace's arrays outlive young collections (a run holds them across its reads): without
+      // this they would stay resident until the next full collection.
+      releaseTrace: releaseTraceMemory,
       observer: this.observer(),
       now: () => new Date(),
       monotonic: () => performance.now(),

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { CorruptRecordError, TornTraceError, UnknownSchemaVersionError, type SampleArray, type TraceRecord } from '@defender/contracts';
-import { parseTraceManifest, planTraceWrite, stringifyTraceManifest, TraceAssembler, type TraceChunk } from './trace-codec';
+import { parseTraceManifest, planTraceWrite, releaseTraceMemory, stringifyTraceManifest, TraceAssembler, type TraceChunk } from './trace-codec';
 import { bytesOf, rng } from '../../testing/fixtures';
 
 const run = { toolId: 'T1', chamberId: 'C1', runId: 'r1' };
@@ -99,5 +99,26 @@ describe('trace chunk layout', () => {
     expect(() => parseTraceManifest(JSON.stringify({ ...plan.manifest, v: 3 }), {})).toThrow(UnknownSchemaVersionError);
     const wrongBytes = { ...plan.manifest, series: [{ ...plan.manifest.series[0], bytes: 79 }] };
     expect(() => parseTraceManifest(JSON.stringify(wrongBytes), {})).toThrow(expect.objectContaining({ kind: 'malformed' }));
+  });
+});
+
+describe('releaseTraceMemory', () => {
+  it('gives back the one buffer holding every series of an assembled trace, once', () => {
+    const t = makeTrace(3, 101, 7, true);
+    const back = roundTrip(t, 64);
+    const arrays = [...back.svids.values(), back.timing.kind === 'explicit' ? back.timing.timesSeconds : new Float64Array(0)];
+    const buffer = arrays[0]?.buffer;
+    expect(arrays.every((a) => a.buffer === buffer)).toBe(true);
+    // Two f64 and one f32 series of 101 samples (the f32 one padded to 8 bytes), plus the times.
+    expect(releaseTraceMemory(back)).toBe(808 + 408 + 808 + 808);
+    for (const a of arrays) expect(a.length).toBe(0);
+    expect(buffer?.byteLength).toBe(0);
+    expect(releaseTraceMemory(back)).toBe(0);
+  });
+
+  it('leaves alone a trace the store did not assemble', () => {
+    const t = makeTrace(2, 50, 3, false);
+    expect(releaseTraceMemory(t)).toBe(0);
+    expect([...t.svids.values()].map((a) => a.length)).toEqual([50, 50]);
   });
 });

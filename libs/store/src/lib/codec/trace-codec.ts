@@ -11,6 +11,7 @@ import {
   type SampleArray,
   type TraceRecord,
 } from '@defender/contracts';
+import { releaseArrayBuffer } from './buffer-release';
 
 /**
  * Trace layout shared by both adapters: every series (each SVID, plus explicit sample times) is
@@ -172,6 +173,36 @@ interface Target {
   readonly seen: Uint8Array;
 }
 
+const alignTo8 = (n: number) => Math.ceil(n / 8) * 8;
+
+/** The buffers of traces a {@link TraceAssembler} built: the only ones {@link releaseTraceMemory} gives back. */
+const ownedTraceBuffers = new WeakSet<ArrayBuffer>();
+
+/**
+ * Gives the sample memory of a trace read from the store back (see buffer-release.ts: at once with
+ * the process's native detacher, else at the next young collection) instead of at V8's next full
+ * collection, and returns how many bytes it gave back. The caller must own the trace and be done
+ * with it: afterwards its arrays are empty (length 0).
+ *
+ * Why: a run holds its trace across awaits, so the arrays usually outlive two young-generation
+ * collections and are promoted; V8 frees a promoted buffer only with a full collection.
+ * Only buffers allocated by {@link TraceAssembler} are released (never one a caller built, or a
+ * Buffer pool); a second call releases nothing.
+ */
+export function releaseTraceMemory(trace: TraceRecord): number {
+  const buffers = new Set<ArrayBufferLike>();
+  for (const a of trace.svids.values()) buffers.add(a.buffer);
+  if (trace.timing.kind === 'explicit') buffers.add(trace.timing.timesSeconds.buffer);
+  let bytes = 0;
+  for (const b of buffers) {
+    if (!(b instanceof ArrayBuffer) || !ownedTraceBuffers.has(b)) continue;
+    ownedTraceBuffers.delete(b);
+    bytes += b.byteLength;
+    releaseArrayBuffer(b);
+  }
+  return bytes;
+}
+
 /**
  * Rebuilds a trace from its manifest and chunk rows (in any order), verifying each chunk.
  * Chunks of an earlier write of the same run beyond the current layout are ignored; any chunk the
@@ -187,8 +218,16 @@ export class TraceAssembler {
   ) {
     requireLittleEndian();
     this.context = { chamber: { toolId: run.toolId, chamberId: run.chamberId }, runId: run.runId };
+    // Every series in one buffer (8-byte aligned): one allocation per trace, given back whole by
+    // releaseTraceMemory.
+    let total = 0;
+    for (const meta of manifest.series) total += alignTo8(manifest.length * (meta.dtype === 'f64' ? 8 : 4));
+    const buffer = new ArrayBuffer(total);
+    ownedTraceBuffers.add(buffer);
+    let offset = 0;
     for (const meta of manifest.series) {
-      const array = meta.dtype === 'f64' ? new Float64Array(manifest.length) : new Float32Array(manifest.length);
+      const array = meta.dtype === 'f64' ? new Float64Array(buffer, offset, manifest.length) : new Float32Array(buffer, offset, manifest.length);
+      offset += alignTo8(array.byteLength);
       this.targets.set(`${meta.kind}\u0000${meta.name}`, {
         meta,
         array,

@@ -8,6 +8,7 @@ import { MigrationError } from '../migration-error';
 import { commit, freshChamber } from '../../testing/fixtures';
 import { describeStoreContract, type StoreCorruptor } from '../../testing/store-contract';
 import type { SeriesKind } from '../codec/trace-codec';
+import { setArrayBufferDetacher } from '../codec/buffer-release';
 import { DEFAULT_PAGE_CACHE_KIB, SqliteStore } from './sqlite-store';
 
 function db(store: DefenderStore): Database.Database {
@@ -128,6 +129,29 @@ describe('SQLite store: files shared by processes', () => {
     expect((await s2.chamberState.get({ toolId: 'T', chamberId: 'C' }))?.highWaterMark).toBe(1);
     expect(s2.database.prepare('SELECT id FROM schema_migrations').all()).toEqual([{ id: 1 }]);
     await s2.close();
+  });
+
+  it('frees its copies of a trace\'s large chunks as it reads them, when the process can detach buffers', async () => {
+    const store = await SqliteStore.open({ filename: newFile() });
+    const detached: number[] = [];
+    setArrayBufferDetacher((b) => {
+      detached.push(b.byteLength);
+      structuredClone(b, { transfer: [b] });
+    });
+    try {
+      // 196,608 samples: as f64, chunks of 1 MiB and 0.5 MiB; as f32, one of 0.75 MiB.
+      const big = Float64Array.from({ length: 196_608 }, (_, i) => Math.sin(i));
+      const small = new Float32Array(196_608).fill(3);
+      const run = { toolId: 'T', chamberId: 'C', runId: 'r1' };
+      await store.traces.write({ ...run, timing: { kind: 'regular', startSeconds: 0, frequencyHz: 10 }, svids: new Map<string, Float64Array | Float32Array>([['big', big], ['small', small]]), steps: [] });
+      const back = await store.traces.read(run);
+      expect(detached.sort((x, y) => x - y)).toEqual([524_288, 786_432, 1_048_576]);
+      expect(Buffer.from((back.svids.get('big') as Float64Array).buffer, (back.svids.get('big') as Float64Array).byteOffset, big.byteLength).equals(Buffer.from(big.buffer))).toBe(true);
+      expect((back.svids.get('small') as Float32Array).every((v) => v === 3)).toBe(true);
+    } finally {
+      setArrayBufferDetacher(undefined);
+      await store.close();
+    }
   });
 
   it('bounds the connection page cache (default 4 MiB, not the 16 MB better-sqlite3 builds in) and rejects a bad size', async () => {

@@ -64,6 +64,7 @@ import {
   strategyFromRow,
   type RowGetter,
 } from '../codec/rows';
+import { releaseYoungArrayBuffer } from '../codec/buffer-release';
 import { MAX_TRACE_CHUNK_BYTES, parseTraceManifest, planTraceWrite, stringifyTraceManifest, TraceAssembler, type SeriesKind } from '../codec/trace-codec';
 import { MigrationError } from '../migration-error';
 import { observed, type StoreObserver } from '../observer';
@@ -92,6 +93,9 @@ export interface SqliteStoreOptions {
   readonly pageCacheKiB?: number;
   readonly observer?: StoreObserver;
 }
+
+/** Chunk copies from this size on are freed as soon as they are copied into their trace. */
+const RELEASE_CHUNK_MIN_BYTES = 64 * 1024;
 
 /** Default page cache of a SQLite store connection, KiB (SQLite's own default is 2,000). */
 export const DEFAULT_PAGE_CACHE_KIB = 4096;
@@ -289,6 +293,7 @@ class SqliteTraces implements TraceRepository {
           .sql('SELECT series_kind, series, chunk, write_id, byte_length, crc32, data FROM trace_chunks WHERE tool_id = ? AND chamber_id = ? AND run_id = ?')
           .iterate(...pk) as IterableIterator<SqlRow>;
         for (const r of rows) {
+          const data = Buffer.isBuffer(r['data']) ? r['data'] : Buffer.alloc(0);
           assembler.add({
             seriesKind: r['series_kind'] as SeriesKind,
             series: r['series'] as string,
@@ -296,8 +301,13 @@ class SqliteTraces implements TraceRepository {
             writeId: r['write_id'] as string,
             byteLength: r['byte_length'] as number,
             crc32: r['crc32'] as number,
-            data: Buffer.isBuffer(r['data']) ? r['data'] : Buffer.alloc(0),
+            data,
           });
+          // The driver's copy of the chunk (its own buffer, now copied into the trace): without this,
+          // a large trace's chunk copies pile up until the next young collection.
+          if (data.byteLength >= RELEASE_CHUNK_MIN_BYTES && data.byteOffset === 0 && data.buffer.byteLength === data.byteLength) {
+            releaseYoungArrayBuffer(data.buffer as ArrayBuffer);
+          }
         }
         return assembler.finish();
       })();
