@@ -38,7 +38,7 @@ import { connect } from '@nats-io/transport-node';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { jetstream, type JetStreamClient } from '@nats-io/jetstream';
 import type { DefenderStore } from '@defender/contracts';
-import { startNatsServer, type NatsServerHandle } from '@defender/infra-harness';
+import { imageRuntimeEnv, startNatsServer, type NatsServerHandle } from '@defender/infra-harness';
 import { SqliteStore } from '@defender/store';
 import { percentile, table, writeBenchmarkSection } from './report';
 import { BenchCluster, getJson, missingBundles } from './pipeline/cluster';
@@ -594,6 +594,8 @@ interface Outcome {
   memory: { name: string; hwmMb: number; peakRssMb: number }[];
   /** Each defender's memory by kind at its highest sampled VmRSS (absent in results of older runs). */
   peakDetail?: Record<string, PeakDetail>;
+  /** The runtime environment of the defender's image the defenders ran with (NODE_OPTIONS, MALLOC_*). */
+  imageEnv?: Record<string, string>;
   notes: string[];
   seconds: number;
   loadBefore: number;
@@ -768,6 +770,7 @@ async function main(): Promise<void> {
       steps,
       memory: watch.hwm(),
       peakDetail: Object.fromEntries(watch.peakDetail),
+      imageEnv: imageRuntimeEnv('defender'),
       notes,
       seconds: (Date.now() - started) / 1000,
       loadBefore,
@@ -814,14 +817,16 @@ function peakDetailLines(detail: Outcome['peakDetail']): string[] {
   ];
 }
 
-function envNote(q: Outcome['params']): string {
+function envNote(q: Outcome['params'], imageEnv: Outcome['imageEnv']): string {
   const list = (env: Record<string, string> | undefined) => Object.entries(env ?? {}).map(([k, v]) => `\`${k}=${v}\``).join(', ');
+  // Results saved before the image's environment was recorded: the Dockerfile's as of rendering.
+  const image = ` and the runtime environment of the defender's image (apps/defender/Dockerfile: ${list(imageEnv ?? imageRuntimeEnv('defender')) || 'none'})`;
   const parts: string[] = [];
   if (list(q.defenderEnv)) parts.push(`all: ${list(q.defenderEnv)}`);
   (q.defenderEnvEach ?? []).forEach((env, i) => {
     if (list(env)) parts.push(`pod-${i}: ${list(env)}`);
   });
-  return parts.length > 0 ? ` and extra environment (${parts.join('; ')})` : '';
+  return image + (parts.length > 0 ? `, plus extra environment (${parts.join('; ')})` : '');
 }
 
 function report(o: Outcome): string {
@@ -894,7 +899,7 @@ function report(o: Outcome): string {
       `weight median ${f0(ws.median / 1e3)} K, p90 ${f0(ws.p90 / 1e3)} K, max ${f1(ws.max / 1e6)} M samples per run, the heaviest 10 % carry ${f0(ws.top10Share * 100)} %; cycle ${f0(Math.min(...cycles))}-${f0(Math.max(...cycles))} s). ` +
       `In real time the fab completes **${f2(o.rtRate)} runs/s** (${f2(o.rtSamples / 1e6)} M samples/s), so ${SPEED_TARGET}x is ${f1(o.rtRate * SPEED_TARGET)} runs/s.`,
     '',
-    `Cluster: built processes (\`dist/apps/*/main.js\`): a private nats-server, 1 election agent, 1 assignment controller, ${DEFENDERS} defenders with default settings (\`MAX_CONCURRENT_MESSAGES\` 10, cache 100 MB, default strategy)${envNote(q)}, heartbeats every 2 s, one SQLite file (WAL) shared with the publisher.`,
+    `Cluster: built processes (\`dist/apps/*/main.js\`): a private nats-server, 1 election agent, 1 assignment controller, ${DEFENDERS} defenders with default settings (\`MAX_CONCURRENT_MESSAGES\` 10, cache 100 MB, default strategy)${envNote(q, o.imageEnv)}, heartbeats every 2 s, one SQLite file (WAL) shared with the publisher.`,
     '',
     '**Verdict** (design.md section 5: whole-fab replay >= 10x real time with 2 defenders on SQLite; defender RSS <= 300 MB):',
     '',
