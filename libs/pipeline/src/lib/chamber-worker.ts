@@ -451,7 +451,7 @@ export class ChamberWorker {
       this.deps.observer?.stage?.('evaluate', this.deps.monotonic() - t2);
       return { evaluation, observation: observeTrace(trace, this.deps.now()) };
     } finally {
-      this.deps.releaseTrace?.(trace);
+      this.releaseTrace(trace);
       release?.();
     }
   }
@@ -478,8 +478,16 @@ export class ChamberWorker {
       return await this.apply(msg, n, { strategyP, historyP, limitsP, metaP, traceP }, reserved, t0);
     } finally {
       // A trace read by an attempt that failed before evaluating it (evaluated ones are released already).
-      const release = this.deps.releaseTrace;
-      if (release) traceP.then((r) => release(r.trace), () => undefined);
+      if (this.deps.releaseTrace) traceP.then((r) => this.releaseTrace(r.trace), () => undefined);
+    }
+  }
+
+  /** Gives a trace's memory back; a failure to do so only leaves it to the garbage collector. */
+  private releaseTrace(trace: TraceRecord): void {
+    try {
+      this.deps.releaseTrace?.(trace);
+    } catch (err) {
+      this.deps.observer?.releaseFailed?.(this.key, err);
     }
   }
 

@@ -87,6 +87,8 @@ export interface PipelineObserver {
   deadLettered?(chamber: string, sequence: number, reason: string, detail: string): void;
   failedAttempt?(chamber: string, sequence: number, attempt: number, err: unknown): void;
   paused?(chamber: string, what: string, err: unknown): void;
+  /** `WorkerDeps.releaseTrace` threw: the trace's memory is left to the garbage collector. */
+  releaseFailed?(chamber: string, err: unknown): void;
   fenced?(chamber: string, epoch: number, err: unknown): void;
   alarm?(chamber: string, alarm: AlarmInput | AlarmRecord): void;
   stage?(stage: 'history' | 'trace' | 'evaluate' | 'commit', ms: number): void;

@@ -299,63 +299,103 @@ describeWithInfra(['nats'], 'ChamberWorker under a store outage longer than its 
 });
 
 /**
- * A trace's memory goes back as soon as the run is done with it (WorkerDeps.releaseTrace): after
- * the evaluation, which saw the whole trace, and also when an attempt stops before evaluating (here
- * a duplicate run id, dead-lettered after its trace was read).
+ * Runs r0, r1, r2 and r1 again (a duplicate run id, dead-lettered after its trace was read) through
+ * a worker with `releaseTrace`; returns what the evaluator saw, the dead letters, the chamber's
+ * stored history (run id, whether it has points) and the stream sequences.
  */
-describeWithInfra(['nats'], 'ChamberWorker giving trace memory back, against real NATS and SQLite', () => {
-  it('releases every trace it read once, after evaluating it or when the run is dead-lettered first', async () => {
-    await withChamber('worker-release-', async ({ nc, store, reader, cache }) => {
-      const base = createRunEvaluator();
-      const evaluated: { runId: string; samples: number }[] = [];
-      const evaluator: RunEvaluator = {
-        historyRuns: (strategy) => base.historyRuns(strategy),
-        evaluate: (input) => {
-          evaluated.push({ runId: input.notification.runId, samples: input.trace.svids.get(SVIDS[0]!)?.length ?? -1 });
-          return base.evaluate(input);
+async function runWithRelease(
+  releaseTrace: WorkerDeps['releaseTrace'],
+  observer: WorkerDeps['observer'],
+  settled: () => boolean,
+): Promise<{ evaluated: { runId: string; samples: number }[]; deadLetters: string[]; runs: [string, boolean][]; seqs: number[] }> {
+  let out: Awaited<ReturnType<typeof runWithRelease>> | undefined;
+  await withChamber('worker-release-', async ({ nc, store, reader, cache }) => {
+    const base = createRunEvaluator();
+    const evaluated: { runId: string; samples: number }[] = [];
+    const evaluator: RunEvaluator = {
+      historyRuns: (strategy) => base.historyRuns(strategy),
+      evaluate: (input) => {
+        evaluated.push({ runId: input.notification.runId, samples: input.trace.svids.get(SVIDS[0]!)?.length ?? -1 });
+        return base.evaluate(input);
+      },
+    };
+    const deadLetters: string[] = [];
+    const deps: WorkerDeps = {
+      source: reader,
+      sink: {
+        publish: async (s, p, id) => {
+          if (s.startsWith('dc.dead.')) deadLetters.push(s);
+          await publishOnce(nc, s, p, id);
         },
-      };
-      const released: { runId: string; bytes: number }[] = [];
-      const deadLetters: string[] = [];
-      const deps: WorkerDeps = {
-        source: reader,
-        sink: {
-          publish: async (s, p, id) => {
-            if (s.startsWith('dc.dead.')) deadLetters.push(s);
-            await publishOnce(nc, s, p, id);
-          },
-        },
-        store,
-        evaluator,
-        cache,
-        semaphore: new Semaphore(4),
-        releaseTrace: (trace) => void released.push({ runId: trace.runId, bytes: releaseTraceMemory(trace) }),
-        now: () => new Date(),
-        monotonic: () => performance.now(),
-        sleep,
-      };
-      const worker = new ChamberWorker(chamber, 1, deps, { ownerId: 'defender-0', processTimeoutMs: 10_000, maxAttempts: 3, idlePollMs: 60_000, maxTracePoints: 1_000_000, maxOutageBackoffMs: 1000 });
-      const feed = await watchNotifications(nc, (_s, seq) => worker.notify(seq));
-      worker.start(() => undefined);
+      },
+      store,
+      evaluator,
+      cache,
+      semaphore: new Semaphore(4),
+      releaseTrace,
+      observer,
+      now: () => new Date(),
+      monotonic: () => performance.now(),
+      sleep,
+    };
+    const worker = new ChamberWorker(chamber, 1, deps, { ownerId: 'defender-0', processTimeoutMs: 10_000, maxAttempts: 3, idlePollMs: 60_000, maxTracePoints: 1_000_000, maxOutageBackoffMs: 1000 });
+    const feed = await watchNotifications(nc, (_s, seq) => worker.notify(seq));
+    worker.start(() => undefined);
+    try {
       const seqs: number[] = [];
       for (const k of [0, 1, 2, 1]) seqs.push(await publishRunOf(nc, store, k));
       await waitFor('all four handled', async () => worker.mark === seqs[3], 20_000);
-      await waitFor('four traces released', async () => released.filter((r) => r.bytes > 0).length >= 4, 5_000);
-
-      // The evaluator saw every sample; each trace read (60 f64 samples) was given back exactly once.
-      expect(evaluated).toEqual(['r0', 'r1', 'r2'].map((runId) => ({ runId, samples: 60 })));
-      expect(released.filter((r) => r.bytes > 0)).toEqual(['r0', 'r1', 'r2', 'r1'].map((runId) => ({ runId, bytes: 480 })));
-      expect(deadLetters).toEqual(['dc.dead.duplicate-run']);
-      const runs = await store.uchart.history(chamber, { limit: 100 });
-      expect(runs.map((r) => [r.runId, r.points.length > 0])).toEqual([
-        ['r0', true],
-        ['r1', true],
-        ['r2', true],
-        // The dead-lettered run's marker (no points), so the chamber's history says what happened.
-        [`dead-letter:${seqs[3]}:r1`, false],
-      ]);
+      await waitFor('releases settled', async () => settled(), 5_000);
+      const runs = (await store.uchart.history(chamber, { limit: 100 })).map((r): [string, boolean] => [r.runId, r.points.length > 0]);
+      out = { evaluated, deadLetters, runs, seqs };
+    } finally {
       await worker.stop();
       await feed.stop();
-    });
+    }
+  });
+  if (!out) throw new Error('no result');
+  return out;
+}
+
+/**
+ * A trace's memory goes back as soon as the run is done with it (WorkerDeps.releaseTrace): after
+ * the evaluation, which saw the whole trace, and also when an attempt stops before evaluating (here
+ * a duplicate run id, dead-lettered after its trace was read). A release that fails changes nothing.
+ */
+describeWithInfra(['nats'], 'ChamberWorker giving trace memory back, against real NATS and SQLite', () => {
+  it('releases every trace it read once, after evaluating it or when the run is dead-lettered first', async () => {
+    const released: { runId: string; bytes: number }[] = [];
+    const r = await runWithRelease(
+      (trace) => void released.push({ runId: trace.runId, bytes: releaseTraceMemory(trace) }),
+      undefined,
+      () => released.filter((x) => x.bytes > 0).length >= 4,
+    );
+    // The evaluator saw every sample; each trace read (60 f64 samples) was given back exactly once.
+    expect(r.evaluated).toEqual(['r0', 'r1', 'r2'].map((runId) => ({ runId, samples: 60 })));
+    expect(released.filter((x) => x.bytes > 0)).toEqual(['r0', 'r1', 'r2', 'r1'].map((runId) => ({ runId, bytes: 480 })));
+    expect(r.deadLetters).toEqual(['dc.dead.duplicate-run']);
+    // The dead-lettered run's marker (no points) is stored too, so the chamber's history says what happened.
+    expect(r.runs).toEqual([
+      ['r0', true],
+      ['r1', true],
+      ['r2', true],
+      [`dead-letter:${r.seqs[3]}:r1`, false],
+    ]);
+  }, 60_000);
+
+  it('a release that throws is reported, and every run is handled as without it', async () => {
+    const failures: string[] = [];
+    const r = await runWithRelease(
+      () => {
+        throw new Error('cannot detach');
+      },
+      { releaseFailed: (key, err) => failures.push(`${key}: ${(err as Error).message}`) },
+      // Each evaluated trace twice (after evaluating, then at the attempt's end), the duplicate's once.
+      () => failures.length >= 7,
+    );
+    expect(r.evaluated.map((e) => e.runId)).toEqual(['r0', 'r1', 'r2']);
+    expect(r.deadLetters).toEqual(['dc.dead.duplicate-run']);
+    expect(r.runs.map(([id]) => id)).toEqual(['r0', 'r1', 'r2', `dead-letter:${r.seqs[3]}:r1`]);
+    expect(new Set(failures)).toEqual(new Set([`${chamber.toolId}:${chamber.chamberId}: cannot detach`]));
   }, 60_000);
 });

@@ -362,6 +362,9 @@ export class ProcessingService implements ChamberWork, OnApplicationBootstrap, O
         this.paused.inc({ stage: what });
         this.logger.warn({ msg: 'paused: dependency unavailable', chamber, stage: what, err: (err as Error)?.message });
       },
+      releaseFailed: (chamber, err) => {
+        this.logger.warn({ msg: 'trace memory not released: left to the garbage collector', chamber, err: (err as Error)?.message });
+      },
       fenced: (chamber, epoch, err) => {
         this.fenced.inc();
         this.logger.warn({ msg: 'fenced: a newer owner holds the chamber', chamber, epoch, err: (err as Error)?.message });
