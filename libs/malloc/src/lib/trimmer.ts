@@ -30,7 +30,7 @@ export class MallocTrimmer {
   private handle: unknown;
 
   constructor(
-    private readonly malloc: Malloc,
+    private readonly malloc: Pick<Malloc, 'supported' | 'trim' | 'info'>,
     private readonly options: TrimmerOptions,
   ) {
     if (!(Number.isFinite(options.intervalSeconds) && options.intervalSeconds > 0)) {
