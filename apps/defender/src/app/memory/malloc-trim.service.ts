@@ -54,8 +54,7 @@ export class MallocTrimService implements OnApplicationBootstrap, OnApplicationS
       });
       return;
     }
-    const detach = malloc.detach;
-    setArrayBufferDetacher((buffer) => detach(buffer));
+    setArrayBufferDetacher(malloc.detach);
     this.detacherSet = true;
     const seconds = this.config.MALLOC_TRIM_INTERVAL_SECONDS;
     if (seconds === 0) return;
