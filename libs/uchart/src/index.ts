@@ -22,12 +22,14 @@ export { computeBaseStatistics, createBaseStatistics, type BaseStatistics } from
 export { computePercentiles, floydRivestSelect, SelectionScratch, type Percentiles } from './lib/selection';
 export {
   IndicatorCalculator,
+  medianFilter3,
   PERCENTILE_STATISTICS,
   STATISTICS,
   statisticValue,
   type IndicatorOutcome,
   type IndicatorSpec,
   type NoPointReason,
+  type SampleFilter,
   type StatisticName,
 } from './lib/indicators';
 export { c4, D2_MOVING_RANGE, logGamma } from './lib/constants';
@@ -80,3 +82,30 @@ export {
   type LimitsReason,
   type PointLimits,
 } from './lib/baseline';
+export {
+  betaQuantile,
+  boxSpeLimit,
+  chiSquareCdf,
+  chiSquareQuantile,
+  fCdf,
+  fitHotelling,
+  fitPcaModel,
+  fitScaledChiSquare,
+  fQuantile,
+  hotellingPhaseOneLimit,
+  hotellingPhaseTwoLimit,
+  jacksonMudholkarLimit,
+  MultivariateInputError,
+  normalQuantile,
+  scaledChiSquareQuantile,
+  scoreHotelling,
+  scorePca,
+  type ComponentRule,
+  type HotellingModel,
+  type HotellingOptions,
+  type HotellingScore,
+  type PcaModel,
+  type PcaOptions,
+  type PcaScore,
+  type VariableContribution,
+} from './lib/multivariate';

@@ -1,7 +1,7 @@
 import { UnknownStepError } from './errors';
 import { computePercentiles, SelectionScratch, type Percentiles } from './selection';
 import { computeBaseStatistics, createBaseStatistics, type BaseStatistics } from './statistics';
-import type { Trace } from './trace';
+import type { SampleArray, Trace } from './trace';
 import { resolveWindow, type SampleRange, type WindowSpec } from './window';
 
 /** The statistics an indicator can chart (see {@link BaseStatistics} and {@link Percentiles}). */
@@ -29,11 +29,47 @@ export type StatisticName = (typeof STATISTICS)[number];
 /** The order statistics, computed by selection only when an indicator asks for one. */
 export const PERCENTILE_STATISTICS: readonly StatisticName[] = ['median', 'p05', 'p95'];
 
-/** What one indicator summarises of a run: an SVID, a window and a statistic. */
+/**
+ * A filter applied to an SVID's samples before its statistics: `median3` replaces every sample by the
+ * median of itself and its two neighbours (the first and last sample by the median of the two at the
+ * edge; NaN samples are left out of each median, a sample with no valid neighbourhood stays NaN). It
+ * removes isolated single-sample glitches, which most sensors show now and then and which would
+ * otherwise dominate min, max, first, last and std, while anything lasting two samples or more passes.
+ */
+export type SampleFilter = 'median3';
+
+/** What one indicator summarises of a run: an SVID, a window, a statistic and optionally a filter. */
 export interface IndicatorSpec {
   readonly svid: string;
   readonly window: WindowSpec;
   readonly statistic: StatisticName;
+  readonly filter?: SampleFilter;
+}
+
+function median3(a: number, b: number, c: number): number {
+  // NaN-aware: the median of the valid values among the three (two valid: their mean).
+  const an = a === a;
+  const bn = b === b;
+  const cn = c === c;
+  if (an && bn && cn) return a > b ? (b > c ? b : a > c ? c : a) : a > c ? a : b > c ? c : b;
+  if (an && bn) return (a + b) / 2;
+  if (an && cn) return (a + c) / 2;
+  if (bn && cn) return (b + c) / 2;
+  return an ? a : bn ? b : cn ? c : NaN;
+}
+
+/** `values` filtered by a running median of 3 into `out` (same length). */
+export function medianFilter3(values: SampleArray, out: Float64Array): Float64Array {
+  const n = values.length;
+  if (n === 0) return out;
+  if (n === 1) {
+    out[0] = values[0] as number;
+    return out;
+  }
+  out[0] = median3(values[0] as number, values[1] as number, NaN);
+  for (let i = 1; i < n - 1; i++) out[i] = median3(values[i - 1] as number, values[i] as number, values[i + 1] as number);
+  out[n - 1] = median3(values[n - 2] as number, values[n - 1] as number, NaN);
+  return out;
 }
 
 /** Why an indicator yields no U-chart point for a run. */
@@ -102,9 +138,9 @@ type GroupResult =
     };
 
 function windowKey(w: WindowSpec): string {
-  return w.kind === 'context'
-    ? 'context'
-    : `step:${w.step}:${w.trimStartSeconds ?? 0}:${w.trimEndSeconds ?? 0}`;
+  if (w.kind === 'context') return 'context';
+  if (w.kind === 'segment') return `segment:${w.index}:${w.of}`;
+  return `step:${w.step}:${w.trimStartSeconds ?? 0}:${w.trimEndSeconds ?? 0}`;
 }
 
 /**
@@ -128,18 +164,20 @@ export class IndicatorCalculator {
    *   which strategy validation rules out.
    */
   compute(trace: Trace, specs: readonly IndicatorSpec[]): IndicatorOutcome[] {
-    type Group = { svid: string; window: WindowSpec; wantsPercentiles: boolean; result?: GroupResult };
+    type Group = { svid: string; window: WindowSpec; filter: SampleFilter | undefined; wantsPercentiles: boolean; result?: GroupResult };
     const groups = new Map<string, Group>();
     const groupOf: Group[] = specs.map((s) => {
-      const key = `${s.svid}\u0000${windowKey(s.window)}`;
+      const key = `${s.svid}\u0000${windowKey(s.window)}\u0000${s.filter ?? ''}`;
       const wants = PERCENTILE_STATISTICS.includes(s.statistic);
       let g = groups.get(key);
       if (g) g.wantsPercentiles ||= wants;
-      else groups.set(key, (g = { svid: s.svid, window: s.window, wantsPercentiles: wants }));
+      else groups.set(key, (g = { svid: s.svid, window: s.window, filter: s.filter, wantsPercentiles: wants }));
       return g;
     });
+    this.filteredSvid = undefined;
     for (const g of groups.values())
-      g.result = this.computeGroup(trace, g.svid, g.window, g.wantsPercentiles);
+      g.result = this.computeGroup(trace, g.svid, g.window, g.filter, g.wantsPercentiles);
+    this.filteredSvid = undefined;
 
     return specs.map((s, i): IndicatorOutcome => {
       const r = groupOf[i].result as GroupResult;
@@ -169,15 +207,29 @@ export class IndicatorCalculator {
     });
   }
 
+  /** The filtered samples of `filteredSvid` (one SVID at a time: specs come grouped by SVID). */
+  private filtered = new Float64Array(0);
+  private filteredSvid: string | undefined;
+
+  private filteredValues(svid: string, values: SampleArray): Float64Array {
+    if (this.filteredSvid === svid) return this.filtered.subarray(0, values.length);
+    if (this.filtered.length < values.length) this.filtered = new Float64Array(values.length);
+    medianFilter3(values, this.filtered.subarray(0, values.length));
+    this.filteredSvid = svid;
+    return this.filtered.subarray(0, values.length);
+  }
+
   private computeGroup(
     trace: Trace,
     svid: string,
     window: WindowSpec,
+    filter: SampleFilter | undefined,
     wantsPercentiles: boolean,
   ): GroupResult {
-    const values = trace.svids.get(svid);
-    if (!values)
+    const raw = trace.svids.get(svid);
+    if (!raw)
       return { ok: false, reason: 'unknown-svid', detail: `trace has no SVID "${svid}"`, n: 0, nMissing: 0 };
+    const values = filter === 'median3' ? this.filteredValues(svid, raw) : raw;
     let range: SampleRange;
     try {
       range = resolveWindow(trace, window);

@@ -7,9 +7,12 @@ import { sampleTime, type SampleTiming, type Trace } from './trace';
  * - `step`: one recipe step, optionally trimmed: samples earlier than `trimStartSeconds` after the
  *   step's first sample, or later than `trimEndSeconds` before its last sample, are left out
  *   (e.g. to drop a settling transient).
+ * - `segment`: the `index`-th (0-based) of `of` equal parts of the trace by sample count (equal time
+ *   for regular timing), for traces without step markers.
  */
 export type WindowSpec =
   | { readonly kind: 'context' }
+  | { readonly kind: 'segment'; readonly index: number; readonly of: number }
   | {
       readonly kind: 'step';
       readonly step: string;
@@ -71,10 +74,17 @@ function upperBound(timing: SampleTiming, lo: number, hi: number, t: number): nu
  * and last sample times.
  *
  * @throws {@link UnknownStepError} when the step is not in the trace.
- * @throws {@link ChartConfigError} when a trim is negative or not finite.
+ * @throws {@link ChartConfigError} when a trim is negative or not finite, or a segment is out of range.
  */
 export function resolveWindow(trace: Trace, window: WindowSpec): SampleRange {
   if (window.kind === 'context') return { start: 0, end: trace.length };
+  if (window.kind === 'segment') {
+    const { index, of } = window;
+    if (!(Number.isInteger(of) && of >= 1 && Number.isInteger(index) && index >= 0 && index < of)) {
+      throw new ChartConfigError(`segment ${index} of ${of}: need integers 0 <= index < of`);
+    }
+    return { start: Math.floor((index * trace.length) / of), end: Math.floor(((index + 1) * trace.length) / of) };
+  }
   const span = trace.steps.find((s) => s.name === window.step);
   if (!span)
     throw new UnknownStepError(

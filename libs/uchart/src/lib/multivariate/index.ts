@@ -1,0 +1,62 @@
+/**
+ * Multivariate process monitoring of a run's indicator vector: Hotelling T², PCA with T² and SPE (Q),
+ * contributions, theory or leave-one-out limits, and the linear algebra and distributions they use.
+ */
+export {
+  DEFAULT_ALPHA,
+  MIN_LOO_RUNS,
+  type DroppedReason,
+  type DroppedVariable,
+  type LimitMethod,
+  type VariableContribution,
+} from './baseline-data';
+export {
+  betaQuantile,
+  chiSquareCdf,
+  chiSquareQuantile,
+  fCdf,
+  fQuantile,
+  normalQuantile,
+  regularizedGammaP,
+  regularizedGammaQ,
+  regularizedIncompleteBeta,
+} from './distributions';
+export { ConvergenceError, MultivariateInputError, NotPositiveDefiniteError } from './errors';
+export {
+  fitHotelling,
+  scoreHotelling,
+  type CovarianceEstimator,
+  type HotellingModel,
+  type HotellingOptions,
+  type HotellingScore,
+} from './hotelling';
+export {
+  boxSpeLimit,
+  fitScaledChiSquare,
+  hotellingPhaseOneLimit,
+  hotellingPhaseTwoLimit,
+  jacksonMudholkarLimit,
+  residualMoments,
+  scaledChiSquareQuantile,
+  type ResidualMoments,
+  type ScaledChiSquare,
+} from './limits';
+export {
+  cholesky,
+  choleskyInverse,
+  choleskyLogDeterminant,
+  choleskySolve,
+  columnMeans,
+  covarianceMatrix,
+  symmetricEigen,
+  type SymmetricEigen,
+} from './linalg';
+export {
+  fitPcaModel,
+  scorePca,
+  type ComponentRule,
+  type PcaModel,
+  type PcaOptions,
+  type PcaScore,
+  type SpeLimitMethod,
+} from './pca';

@@ -1,0 +1,444 @@
+/**
+ * PCA monitoring of a run's indicator vector: Hotelling T² on the retained principal component scores
+ * and the squared prediction error SPE (Q) of the residual, with contributions.
+ */
+import { ChartConfigError, DegenerateBaselineError, InsufficientBaselineError } from '../errors';
+import {
+  DEFAULT_ALPHA,
+  MIN_LOO_RUNS,
+  correlationSpectrum,
+  prepareBaseline,
+  sortedContributions,
+  standardizeObservation,
+  validateAlpha,
+  validateRows,
+  type DroppedVariable,
+  type LimitMethod,
+  type VariableContribution,
+} from './baseline-data';
+import {
+  boxSpeLimit,
+  fitScaledChiSquare,
+  hotellingPhaseTwoLimit,
+  jacksonMudholkarLimit,
+  scaledChiSquareQuantile,
+  type ScaledChiSquare,
+} from './limits';
+import { evaluateWithMissing, type QuadraticForm } from './quadratic';
+import { rankOneDowndate } from './secular';
+
+/**
+ * How many principal components to retain (eigenvalues of the Phase I correlation matrix):
+ * - `cumulative-variance`: the fewest whose eigenvalues sum to at least `fraction` (default 0.9) of
+ *   the total variance (= the number of kept variables);
+ * - `kaiser`: those with eigenvalue > 1 (Kaiser 1960), at least one;
+ * - `fixed`: `count`.
+ * Every rule is then capped at min(m - 2, rank - 1): m - 2 keeps the T² limit's F(k, m - k) and every
+ * leave-one-out fold defined, rank - 1 keeps a residual subspace so SPE means something.
+ */
+export type ComponentRule =
+  | { readonly rule: 'cumulative-variance'; readonly fraction?: number }
+  | { readonly rule: 'kaiser' }
+  | { readonly rule: 'fixed'; readonly count: number };
+
+/** The SPE limit under `limits: 'theory'`. */
+export type SpeLimitMethod = 'jackson-mudholkar' | 'box';
+
+export interface PcaOptions {
+  /** False-alarm probability of each of the T² and SPE limits (default 0.0027). */
+  readonly alpha?: number;
+  /** Default `{ rule: 'cumulative-variance', fraction: 0.9 }`. */
+  readonly components?: ComponentRule;
+  /**
+   * `theory` (default): T² Phase II F limit with p = k; SPE limit by `speLimit`.
+   * `loo`: both limits from g chi2(h) fitted to the leave-one-out statistics of the Phase I runs.
+   */
+  readonly limits?: LimitMethod;
+  /**
+   * `jackson-mudholkar` (default) or `box` (g chi2(h), g = theta2 / theta1, h = theta1^2 / theta2).
+   * Jackson-Mudholkar falls back to Box when undefined (h0 <= 0); `limits.speMethod` says which.
+   */
+  readonly speLimit?: SpeLimitMethod;
+}
+
+/**
+ * A fitted PCA monitoring model. Plain JSON (numbers, strings, arrays, null; every number finite), so
+ * it can be stored as is and scored later with {@link scorePca}.
+ */
+export interface PcaModel {
+  readonly kind: 'pca';
+  readonly version: 1;
+  /** Input variable names, in the order of the rows and of scored observations. */
+  readonly names: readonly string[];
+  /** Indices (into `names`) of the variables in the model. */
+  readonly kept: readonly number[];
+  readonly dropped: readonly DroppedVariable[];
+  /** Phase I runs m. */
+  readonly runs: number;
+  readonly alpha: number;
+  /** Phase I mean and sd (divisor m - 1) of the kept variables (autoscaling). */
+  readonly mean: readonly number[];
+  readonly sd: readonly number[];
+  /** All positive eigenvalues of the Phase I correlation matrix, descending. */
+  readonly eigenvalues: readonly number[];
+  /** Retained components k. */
+  readonly components: number;
+  readonly componentRule: ComponentRule;
+  /** The count the rule asked for when the cap min(m - 2, rank - 1) lowered it, else null. */
+  readonly componentsRequested: number | null;
+  /** Fraction of the total variance explained by the k components. */
+  readonly explainedVariance: number;
+  /** k loadings (unit eigenvectors), each of length kept.length. */
+  readonly loadings: readonly (readonly number[])[];
+  readonly limits: {
+    readonly method: LimitMethod;
+    /** Limits applied by {@link scorePca}. */
+    readonly t2: number;
+    readonly spe: number;
+    readonly speMethod: 'jackson-mudholkar' | 'box' | 'loo';
+    /** Distribution-theory limits, always computed (for comparison). */
+    readonly theory: {
+      readonly t2: number;
+      /** null when undefined (h0 <= 0). */
+      readonly speJacksonMudholkar: number | null;
+      readonly speBox: number;
+    };
+    readonly looT2Fit: ScaledChiSquare | null;
+    readonly looSpeFit: ScaledChiSquare | null;
+  };
+  readonly phaseOne: {
+    readonly t2: readonly number[];
+    readonly spe: readonly number[];
+    readonly looT2: readonly number[] | null;
+    readonly looSpe: readonly number[] | null;
+  };
+}
+
+/** The result of scoring one run against a {@link PcaModel}. */
+export interface PcaScore {
+  /** sum_a t_a^2 / lambda_a over the k retained components. */
+  readonly t2: number;
+  /** |z - P P' z|^2 of the autoscaled run z. */
+  readonly spe: number;
+  readonly t2Limit: number;
+  readonly speLimit: number;
+  readonly t2Exceeded: boolean;
+  readonly speExceeded: boolean;
+  /** The k scores t = P' z (missing values at their T²-minimising values). */
+  readonly scores: readonly number[];
+  readonly contributions: {
+    /** Complete decomposition ((P Lambda^-1/2 P' z)_j)^2: non-negative, sums to t2. Largest first. */
+    readonly t2: readonly VariableContribution[];
+    /** e_j^2, sums to spe. Largest first. */
+    readonly spe: readonly VariableContribution[];
+  };
+  /** Model variables whose value was missing (non-finite); see {@link scorePca}. */
+  readonly missing: readonly string[];
+  /** Dropped (constant) variables whose value lies outside their Phase I range. */
+  readonly droppedOutOfRange: readonly string[];
+}
+
+const DEFAULT_RULE: ComponentRule = { rule: 'cumulative-variance', fraction: 0.9 };
+
+/**
+ * Fits a PCA monitoring model on Phase I runs (rows: one indicator vector per run, same order as
+ * `names`). Data are autoscaled with the Phase I mean and sd; variables without variation (constant,
+ * or sd <= 1e-9 |mean|) are dropped and listed with the reason. The eigen-decomposition goes through
+ * the m x m Gram matrix when there are more variables than runs.
+ *
+ * Leave-one-out (`limits: 'loo'`): every run is scored (T², SPE) against the PCA model with the same
+ * k fitted on the other m - 1 runs. The fold mean and covariance are exact rank-one downdates of the
+ * Phase I ones, so each fold's eigenvalues and the left-out run's projections come from a secular
+ * equation in the r-dimensional Phase I eigenbasis (O(r^2) per fold, O(m p min(m, p)) in total)
+ * instead of m new decompositions. The folds keep the Phase I autoscaling (mean and sd of all m runs
+ * for the standardisation; the fold's own mean and covariance for the model). The limits are then
+ * the (1 - alpha)-quantiles of g chi2(h) fitted to the m leave-one-out values by mean and variance.
+ *
+ * @throws MultivariateInputError bad shapes, names or non-finite Phase I values
+ * @throws InsufficientBaselineError fewer than 3 runs (10 for `loo`)
+ * @throws DegenerateBaselineError fewer than two varying variables, rank < 2, degenerate folds
+ * @throws ChartConfigError bad options
+ */
+export function fitPcaModel(
+  rows: readonly (readonly number[])[],
+  names: readonly string[],
+  options: PcaOptions = {},
+): PcaModel {
+  const alpha = options.alpha ?? DEFAULT_ALPHA;
+  validateAlpha(alpha);
+  const rule = options.components ?? DEFAULT_RULE;
+  validateRule(rule);
+  const method = options.limits ?? 'theory';
+  if (method !== 'theory' && method !== 'loo') {
+    throw new ChartConfigError(`limits must be 'theory' or 'loo', got ${String(method)}`);
+  }
+  const speLimit = options.speLimit ?? 'jackson-mudholkar';
+  if (speLimit !== 'jackson-mudholkar' && speLimit !== 'box') {
+    throw new ChartConfigError(`speLimit must be 'jackson-mudholkar' or 'box', got ${String(speLimit)}`);
+  }
+  validateRows(rows, names);
+  const m = rows.length;
+  const minRuns = method === 'loo' ? MIN_LOO_RUNS : 3;
+  if (m < minRuns) throw new InsufficientBaselineError(m, minRuns, `PCA model with ${method} limits`);
+  const prep = prepareBaseline(rows, names);
+  const p = prep.p;
+  const spec = correlationSpectrum(prep.z, m, p);
+  const r = spec.r;
+  const lambda = spec.values;
+  const cap = Math.min(m - 2, r - 1);
+  if (cap < 1) {
+    throw new DegenerateBaselineError(
+      `PCA needs at least two independent varying variables and 3 runs (rank ${r}, ${m} runs)`,
+    );
+  }
+  const requested = componentCount(rule, lambda, p);
+  const k = Math.min(requested, cap);
+
+  let explained = 0;
+  for (let a = 0; a < k; a++) explained += lambda[a];
+  const residual = lambda.subarray(k);
+
+  const t2 = new Array<number>(m);
+  const spe = new Array<number>(m);
+  for (let i = 0; i < m; i++) {
+    let t = 0;
+    let q = 0;
+    for (let a = 0; a < r; a++) {
+      const s = spec.scores[i * r + a];
+      if (a < k) t += (s * s) / lambda[a];
+      else q += s * s;
+    }
+    t2[i] = t;
+    spe[i] = q;
+  }
+
+  const theoryT2 = hotellingPhaseTwoLimit(m, k, alpha);
+  const jm = jacksonMudholkarLimit(residual, alpha);
+  const box = boxSpeLimit(residual, alpha);
+  const theorySpeMethod: 'jackson-mudholkar' | 'box' =
+    speLimit === 'jackson-mudholkar' && Number.isFinite(jm) ? 'jackson-mudholkar' : 'box';
+
+  let t2Limit = theoryT2;
+  let speLimitValue = theorySpeMethod === 'box' ? box : jm;
+  let speMethod: 'jackson-mudholkar' | 'box' | 'loo' = theorySpeMethod;
+  let looT2Fit: ScaledChiSquare | null = null;
+  let looSpeFit: ScaledChiSquare | null = null;
+  let looT2: number[] | null = null;
+  let looSpe: number[] | null = null;
+  if (method === 'loo') {
+    ({ t2: looT2, spe: looSpe } = leaveOneOut(spec.scores, lambda, m, r, k));
+    looT2Fit = fitScaledChiSquare(looT2);
+    looSpeFit = fitScaledChiSquare(looSpe);
+    t2Limit = scaledChiSquareQuantile(looT2Fit, alpha);
+    speLimitValue = scaledChiSquareQuantile(looSpeFit, alpha);
+    speMethod = 'loo';
+  }
+
+  const loadings: number[][] = [];
+  for (let a = 0; a < k; a++) loadings.push(Array.from(spec.vectors.subarray(a * p, (a + 1) * p)));
+  return {
+    kind: 'pca',
+    version: 1,
+    names: [...names],
+    kept: [...prep.kept],
+    dropped: prep.dropped,
+    runs: m,
+    alpha,
+    mean: Array.from(prep.mean),
+    sd: Array.from(prep.sd),
+    eigenvalues: Array.from(lambda),
+    components: k,
+    componentRule: normalizedRule(rule),
+    componentsRequested: requested > k ? requested : null,
+    explainedVariance: explained / p,
+    loadings,
+    limits: {
+      method,
+      t2: t2Limit,
+      spe: speLimitValue,
+      speMethod,
+      theory: { t2: theoryT2, speJacksonMudholkar: Number.isFinite(jm) ? jm : null, speBox: box },
+      looT2Fit,
+      looSpeFit,
+    },
+    phaseOne: { t2, spe, looT2, looSpe },
+  };
+}
+
+function validateRule(rule: ComponentRule): void {
+  switch (rule?.rule) {
+    case 'cumulative-variance': {
+      const f = rule.fraction ?? 0.9;
+      if (!(f > 0 && f <= 1))
+        throw new ChartConfigError(`cumulative-variance fraction must be in (0, 1], got ${f}`);
+      return;
+    }
+    case 'kaiser':
+      return;
+    case 'fixed':
+      if (!(Number.isInteger(rule.count) && rule.count >= 1)) {
+        throw new ChartConfigError(`fixed component count must be an integer >= 1, got ${rule.count}`);
+      }
+      return;
+    default:
+      throw new ChartConfigError(`unknown component rule ${JSON.stringify(rule)}`);
+  }
+}
+
+/** A plain copy of the rule with defaults filled in (stored in the model). */
+function normalizedRule(rule: ComponentRule): ComponentRule {
+  switch (rule.rule) {
+    case 'cumulative-variance':
+      return { rule: 'cumulative-variance', fraction: rule.fraction ?? 0.9 };
+    case 'kaiser':
+      return { rule: 'kaiser' };
+    case 'fixed':
+      return { rule: 'fixed', count: rule.count };
+  }
+}
+
+function componentCount(rule: ComponentRule, lambda: Float64Array, total: number): number {
+  switch (rule.rule) {
+    case 'fixed':
+      return rule.count;
+    case 'kaiser': {
+      let k = 0;
+      while (k < lambda.length && lambda[k] > 1) k++;
+      return Math.max(1, k);
+    }
+    case 'cumulative-variance': {
+      // The relative slack absorbs rounding when the fraction is hit exactly (e.g. 1).
+      const target = (rule.fraction ?? 0.9) * total * (1 - 1e-12);
+      let s = 0;
+      for (let a = 0; a < lambda.length; a++) {
+        s += lambda[a];
+        if (s >= target) return a + 1;
+      }
+      return lambda.length;
+    }
+  }
+}
+
+/**
+ * Leave-one-out T² and SPE of each Phase I run. Fold i's covariance, in the Phase I eigenbasis, is
+ * ((m - 1) diag(lambda) - (m / (m - 1)) w_i w_i') / (m - 2) with w_i run i's Phase I scores, and run i
+ * centred on the fold mean is (m / (m - 1)) w_i.
+ */
+function leaveOneOut(
+  scores: Float64Array,
+  lambda: Float64Array,
+  m: number,
+  r: number,
+  k: number,
+): { t2: number[]; spe: number[] } {
+  const d = new Float64Array(r);
+  for (let a = 0; a < r; a++) d[a] = (m - 1) * lambda[a];
+  const sigma = m / (m - 1);
+  const factor = sigma * sigma;
+  const t2 = new Array<number>(m);
+  const spe = new Array<number>(m);
+  for (let i = 0; i < m; i++) {
+    const fold = rankOneDowndate(d, scores.subarray(i * r, (i + 1) * r), sigma);
+    let t = 0;
+    let q = 0;
+    for (let a = 0; a < fold.values.length; a++) {
+      if (a < k) {
+        const l = fold.values[a] / (m - 2);
+        if (!(l > 1e-12 * lambda[0])) {
+          throw new DegenerateBaselineError(
+            `without run ${i + 1} the Phase I runs span fewer than ${k} components; retain fewer components`,
+          );
+        }
+        t += fold.projections[a] / l;
+      } else {
+        q += fold.projections[a];
+      }
+    }
+    t2[i] = factor * t;
+    spe[i] = factor * q;
+  }
+  return { t2, spe };
+}
+
+function pcaForms(model: PcaModel): { t2: QuadraticForm; spe: QuadraticForm } {
+  const p = model.kept.length;
+  const k = model.components;
+  const project = (v: Float64Array): Float64Array => {
+    const t = new Float64Array(k);
+    for (let a = 0; a < k; a++) {
+      const vec = model.loadings[a];
+      let s = 0;
+      for (let j = 0; j < p; j++) s += vec[j] * v[j];
+      t[a] = s;
+    }
+    return t;
+  };
+  const combine = (coef: Float64Array): Float64Array => {
+    const out = new Float64Array(p);
+    for (let a = 0; a < k; a++) {
+      const vec = model.loadings[a];
+      const c = coef[a];
+      for (let j = 0; j < p; j++) out[j] += c * vec[j];
+    }
+    return out;
+  };
+  const scaled =
+    (power: number) =>
+    (v: Float64Array): Float64Array => {
+      const t = project(v);
+      for (let a = 0; a < k; a++) t[a] *= Math.pow(model.eigenvalues[a], -power);
+      return combine(t);
+    };
+  const residual = (v: Float64Array): Float64Array => {
+    const fit = combine(project(v));
+    const e = new Float64Array(p);
+    for (let j = 0; j < p; j++) e[j] = v[j] - fit[j];
+    return e;
+  };
+  return {
+    t2: { size: p, apply: scaled(1), applyRoot: scaled(0.5) },
+    spe: { size: p, apply: residual, applyRoot: residual },
+  };
+}
+
+/**
+ * Scores one run (x: one value per model name) against a fitted PCA model: T², SPE, their limits,
+ * the scores and per-variable contributions (variable names, largest first).
+ *
+ * Missing values (NaN or +/-Infinity in x): each statistic is evaluated at the values of the missing
+ * variables that minimise it: for SPE the least-squares projection of the observed variables onto the
+ * model plane (Nelson, Taylor & MacGregor 1996), for T² the smallest score distance compatible with the
+ * observed variables. Either statistic is then at most what the complete run would give, so a missing
+ * indicator alone never causes an alarm; missing variables contribute 0 to SPE. Limits are unchanged
+ * (conservative). The missing variables are listed in `missing`.
+ *
+ * @throws MultivariateInputError if x does not have one value per model variable
+ */
+export function scorePca(model: PcaModel, x: readonly number[]): PcaScore {
+  const obs = standardizeObservation(model, x);
+  const forms = pcaForms(model);
+  const t = evaluateWithMissing(forms.t2, obs.z, obs.missing);
+  const q = evaluateWithMissing(forms.spe, obs.z, obs.missing);
+  const scores: number[] = [];
+  for (let a = 0; a < model.components; a++) {
+    const vec = model.loadings[a];
+    let s = 0;
+    for (let j = 0; j < vec.length; j++) s += vec[j] * t.completed[j];
+    scores.push(s);
+  }
+  return {
+    t2: t.value,
+    spe: q.value,
+    t2Limit: model.limits.t2,
+    speLimit: model.limits.spe,
+    t2Exceeded: t.value > model.limits.t2,
+    speExceeded: q.value > model.limits.spe,
+    scores,
+    contributions: {
+      t2: sortedContributions(model, t.contributions),
+      spe: sortedContributions(model, q.contributions),
+    },
+    missing: obs.missing.map((c) => model.names[model.kept[c]]),
+    droppedOutOfRange: obs.droppedOutOfRange,
+  };
+}
