@@ -1,4 +1,4 @@
-import { IndicatorCalculator, type IndicatorSpec } from './indicators';
+import { IndicatorCalculator, medianFilter3, type IndicatorSpec } from './indicators';
 import { createTrace } from './trace';
 
 describe('IndicatorCalculator', () => {
@@ -63,5 +63,46 @@ describe('IndicatorCalculator', () => {
     ]);
     expect(out[3]).toMatchObject({ n: 0, nMissing: 10, detail: 'all 10 samples are NaN/Inf' });
     expect(out[4]).toMatchObject({ n: 1, nMissing: 9 });
+  });
+
+  it('resolves equal segments of a trace without step markers', () => {
+    const out = calc.compute(trace, [
+      { svid: 'pressure', window: { kind: 'segment', index: 0, of: 3 }, statistic: 'mean' },
+      { svid: 'pressure', window: { kind: 'segment', index: 2, of: 3 }, statistic: 'n' },
+    ]);
+    // 10 samples in 3 parts: [0, 3), [3, 6), [6, 10)
+    expect(out.map((o) => (o.kind === 'point' ? o.value : o.reason))).toEqual([2, 4]);
+    expect(() => calc.compute(trace, [{ svid: 'pressure', window: { kind: 'segment', index: 3, of: 3 }, statistic: 'n' }])).toThrow(
+      'segment 3 of 3',
+    );
+  });
+});
+
+describe('medianFilter3', () => {
+  it('removes a single-sample glitch and keeps anything two samples wide', () => {
+    const glitch = Float64Array.of(1, 1, 9, 1, 1);
+    expect([...medianFilter3(glitch, new Float64Array(5))]).toEqual([1, 1, 1, 1, 1]);
+    const pulse = Float64Array.of(1, 9, 9, 1, 1);
+    expect([...medianFilter3(pulse, new Float64Array(5))]).toEqual([5, 9, 9, 1, 1]);
+  });
+
+  it('leaves NaN out of each median', () => {
+    expect([...medianFilter3(Float64Array.of(NaN, 2, NaN, 4), new Float64Array(4))]).toEqual([2, 2, 3, 4]);
+    expect([...medianFilter3(Float64Array.of(NaN, NaN, NaN), new Float64Array(3))].every(Number.isNaN)).toBe(true);
+  });
+
+  it('gives glitch-free statistics through the calculator when a spec asks for it', () => {
+    const t = createTrace({
+      runId: 'g',
+      timing: { kind: 'regular', startSeconds: 0, frequencyHz: 1 },
+      svids: { p: Float64Array.of(5, 5, 5, 50, 5, 5, 5, 5) },
+      steps: [],
+    });
+    const [raw, filtered] = new IndicatorCalculator().compute(t, [
+      { svid: 'p', window: { kind: 'context' }, statistic: 'max' },
+      { svid: 'p', window: { kind: 'context' }, statistic: 'max', filter: 'median3' },
+    ]);
+    expect(raw?.kind === 'point' && raw.value).toBe(50);
+    expect(filtered?.kind === 'point' && filtered.value).toBe(5);
   });
 });
