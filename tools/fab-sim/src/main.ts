@@ -53,7 +53,7 @@ function describeFab(fab: FabSpec, json: boolean): void {
 
 async function main(argv: string[]): Promise<number> {
   const o = parseCli(argv, process.env);
-  const fab = generateFab({ tools: o.tools, seed: o.seed, sensorsPerChamber: o.sensors });
+  const fab = generateFab({ tools: o.tools, seed: o.seed, profile: o.profile, ...(o.sensors ? { sensorsPerChamber: o.sensors } : {}) });
   if (o.command === 'describe') {
     describeFab(fab, o.json);
     return 0;
@@ -69,7 +69,7 @@ async function main(argv: string[]): Promise<number> {
 
     const session = o.session ?? `s${Date.now().toString(36).slice(-5)}${randomBytes(2).toString('hex')}`;
     const count = Math.min(fab.chambers.length, o.excursions ?? Math.max(4, Math.round(fab.chambers.length * 0.2)));
-    const excursions = planExcursions(fab, { count, kinds: o.kinds, afterRun: o.excursionAfter, runsPerChamber: o.runs, seed: o.seed });
+    const excursions = planExcursions(fab, { count, kinds: o.kinds, sizes: o.sizes, afterRun: o.excursionAfter, runsPerChamber: o.runs, seed: o.seed });
     if (excursions.length < count) {
       process.stderr.write(`fab-sim: only ${excursions.length} of ${count} excursions fit (--runs ${o.runs} leaves too few runs after --excursion-after ${o.excursionAfter})\n`);
     }

@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
-import { EXCURSION_KINDS, parseKinds, type ExcursionKind } from './excursions';
-import { FAB_SIZES } from './fab';
+import { EXCURSION_KINDS, parseKinds, parseSizes, type ExcursionKind } from './excursions';
+import { FAB_SIZES, type FabProfile } from './fab';
 
 export class UsageError extends Error {
   override readonly name = 'UsageError';
@@ -17,7 +17,9 @@ fab:
   --size tiny|small|medium|large|fab   tools: ${Object.entries(FAB_SIZES).map(([k, v]) => `${k} ${v}`).join(', ')} (default small)
   --tools N                            exact number of tools (overrides --size)
   --seed N                             fab, schedule and noise seed (default 1)
-  --sensors A-B                        analog sensors per chamber (default 2-4)
+  --sensors A-B                        analog sensors per chamber (default 2-4; 3-5 with --profile detection)
+  --profile fab|detection              fab: the whole fab's chambers (default); detection: small traces
+                                       (1-2 Hz, 180-420 s) of the same tool types, for detection studies
 
 run:
   --runs N                 runs per chamber (default 50)
@@ -25,6 +27,7 @@ run:
   --speed X|max            simulated seconds per second after the warm-up (default 100)
   --excursions N           chambers with an injected excursion (default 20% of chambers, at least 4)
   --excursion-kinds LIST   ${EXCURSION_KINDS.join(',')} (default all, in turn)
+  --excursion-sizes LIST   sizes in sigma units of the statistic each excursion moves, in turn (default 1,2,3)
   --excursion-after N      earliest run index of an excursion (default 25: after Phase I's 20 runs)
   --out DIR                ground truth and summary.json (default tmp/fab-sim/<session>)
   --session ID             run-id prefix (default: random)
@@ -50,12 +53,15 @@ export interface CliOptions {
   readonly command: 'describe' | 'seed' | 'run';
   readonly tools: number;
   readonly seed: number;
-  readonly sensors: readonly [number, number];
+  /** Undefined: the profile's default. */
+  readonly sensors: readonly [number, number] | undefined;
+  readonly profile: FabProfile;
   readonly runs: number;
   readonly warmupRuns: number;
   readonly speed: number | 'max';
   readonly excursions: number | undefined;
   readonly kinds: readonly ExcursionKind[];
+  readonly sizes: readonly number[];
   readonly excursionAfter: number;
   readonly out: string | undefined;
   readonly session: string | undefined;
@@ -96,11 +102,13 @@ export function parseCli(argv: readonly string[], env: NodeJS.ProcessEnv): CliOp
         tools: { type: 'string' },
         seed: { type: 'string' },
         sensors: { type: 'string' },
+        profile: { type: 'string' },
         runs: { type: 'string' },
         'warmup-runs': { type: 'string' },
         speed: { type: 'string' },
         excursions: { type: 'string' },
         'excursion-kinds': { type: 'string' },
+        'excursion-sizes': { type: 'string' },
         'excursion-after': { type: 'string' },
         out: { type: 'string' },
         session: { type: 'string' },
@@ -132,15 +140,22 @@ export function parseCli(argv: readonly string[], env: NodeJS.ProcessEnv): CliOp
   const size = v.size ?? 'small';
   if (!(size in FAB_SIZES)) throw new UsageError(`--size must be one of ${Object.keys(FAB_SIZES).join(', ')}`);
   const tools = int('tools', v.tools, FAB_SIZES[size] ?? 20, 1, 5000);
-  const sensorsText = v.sensors ?? '2-4';
-  const sm = /^(\d+)-(\d+)$/.exec(sensorsText);
-  if (!sm || Number(sm[1]) < 1 || Number(sm[2]) < Number(sm[1])) throw new UsageError(`--sensors must be A-B with 1 <= A <= B, got "${sensorsText}"`);
+  let sensors: readonly [number, number] | undefined;
+  if (v.sensors !== undefined) {
+    const sm = /^(\d+)-(\d+)$/.exec(v.sensors);
+    if (!sm || Number(sm[1]) < 1 || Number(sm[2]) < Number(sm[1])) throw new UsageError(`--sensors must be A-B with 1 <= A <= B, got "${v.sensors}"`);
+    sensors = [Number(sm[1]), Number(sm[2])];
+  }
+  const profile = (v.profile ?? 'fab') as FabProfile;
+  if (profile !== 'fab' && profile !== 'detection') throw new UsageError('--profile must be fab or detection');
   const speedText = v.speed ?? '100';
   const speed = speedText === 'max' ? 'max' : Number(speedText);
   if (speed !== 'max' && !(Number.isFinite(speed) && speed > 0 && speed <= 1e6)) throw new UsageError(`--speed must be a positive number or max, got "${speedText}"`);
   let kinds: ExcursionKind[] = [...EXCURSION_KINDS];
+  let sizes = [1, 2, 3];
   try {
     if (v['excursion-kinds'] !== undefined) kinds = parseKinds(v['excursion-kinds']);
+    if (v['excursion-sizes'] !== undefined) sizes = parseSizes(v['excursion-sizes']);
   } catch (err) {
     throw new UsageError((err as Error).message);
   }
@@ -157,12 +172,14 @@ export function parseCli(argv: readonly string[], env: NodeJS.ProcessEnv): CliOp
     command,
     tools,
     seed: int('seed', v.seed, 1, 0, 2 ** 32 - 1),
-    sensors: [Number(sm[1]), Number(sm[2])],
+    sensors,
+    profile,
     runs: int('runs', v.runs, 50, 1, 100_000),
     warmupRuns: int('warmup-runs', v['warmup-runs'], 20, 0, 100_000),
     speed,
     excursions: v.excursions === undefined ? undefined : int('excursions', v.excursions, 0, 0, 100_000),
     kinds,
+    sizes,
     excursionAfter: int('excursion-after', v['excursion-after'], 25, 0, 100_000),
     out: v.out,
     session,

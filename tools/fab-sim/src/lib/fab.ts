@@ -1,10 +1,22 @@
 import { Gaussian, intIn, mix, pick, rng, type Rng } from './rng';
 
-/** A recipe step: its share of the run's context. */
+/** A recipe step: its share of the run's context, and how it behaves. */
 export interface StepSpec {
   readonly name: string;
-  /** Fraction of the context, (0, 1); a recipe's fractions add up to 1. */
+  /** Nominal fraction of the context, (0, 1); a recipe's fractions add up to 1. */
   readonly fraction: number;
+  /**
+   * A ramp step (heat-up, pump-down, fill, beam ramp): every sensor moves linearly from the value it
+   * had at the end of the previous step (for the first step: the last step's level, where the tool
+   * idles between runs) to this step's level over the whole step, so the step has a "ramp slope".
+   */
+  readonly ramp?: boolean;
+  /**
+   * Endpoint-controlled step (optical/motor-current endpoint, dose, pump-down to base pressure):
+   * its duration varies from run to run with this relative standard deviation (0.02 = 2 % of its
+   * nominal length); later steps move with it, so the run's length varies slightly too.
+   */
+  readonly durationSd?: number;
 }
 
 export interface RecipeSpec {
@@ -12,10 +24,20 @@ export interface RecipeSpec {
   readonly steps: readonly StepSpec[];
 }
 
+/** How a sensor's within-run noise is distributed. */
+export type NoiseKind = 'gaussian' | 'skewed' | 'quantised';
+
+/** One slowly varying term of a sensor's level: `sigmas x runSigma x sin(2 pi runIndex / periodRuns + phase)`. */
+export interface WanderTerm {
+  readonly sigmas: number;
+  readonly periodRuns: number;
+  readonly phase: number;
+}
+
 /**
  * An analog sensor SVID: its level per recipe step, the run-to-run variation of its level
- * (`runSigma`, what the U-chart of its mean sees) and the sample noise within a run (`noiseSigma`,
- * what the U-chart of its standard deviation sees).
+ * (`runSigma`: the independent run-to-run part; PM ageing and a slow wander come on top) and the
+ * sample noise within a run (`noiseSigma`, what the U-chart of its standard deviation sees).
  */
 export interface SensorSpec {
   readonly name: string;
@@ -23,8 +45,31 @@ export interface SensorSpec {
   readonly stepLevels: readonly number[];
   readonly runSigma: number;
   readonly noiseSigma: number;
-  /** Settling time constant after a step change, seconds. */
+  /**
+   * Envelope time constant of the response to a step change, seconds: a second-order (damped)
+   * response `level + (start - level) e^(-t/tau) (cos wd t + zeta / sqrt(1 - zeta^2) sin wd t)`.
+   */
   readonly settleSeconds: number;
+  /** Damping ratio zeta of that response, (0, 1): the overshoot is `exp(-pi zeta / sqrt(1 - zeta^2))` of the step. */
+  readonly damping: number;
+  readonly noiseKind: NoiseKind;
+  /**
+   * `skewed`: the noise is a centred lognormal `(e^(s z) - e^(s^2/2)) / sd` scaled to `noiseSigma`
+   * with `s = |skew|`; a negative value mirrors it (a long tail downwards).
+   */
+  readonly skew?: number;
+  /** `quantised`: every sample is rounded to a multiple of this (an A/D or display resolution, 0.5-1 noise sigma). */
+  readonly resolution?: number;
+  /** Probability per sample of a normal single-sample glitch (4-8 noise sigma, either sign); 0 on most sensors. */
+  readonly glitchRate: number;
+  /**
+   * Tool ageing: the level drifts smoothly by this many run sigmas (signed) over a PM cycle and steps
+   * back at each PM; `ageingCurvature` 0 is linear, larger values age faster early in the cycle.
+   */
+  readonly ageingSigmas: number;
+  readonly ageingCurvature: number;
+  /** A slowly varying component (two low-frequency sinusoids in the run index), so consecutive runs correlate. */
+  readonly wander: readonly WanderTerm[];
 }
 
 /**
@@ -50,6 +95,19 @@ export interface ChamberSpec {
   /** Load, pump-down and transfer time between runs, seconds (a range; drawn per run). */
   readonly overheadSeconds: readonly [number, number];
   readonly seed: number;
+  /** The fab profile the chamber was generated with. */
+  readonly profile: FabProfile;
+  /** Runs between preventive maintenances (150-400). */
+  readonly pmIntervalRuns: number;
+  /** Run 0 is run `pmOffsetRuns` of a PM cycle (`[0, pmIntervalRuns)`), so chambers are not in step. */
+  readonly pmOffsetRuns: number;
+  /**
+   * Two sensors whose run-level offsets share a common factor (correlation `pairCorrelation`,
+   * 0.85-0.95, as does their sample noise; their PM ageing and wander move together as well), e.g.
+   * RF power and DC bias. Present on every chamber with at least two sensors.
+   */
+  readonly correlatedPair?: readonly [string, string];
+  readonly pairCorrelation?: number;
 }
 
 export interface ToolSpec {
@@ -58,8 +116,16 @@ export interface ToolSpec {
   readonly chambers: readonly ChamberSpec[];
 }
 
+/**
+ * `fab`: the whole fab's chambers (50-200 SVIDs, 1-10 Hz, 600-1,800 s: the weights of design.md
+ * section 2). `detection`: the same tool types and realism in small traces for library-level
+ * detection benches (1-2 Hz, 180-420 s, 3-5 sensors and 4-10 setpoints/states per chamber).
+ */
+export type FabProfile = 'fab' | 'detection';
+
 export interface FabSpec {
   readonly seed: number;
+  readonly profile?: FabProfile;
   readonly tools: readonly ToolSpec[];
   readonly chambers: readonly ChamberSpec[];
 }
@@ -85,7 +151,12 @@ interface ToolProfile {
   readonly recipes: readonly string[];
   readonly steps: readonly StepSpec[];
   readonly overheadSeconds: readonly [number, number];
+  /** Sensor pairs that share a common run-to-run factor, in order of preference. */
+  readonly pairs: readonly (readonly [string, string])[];
 }
+
+/** Relative run-to-run standard deviation of an endpoint-controlled step's duration. */
+export const ENDPOINT_SD = 0.02;
 
 /**
  * Tool types of a logic fab: etch and deposition chambers collect many SVIDs at high rates (the
@@ -111,12 +182,13 @@ export const TOOL_PROFILES: readonly ToolProfile[] = [
     recipes: ['ETCH-OX', 'ETCH-POLY', 'ETCH-MTL', 'ETCH-SIN'],
     steps: [
       { name: 'Stabilize', fraction: 0.08 },
-      { name: 'Ignite', fraction: 0.04 },
-      { name: 'MainEtch', fraction: 0.58 },
+      { name: 'Ignite', fraction: 0.04, ramp: true },
+      { name: 'MainEtch', fraction: 0.58, durationSd: ENDPOINT_SD },
       { name: 'OverEtch', fraction: 0.2 },
       { name: 'Purge', fraction: 0.1 },
     ],
     overheadSeconds: [60, 180],
+    pairs: [['RFForwardPower', 'DCBias'], ['ChamberPressure', 'HeBacksideFlow'], ['RFForwardPower', 'RFReflectedPower']],
   },
   {
     type: 'CVD',
@@ -135,12 +207,13 @@ export const TOOL_PROFILES: readonly ToolProfile[] = [
     ],
     recipes: ['CVD-TEOS', 'CVD-SIN', 'CVD-ARC'],
     steps: [
-      { name: 'PumpDown', fraction: 0.1 },
-      { name: 'Heat', fraction: 0.15 },
+      { name: 'PumpDown', fraction: 0.1, durationSd: ENDPOINT_SD },
+      { name: 'Heat', fraction: 0.15, ramp: true },
       { name: 'Deposit', fraction: 0.6 },
       { name: 'Purge', fraction: 0.15 },
     ],
     overheadSeconds: [90, 240],
+    pairs: [['ChamberPressure', 'SiH4Flow'], ['HeaterTemperature', 'ShowerheadTemperature'], ['RFPower', 'ChamberPressure']],
   },
   {
     type: 'PVD',
@@ -158,12 +231,13 @@ export const TOOL_PROFILES: readonly ToolProfile[] = [
     ],
     recipes: ['PVD-TI', 'PVD-TIN', 'PVD-AL'],
     steps: [
-      { name: 'PumpDown', fraction: 0.15 },
+      { name: 'PumpDown', fraction: 0.15, ramp: true, durationSd: ENDPOINT_SD },
       { name: 'Preclean', fraction: 0.2 },
       { name: 'Sputter', fraction: 0.5 },
       { name: 'Cool', fraction: 0.15 },
     ],
     overheadSeconds: [60, 150],
+    pairs: [['DCPower', 'TargetVoltage'], ['ChamberPressure', 'ArFlow']],
   },
   {
     type: 'LITHO',
@@ -181,11 +255,12 @@ export const TOOL_PROFILES: readonly ToolProfile[] = [
     ],
     recipes: ['LITHO-GATE', 'LITHO-M1', 'LITHO-VIA'],
     steps: [
-      { name: 'Align', fraction: 0.2 },
+      { name: 'Align', fraction: 0.2, durationSd: ENDPOINT_SD },
       { name: 'Expose', fraction: 0.7 },
-      { name: 'Unload', fraction: 0.1 },
+      { name: 'Unload', fraction: 0.1, ramp: true },
     ],
     overheadSeconds: [30, 90],
+    pairs: [['StageTemperature', 'FocusOffset'], ['LensPressure', 'FocusOffset'], ['DoseEnergy', 'StageTemperature']],
   },
   {
     type: 'IMPLANT',
@@ -202,11 +277,12 @@ export const TOOL_PROFILES: readonly ToolProfile[] = [
     ],
     recipes: ['IMP-BF2', 'IMP-AS', 'IMP-P'],
     steps: [
-      { name: 'BeamSetup', fraction: 0.2 },
-      { name: 'Implant', fraction: 0.7 },
+      { name: 'BeamSetup', fraction: 0.2, ramp: true },
+      { name: 'Implant', fraction: 0.7, durationSd: ENDPOINT_SD },
       { name: 'Vent', fraction: 0.1 },
     ],
     overheadSeconds: [60, 180],
+    pairs: [['BeamCurrent', 'SourcePressure'], ['BeamCurrent', 'ExtractionVoltage']],
   },
   {
     type: 'DIFF',
@@ -224,11 +300,12 @@ export const TOOL_PROFILES: readonly ToolProfile[] = [
     ],
     recipes: ['DIFF-OX', 'DIFF-ANNEAL'],
     steps: [
-      { name: 'Ramp', fraction: 0.25 },
+      { name: 'Ramp', fraction: 0.25, ramp: true, durationSd: ENDPOINT_SD },
       { name: 'Soak', fraction: 0.5 },
-      { name: 'Cool', fraction: 0.25 },
+      { name: 'Cool', fraction: 0.25, ramp: true },
     ],
     overheadSeconds: [120, 300],
+    pairs: [['ZoneTemperature1', 'ZoneTemperature2'], ['O2Flow', 'TubePressure']],
   },
   {
     type: 'CMP',
@@ -246,12 +323,13 @@ export const TOOL_PROFILES: readonly ToolProfile[] = [
     ],
     recipes: ['CMP-OX', 'CMP-W', 'CMP-CU'],
     steps: [
-      { name: 'Touchdown', fraction: 0.1 },
+      { name: 'Touchdown', fraction: 0.1, ramp: true },
       { name: 'BulkPolish', fraction: 0.6 },
-      { name: 'Endpoint', fraction: 0.2 },
+      { name: 'Endpoint', fraction: 0.2, durationSd: ENDPOINT_SD },
       { name: 'Rinse', fraction: 0.1 },
     ],
     overheadSeconds: [30, 120],
+    pairs: [['PlatenTorque', 'PadTemperature'], ['HeadPressure', 'PlatenTorque'], ['SlurryFlow', 'PadTemperature']],
   },
   {
     type: 'WET',
@@ -268,12 +346,13 @@ export const TOOL_PROFILES: readonly ToolProfile[] = [
     ],
     recipes: ['WET-SC1', 'WET-HF', 'WET-SPM'],
     steps: [
-      { name: 'Fill', fraction: 0.15 },
+      { name: 'Fill', fraction: 0.15, ramp: true, durationSd: ENDPOINT_SD },
       { name: 'Process', fraction: 0.6 },
       { name: 'Rinse', fraction: 0.15 },
       { name: 'Dry', fraction: 0.1 },
     ],
     overheadSeconds: [60, 180],
+    pairs: [['BathTemperature', 'ChemConcentration'], ['RecirculationFlow', 'BathTemperature']],
   },
 ];
 
@@ -288,13 +367,21 @@ export interface FabOptions {
   /** Number of tools (>= 1). */
   readonly tools: number;
   readonly seed: number;
-  /** Analog sensors per chamber: [min, max] (default [2, 4]); the rest of the SVIDs are setpoints and states. */
+  /**
+   * Analog sensors per chamber: [min, max] (default [2, 4] for `fab`, [3, 5] for `detection`; at most
+   * the tool type's sensors); the rest of the SVIDs are setpoints and states.
+   */
   readonly sensorsPerChamber?: readonly [number, number];
+  /** Default `fab`. See {@link FabProfile}. */
+  readonly profile?: FabProfile;
 }
+
+// A module-level reference skips a global lookup per call (slow where code runs in a vm context, as under Jest).
+const { round } = Math;
 
 function roundTo(x: number, digits: number): number {
   const f = 10 ** digits;
-  return Math.round(x * f) / f;
+  return round(x * f) / f;
 }
 
 function recipeFor(u: Rng, p: ToolProfile): RecipeSpec {
@@ -303,10 +390,11 @@ function recipeFor(u: Rng, p: ToolProfile): RecipeSpec {
   // Each recipe variant stretches its steps a little (fractions still add up to 1).
   const raw = p.steps.map((s) => s.fraction * (0.85 + 0.3 * u()));
   const total = raw.reduce((a, b) => a + b, 0);
-  return { name: `${base}-${variant}`, steps: p.steps.map((s, i) => ({ name: s.name, fraction: (raw[i] ?? 0) / total })) };
+  return { name: `${base}-${variant}`, steps: p.steps.map((s, i) => ({ ...s, fraction: (raw[i] ?? 0) / total })) };
 }
 
-function sensorFor(u: Rng, t: SensorTemplate, steps: number): SensorSpec {
+/** The level, spread and settling of a sensor (the draws of the original model, in its order). */
+function sensorBase(u: Rng, t: SensorTemplate, steps: number): Pick<SensorSpec, 'name' | 'unit' | 'stepLevels' | 'runSigma' | 'noiseSigma' | 'settleSeconds'> {
   const level = t.level * (0.8 + 0.4 * u());
   // Levels per step: the process step runs at the nominal level, the others lower or higher.
   const stepLevels = Array.from({ length: steps }, () => roundTo(level * (0.3 + 0.9 * u()), 4));
@@ -320,15 +408,81 @@ function sensorFor(u: Rng, t: SensorTemplate, steps: number): SensorSpec {
   };
 }
 
+/** A "round" resolution (1, 2, 2.5 or 5 x 10^k) in [hi / 2, hi]: there is always one, sometimes two. */
+function niceResolution(r: Rng, hi: number): number {
+  const p = 10 ** Math.floor(Math.log10(hi));
+  const out = [0.5, 1, 2, 2.5, 5].map((m) => m * p).filter((v) => v >= hi / 2 && v <= hi * (1 + 1e-12));
+  return Number((out.length > 0 ? pick(r, out) : hi).toPrecision(6));
+}
+
+/** A sensor's noise, glitches, damping, ageing and wander (from the chamber's own stream). */
+function sensorRealism(r: Rng, base: Pick<SensorSpec, 'noiseSigma'>): Omit<SensorSpec, 'name' | 'unit' | 'stepLevels' | 'runSigma' | 'noiseSigma' | 'settleSeconds'> {
+  // Every draw is made whatever the outcome, so the stream stays aligned across sensors.
+  const damping = roundTo(0.55 + 0.35 * r(), 3);
+  const kindDraw = r();
+  const skew = roundTo((0.3 + 0.3 * r()) * (r() < 0.75 ? 1 : -1), 3);
+  const resolution = niceResolution(r, base.noiseSigma);
+  const glitchRate = r() < 0.4 ? 1 / 3000 : 0;
+  const ageingSigmas = roundTo((0.5 + r()) * (r() < 0.5 ? -1 : 1), 3);
+  const curved = r() < 0.5;
+  const curvature = roundTo(0.5 + 2.5 * r(), 3);
+  const ageingCurvature = curved ? curvature : 0;
+  const wander: WanderTerm[] = [
+    { sigmas: roundTo(0.3 + 0.15 * r(), 3), periodRuns: roundTo(40 + 40 * r(), 2), phase: roundTo(2 * Math.PI * r(), 4) },
+    { sigmas: roundTo(0.3 + 0.15 * r(), 3), periodRuns: roundTo(120 + 180 * r(), 2), phase: roundTo(2 * Math.PI * r(), 4) },
+  ];
+  const noiseKind: NoiseKind = kindDraw < 0.5 ? 'gaussian' : kindDraw < 0.75 ? 'skewed' : 'quantised';
+  return {
+    damping,
+    noiseKind,
+    ...(noiseKind === 'skewed' ? { skew } : {}),
+    ...(noiseKind === 'quantised' ? { resolution } : {}),
+    glitchRate,
+    ageingSigmas,
+    ageingCurvature,
+    wander,
+  };
+}
+
+/**
+ * PM cycle, correlated pair and each sensor's realism, drawn from a stream of the chamber's own
+ * seed so the main stream (and with it the default profile's SVID counts, rates, durations and
+ * weights) is the same as before these were added.
+ */
+function chamberRealism(
+  seed: number,
+  p: ToolProfile,
+  bases: readonly Pick<SensorSpec, 'name' | 'unit' | 'stepLevels' | 'runSigma' | 'noiseSigma' | 'settleSeconds'>[],
+): Pick<ChamberSpec, 'sensors' | 'pmIntervalRuns' | 'pmOffsetRuns' | 'correlatedPair' | 'pairCorrelation'> {
+  const r = rng(mix(seed, 0x4ea1));
+  const pmIntervalRuns = intIn(r, 150, 400);
+  const pmOffsetRuns = intIn(r, 0, pmIntervalRuns - 1);
+  const sensors: SensorSpec[] = bases.map((b) => ({ ...b, ...sensorRealism(r, b) }));
+  const rho = roundTo(0.85 + 0.1 * r(), 3);
+  if (sensors.length < 2) return { sensors, pmIntervalRuns, pmOffsetRuns };
+  const names = sensors.map((s) => s.name);
+  const pair = p.pairs.find(([a, b]) => names.includes(a) && names.includes(b)) ?? [names[0] as string, names[1] as string];
+  // The common factor ages and wanders as one: the second sensor takes the first's slow terms (in its own sigmas).
+  const first = sensors[names.indexOf(pair[0])] as SensorSpec;
+  const j = names.indexOf(pair[1]);
+  sensors[j] = { ...(sensors[j] as SensorSpec), ageingSigmas: first.ageingSigmas, ageingCurvature: first.ageingCurvature, wander: first.wander };
+  return { sensors, pmIntervalRuns, pmOffsetRuns, correlatedPair: [pair[0], pair[1]], pairCorrelation: rho };
+}
+
 /**
  * Generates a fab: `tools` tools of the {@link TOOL_PROFILES} types (in their shares), each with 1-4
- * chambers, one recipe per chamber (chambers are dedicated, as they usually are), 2-4 analog sensors
- * and as many setpoints and states as the chamber's SVID count leaves. Deterministic for a seed.
+ * chambers, one recipe per chamber (chambers are dedicated, as they usually are), analog sensors and
+ * as many setpoints and states as the chamber's SVID count leaves. Deterministic for a seed; the
+ * `fab` profile (default) keeps the SVID counts, rates, durations and weights of earlier versions
+ * for a seed, the `detection` profile makes small traces of the same tool types (see {@link FabProfile}).
+ *
+ * @throws RangeError when `tools` is not an integer >= 1.
  */
 export function generateFab(opts: FabOptions): FabSpec {
   if (!Number.isInteger(opts.tools) || opts.tools < 1) throw new RangeError(`tools must be an integer >= 1, got ${opts.tools}`);
-  const u = rng(mix(opts.seed, 0xfab));
-  const [sMin, sMax] = opts.sensorsPerChamber ?? [2, 4];
+  const profile: FabProfile = opts.profile ?? 'fab';
+  const u = rng(mix(opts.seed, profile === 'fab' ? 0xfab : 0xde7ec7));
+  const [sMin, sMax] = opts.sensorsPerChamber ?? (profile === 'fab' ? [2, 4] : [3, 5]);
   const shares = TOOL_PROFILES.map((p) => p.share);
   const counters = new Map<string, number>();
   const tools: ToolSpec[] = [];
@@ -342,14 +496,31 @@ export function generateFab(opts: FabOptions): FabSpec {
     const count = pick(u, [1, 2, 3, 4], p.chamberWeights);
     const own: ChamberSpec[] = [];
     for (let c = 1; c <= count; c++) {
-      const svidCount = intIn(u, p.svids[0], p.svids[1]);
-      const collectionFreqHz = pick(u, p.freqHz, p.freqWeights);
-      const contextDurationSeconds = 60 * intIn(u, p.durationSeconds[0] / 60, p.durationSeconds[1] / 60);
-      const weight = Math.min(MAX_WEIGHT, Math.max(MIN_WEIGHT, svidCount * collectionFreqHz * contextDurationSeconds));
-      const recipe = recipeFor(u, p);
-      const nSensors = Math.min(svidCount, intIn(u, Math.min(sMin, p.sensors.length), Math.min(sMax, p.sensors.length)));
+      let svidCount: number;
+      let collectionFreqHz: number;
+      let contextDurationSeconds: number;
+      let recipe: RecipeSpec;
+      let nSensors: number;
+      if (profile === 'fab') {
+        svidCount = intIn(u, p.svids[0], p.svids[1]);
+        collectionFreqHz = pick(u, p.freqHz, p.freqWeights);
+        contextDurationSeconds = 60 * intIn(u, p.durationSeconds[0] / 60, p.durationSeconds[1] / 60);
+        recipe = recipeFor(u, p);
+        nSensors = Math.min(svidCount, intIn(u, Math.min(sMin, p.sensors.length), Math.min(sMax, p.sensors.length)));
+      } else {
+        nSensors = intIn(u, Math.min(sMin, p.sensors.length), Math.min(sMax, p.sensors.length));
+        svidCount = nSensors + intIn(u, 4, 10);
+        collectionFreqHz = pick(u, [1, 2]);
+        contextDurationSeconds = 30 * intIn(u, 6, 14);
+        recipe = recipeFor(u, p);
+      }
+      const product = svidCount * collectionFreqHz * contextDurationSeconds;
+      // The fab's weights stay within design.md's bounds; the detection profile's small traces are below them.
+      const weight = profile === 'fab' ? Math.min(MAX_WEIGHT, Math.max(MIN_WEIGHT, product)) : product;
       const templates = [...p.sensors].sort(() => u() - 0.5).slice(0, nSensors);
+      const bases = templates.map((tpl) => sensorBase(u, tpl, recipe.steps.length));
       const chamberId = `PM${c}`;
+      const seed = mix(opts.seed, chambers.length, profile === 'fab' ? 0xc4a : 0xc4b);
       const ch: ChamberSpec = {
         toolId,
         chamberId,
@@ -361,16 +532,43 @@ export function generateFab(opts: FabOptions): FabSpec {
         contextDurationSeconds,
         weight,
         recipe,
-        sensors: templates.map((tpl) => sensorFor(u, tpl, recipe.steps.length)),
         overheadSeconds: p.overheadSeconds,
-        seed: mix(opts.seed, chambers.length, 0xc4a),
+        seed,
+        profile,
+        ...chamberRealism(seed, p, bases),
       };
       own.push(ch);
       chambers.push(ch);
     }
     tools.push({ toolId, type: p.type, chambers: own });
   }
-  return { seed: opts.seed, tools, chambers };
+  return { seed: opts.seed, profile, tools, chambers };
+}
+
+/**
+ * Where run `runIndex` of a chamber falls in its preventive-maintenance cycles: cycle number and
+ * runs since the last PM (0 = the first run after a PM). A deterministic function of the run index.
+ */
+export function pmCycleOf(ch: ChamberSpec, runIndex: number): { cycle: number; runInCycle: number } {
+  const x = runIndex + ch.pmOffsetRuns;
+  const cycle = Math.floor(x / ch.pmIntervalRuns);
+  return { cycle, runInCycle: x - cycle * ch.pmIntervalRuns };
+}
+
+/**
+ * The slow part of sensor `k`'s level in run `runIndex`, in its run sigmas: PM ageing (0 right after
+ * a PM, `ageingSigmas` at the end of a cycle) plus the wander.
+ */
+export function slowLevelSigmas(ch: ChamberSpec, k: number, runIndex: number): number {
+  const s = ch.sensors[k];
+  if (!s) return 0;
+  const { runInCycle } = pmCycleOf(ch, runIndex);
+  const x = runInCycle / Math.max(1, ch.pmIntervalRuns - 1);
+  const c = s.ageingCurvature;
+  const shape = c > 0 ? (1 - Math.exp(-c * x)) / (1 - Math.exp(-c)) : x;
+  let v = s.ageingSigmas * shape;
+  for (const w of s.wander) v += w.sigmas * Math.sin((2 * Math.PI * runIndex) / w.periodRuns + w.phase);
+  return v;
 }
 
 /** Name of SVID `i` of a chamber (sensors first, then setpoints `SP_nnn` and states `ST_nnn`). */

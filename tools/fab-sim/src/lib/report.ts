@@ -105,10 +105,21 @@ export function summaryText(r: SimulationResult, fab: FabSpec, ctx: { speed: num
     lines.push(`    ${k.padEnd(16)}${String(b.detected).padStart(3)}/${b.injected}   detection delay (runs): ${delay}`);
   }
   for (const x of s.excursions.filter((e) => !e.detected)) {
-    lines.push(`    missed: ${x.excursion.id} ${x.excursion.kind} on ${x.excursion.chamber} ${x.excursion.svid}, runs ${x.excursion.startRun + 1}-${x.excursion.endRun + 1}`);
+    const e = x.excursion;
+    const where = `${e.svid}${e.svid2 ? `/${e.svid2}` : ''}${e.step ? ` in ${e.step}` : ''}`;
+    lines.push(`    missed: ${e.id} ${e.kind} ${e.size} sd (${e.target.statistic}) on ${e.chamber} ${where}, runs ${e.startRun + 1}-${e.endRun + 1}`);
   }
   lines.push(`  false alarms      ${num(s.falseAlarms)} alarms on ${num(s.falseAlarmRuns)} of ${num(s.inControlRuns)} in-control runs after Phase I (${pct(s.falseAlarmRunRate)}; WE rules on ${chartsPerChamber.toFixed(1)} charts/chamber expect ~${pct(expected)} with known limits)`);
-  lines.push(`  holds             ${num(r.holdsPlaced)} placed by escalation (2 alarms within 5 runs); ${num(r.chambersOnHold)} chambers on hold now`);
+  lines.push(`  holds             ${num(r.holdsPlaced)} placed by escalation; ${num(r.chambersOnHold)} chambers on hold now`);
+  const d = r.detection;
+  lines.push(
+    `  per chamber       false alarms ${pct(d.perChamber.mean)} of in-control runs (mean of ${num(d.perChamber.chambers)} chambers), worst ${pct(d.perChamber.worst)}${d.perChamber.worstChamber ? ` (${d.perChamber.worstChamber})` : ''}; ` +
+      `holds on the ${num(d.cleanChambers)} chambers without an excursion: ${d.holdsPer1k.toFixed(1)} per 1,000 runs`,
+  );
+  lines.push(
+    `  detection         ${d.big.detected}/${d.big.injected} excursions of ${d.big.minSize} sd or more (${pct(d.big.rate)}), delay p90 ${d.big.delayP90 ?? '—'} runs; all sizes ${d.all.detected}/${d.all.injected} — targets: false alarms <= 1 % (worst <= 2 %), holds <= 0.1 / 1,000, >= 95 % detected, p90 <= 3 runs`,
+  );
+  lines.push(`  ${r.detectionLine}`);
   lines.push(`  ground truth      ${r.groundTruthFile}`);
   return lines.join('\n');
 }

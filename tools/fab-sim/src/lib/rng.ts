@@ -1,3 +1,7 @@
+// Module-level references: hot loops then skip a global lookup per call (which is slow where code
+// runs in a vm context, as under Jest).
+const { floor, imul, log, sqrt } = Math;
+
 /** A uniform [0, 1) generator. */
 export type Rng = () => number;
 
@@ -7,8 +11,8 @@ export function rng(seed: number): Rng {
   return () => {
     a = (a + 0x6d2b79f5) >>> 0;
     let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    t = imul(t ^ (t >>> 15), t | 1);
+    t ^= t + imul(t ^ (t >>> 7), t | 61);
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
 }
@@ -17,8 +21,8 @@ export function rng(seed: number): Rng {
 export function mix(...parts: number[]): number {
   let h = 0x811c9dc5;
   for (const p of parts) {
-    h = Math.imul(h ^ (p >>> 0), 0x01000193) >>> 0;
-    h = Math.imul(h ^ (h >>> 15), 0x2c1b3c6d) >>> 0;
+    h = imul(h ^ (p >>> 0), 0x01000193) >>> 0;
+    h = imul(h ^ (h >>> 15), 0x2c1b3c6d) >>> 0;
     h ^= h >>> 12;
   }
   return h >>> 0;
@@ -44,7 +48,7 @@ export class Gaussian {
       y = 2 * this.u() - 1;
       r = x * x + y * y;
     } while (r >= 1 || r === 0);
-    const f = Math.sqrt((-2 * Math.log(r)) / r);
+    const f = sqrt((-2 * log(r)) / r);
     this.spare = y * f;
     return x * f;
   }
@@ -52,13 +56,13 @@ export class Gaussian {
 
 /** An integer in [lo, hi]. */
 export function intIn(u: Rng, lo: number, hi: number): number {
-  return lo + Math.floor(u() * (hi - lo + 1));
+  return lo + floor(u() * (hi - lo + 1));
 }
 
 /** One of `items`, by `weights` (same length, non-negative, not all 0). */
 export function pick<T>(u: Rng, items: readonly T[], weights?: readonly number[]): T {
   if (items.length === 0) throw new RangeError('pick() from an empty list');
-  if (!weights) return items[Math.floor(u() * items.length)] as T;
+  if (!weights) return items[floor(u() * items.length)] as T;
   const total = weights.reduce((a, b) => a + b, 0);
   let x = u() * total;
   for (let i = 0; i < items.length; i++) {

@@ -1,9 +1,9 @@
 import type { Excursion } from './excursions';
 import { expectedFalseAlarmRunRate, scoreDetection, type ObservedAlarm } from './score';
 
-const x = (id: string, chamber: string, kind: Excursion['kind'], startRun: number, endRun: number, svid = 'P'): Excursion => {
+const x = (id: string, chamber: string, kind: Excursion['kind'], startRun: number, endRun: number, svid = 'P', svid2?: string): Excursion => {
   const [toolId, chamberId] = chamber.split(':') as [string, string];
-  return { id, chamber, toolId, chamberId, svid, kind, startRun, endRun, magnitude: 1, description: '' };
+  return { id, chamber, toolId, chamberId, svid, ...(svid2 ? { svid2 } : {}), kind, startRun, endRun, size: 2, target: { svid, statistic: 'mean' }, magnitude: 1, description: '' };
 };
 const alarm = (chamber: string, run: number, svid = 'P', ruleId = 'WE1'): ObservedAlarm => {
   const [toolId, chamberId] = chamber.split(':') as [string, string];
@@ -53,6 +53,20 @@ describe('scoreDetection', () => {
     // 4 chambers x 30 monitored runs, minus the windows with grace: A 9, B 13, C 4.
     expect(s.inControlRuns).toBe(120 - 9 - 13 - 4);
     expect(s.falseAlarmRunRate).toBeCloseTo(3 / 94, 9);
+  });
+
+  it('counts an alarm on either sensor of a correlated pair as its detection', () => {
+    const pair = x('x9', 'E:1', 'correlated-pair', 30, 35, 'P', 'Q');
+    const s = scoreDetection({
+      excursions: [pair],
+      alarms: [alarm('E:1', 31, 'Q'), alarm('E:1', 32, 'R')],
+      runOf,
+      publishedRuns: new Map([['E:1', 50]]),
+      phaseOneRuns: 20,
+      graceRuns: 3,
+    });
+    expect(s.excursions.map((e) => [e.detected, e.delayRuns])).toEqual([[true, 1]]);
+    expect(s.falseAlarms).toBe(1);
   });
 
   it('expects about 1.1% alarmed runs per WE chart with exact limits', () => {

@@ -51,7 +51,8 @@ export interface ScoreInput {
 
 /**
  * Scores alarms against the injected excursions: an excursion is detected by the first alarm on its
- * SVID from its first run to `graceRuns` after its last; every other alarm is a false alarm.
+ * SVID (or, for a correlated pair, on either of its two SVIDs) from its first run to `graceRuns`
+ * after its last; every other alarm is a false alarm.
  */
 export function scoreDetection(input: ScoreInput): DetectionScore {
   const windows = new Map<string, Excursion[]>();
@@ -66,7 +67,7 @@ export function scoreDetection(input: ScoreInput): DetectionScore {
     if (idx === undefined) continue;
     alarms++;
     const hit = (windows.get(chamber) ?? []).find(
-      (x) => a.svid === x.svid && idx >= x.startRun && idx <= x.endRun + input.graceRuns,
+      (x) => (a.svid === x.svid || (x.svid2 !== undefined && a.svid === x.svid2)) && idx >= x.startRun && idx <= x.endRun + input.graceRuns,
     );
     if (!hit) {
       falseAlarms++;

@@ -7,6 +7,7 @@ import { ensureStreams, STREAMS } from '@defender/nats-kv';
 import { byChamber, effectsFor, type Excursion } from './excursions';
 import { svidNames, type ChamberSpec, type FabSpec } from './fab';
 import { mix, rng } from './rng';
+import { detectionMetrics, detectionLine, type DetectionMetrics, type RunOutcome } from './detection-metrics';
 import { scoreDetection, type DetectionScore, type ObservedAlarm } from './score';
 import { samplesPerRun, synthesizeTrace } from './trace';
 
@@ -81,6 +82,10 @@ export interface SimulationResult {
   readonly samplesPublished: number;
   readonly chambersWithLimits: number;
   readonly chartsWithLimits: number;
+  /** The detection benchmark's figures for this run (tools/fab-sim detection-metrics). */
+  readonly detection: DetectionMetrics;
+  /** The same as bench:detection's last line. */
+  readonly detectionLine: string;
   /** Holds placed on this simulation's runs (escalations), as seen on `defense.holds.>`. */
   readonly holdsPlaced: number;
   /** Chambers whose current hold was placed by one of this simulation's runs. */
@@ -368,7 +373,8 @@ export class Simulator {
     const endSeconds = originSeconds + ev.t;
     const startSeconds = endSeconds - ev.durationSeconds;
     const trace = synthesizeTrace(ch, { runId, runIndex: ev.run, startSeconds, effects });
-    const n = samplesPerRun(ch);
+    // Endpoint-controlled steps make each run's length differ slightly from the nominal one.
+    const n = trace.svids.values().next().value?.length ?? samplesPerRun(ch);
     const notification: RunNotification = {
       schema: 1,
       toolId: ch.toolId,
@@ -518,6 +524,28 @@ export class Simulator {
     }
     const score = this.score(alarms);
     const notReached = this.cfg.excursions.length - score.injected;
+    // The figures of bench:detection for this fab: any alarm of a run counts, whatever its SVID.
+    const alarmed = new Set<string>();
+    for (const a of alarms) {
+      const idx = runIndexOf(this.cfg.sessionId, a.runId);
+      if (idx !== undefined) alarmed.add(`${a.toolId}:${a.chamberId}#${idx}`);
+    }
+    const outcomes: RunOutcome[] = [];
+    const publishedRuns = new Map<string, number>();
+    this.cfg.fab.chambers.forEach((ch, i) => {
+      const n = this.progressAt(i).seqs.length;
+      publishedRuns.set(ch.key, n);
+      for (let r = 0; r < n; r++) {
+        outcomes.push({
+          chamber: ch.key,
+          runIndex: r,
+          judged: r >= this.cfg.phaseOneRuns,
+          alarmed: alarmed.has(`${ch.key}#${r}`),
+          held: this.holdRuns.has(`${ch.key}#${runIdOf(this.cfg.sessionId, r)}`),
+        });
+      }
+    });
+    const detection = detectionMetrics(outcomes, this.reached(publishedRuns));
     const durationMs = Date.now() - this.started;
     const publishMs = publishEnd - this.started;
     return {
@@ -538,6 +566,8 @@ export class Simulator {
       holdsPlaced: this.holdRuns.size,
       chambersOnHold: holds,
       score,
+      detection,
+      detectionLine: detectionLine('(as run)', detection),
       excursionsNotReached: notReached,
       groundTruthFile: this.groundTruthFile,
     };
