@@ -26,6 +26,7 @@ export {
   type StrategyValidation,
 } from './lib/strategy';
 export {
+  escalationReasons,
   evaluate,
   indicatorKey,
   maybeEstablishBaseline,
@@ -44,3 +45,22 @@ export {
   type SkippedReading,
   type Violation,
 } from './lib/evaluate';
+export { DEFAULT_STRATEGY_DOCUMENT, MONITOR_STRATEGY_DOCUMENT } from './lib/default-strategy';
+export { STRATEGY_PRESETS, strategyPreset, type StrategyPreset } from './lib/presets';
+export {
+  adaptCentre,
+  DEFAULT_MONITOR_STATISTICS,
+  fitMonitorModel,
+  MONITOR_MODEL_KEY,
+  MonitorBaselineError,
+  monitorKey,
+  monitorSpecs,
+  scoreMonitorRun,
+  type Budget,
+  type MonitorConfig,
+  type MonitorModel,
+  type MonitorScore,
+  type MonitorSpec,
+  type MonitorViolation,
+  type NotCharted,
+} from './lib/monitor';

@@ -162,6 +162,7 @@ export function requiredHistoryRuns(strategy: DefenseStrategy): number {
     n = Math.max(n, ind.baseline.minRuns);
   }
   for (const e of strategy.escalation) n = Math.max(n, e.withinRuns);
+  if (strategy.monitor) n = Math.max(n, strategy.monitor.baseline.minRuns);
   return n;
 }
 
@@ -415,13 +416,7 @@ export function evaluate(history: ChamberHistory, newRun: NewRun, strategy: Defe
       ),
     ];
     if (holding.length > 0) reasons.push(`violation with action HOLD_CHAMBER: ${holding.join(', ')}`);
-    for (const e of strategy.escalation) {
-      let count = 1;
-      for (let i = history.runs.length - 1, seen = 1; i >= 0 && seen < e.withinRuns; i--, seen++)
-        if (history.runs[i].alarmed) count++;
-      if (count >= e.alarms)
-        reasons.push(`escalation: ${count} alarmed runs in the last ${e.withinRuns} (threshold ${e.alarms})`);
-    }
+    reasons.push(...escalationReasons(history.runs, strategy.escalation));
     if (reasons.length > 0) actions.push({ type: 'HOLD_CHAMBER', reasons });
   }
   return {
@@ -431,6 +426,21 @@ export function evaluate(history: ChamberHistory, newRun: NewRun, strategy: Defe
     actions,
     skipped,
   };
+}
+
+/**
+ * The escalation rules met by a run that alarmed: for each rule, this run and the alarmed runs among
+ * the `withinRuns - 1` before it (`runs` oldest first) reach `alarms`. One reason per rule met.
+ */
+export function escalationReasons(runs: readonly RunRecord[], escalation: DefenseStrategy['escalation']): string[] {
+  const reasons: string[] = [];
+  for (const e of escalation) {
+    let count = 1;
+    for (let i = runs.length - 1, seen = 1; i >= 0 && seen < e.withinRuns; i--, seen++) if (runs[i].alarmed) count++;
+    if (count >= e.alarms)
+      reasons.push(`escalation: ${count} alarmed runs in the last ${e.withinRuns} (threshold ${e.alarms})`);
+  }
+  return reasons;
 }
 
 /**

@@ -163,7 +163,7 @@ describe('parseStrategy', () => {
   it('throws StrategyValidationError naming every issue', () => {
     expect(() => parseStrategy({ ...minimal, indicators: [] })).toThrow(StrategyValidationError);
     expect(() => parseStrategy({ ...minimal, indicators: [] })).toThrow(
-      'invalid defense strategy: indicators: Too small: expected array to have >=1 items',
+      'invalid defense strategy: indicators: a strategy needs at least one indicator or a monitor',
     );
   });
 });

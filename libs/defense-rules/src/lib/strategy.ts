@@ -1,6 +1,8 @@
 import { STATISTICS, type ChartSpec, type StatisticName, type WindowSpec } from '@defender/uchart';
 import { z } from 'zod';
 import { StrategyValidationError, type StrategyIssue } from './errors';
+import { DEFAULT_STRATEGY_DOCUMENT } from './default-strategy';
+import { DEFAULT_MONITOR_STATISTICS, type Budget, type MonitorConfig } from './monitor';
 import { NAMED_RULES, NELSON_RULES, WESTERN_ELECTRIC_RULES, type RuleName, type RunRule } from './rules';
 
 /** The strategy document version this build reads. */
@@ -45,6 +47,10 @@ export interface DefenseStrategy {
   /** Chamber key `<tool_id>:<chamber_id>` and / or recipe the strategy applies to; empty = any. */
   readonly scope: { readonly chamber?: string; readonly recipe?: string };
   readonly indicators: readonly IndicatorConfig[];
+  /** Chamber monitoring (multivariate + univariate over every SVID x window x statistic), when set. */
+  readonly monitor?: MonitorConfig;
+  /** The chamber's false-alarm budget (the monitor's charts share it). */
+  readonly budget: Budget;
   readonly escalation: readonly EscalationRule[];
 }
 
@@ -57,6 +63,9 @@ const nSigma = finite().positive().default(3);
 
 const windowSchema = z.discriminatedUnion('kind', [
   z.strictObject({ kind: z.literal('context') }),
+  z
+    .strictObject({ kind: z.literal('segment'), index: z.number().int().min(0), of: z.number().int().min(1).max(100) })
+    .refine((w) => w.index < w.of, { message: 'index must be less than of', path: ['index'] }),
   z.strictObject({
     kind: z.literal('step'),
     step: z.string().min(1),
@@ -120,13 +129,42 @@ const indicatorSchema = z.strictObject({
   action: z.enum(['ALARM', 'HOLD_CHAMBER']).default('ALARM'),
 });
 
+const monitorSchema = z.strictObject({
+  svids: z.union([z.literal('*'), z.array(z.string().min(1)).min(1)]).default('*'),
+  windows: z.enum(['steps', 'context']).default('steps'),
+  segments: z.number().int().min(1).max(20).default(4),
+  statistics: z
+    .array(z.enum(STATISTICS))
+    .min(1)
+    .default([...DEFAULT_MONITOR_STATISTICS])
+    .refine((a) => new Set(a).size === a.length, { message: 'lists a statistic more than once' }),
+  despike: z.boolean().default(true),
+  baseline: z.strictObject({ minRuns: z.number().int().min(10).max(500).default(30) }).prefault({}),
+  adapt: z
+    .union([z.literal(false), z.strictObject({ lambda: finite().gt(0).lte(0.5).default(0.05) })])
+    .default({ lambda: 0.05 }),
+  univariate: z.boolean().default(true),
+  pca: z
+    .strictObject({
+      variance: finite().gt(0).lt(1).default(0.9),
+      maxComponents: z.number().int().min(1).max(12).default(8),
+    })
+    .prefault({}),
+  mewma: z
+    .union([z.literal(false), z.strictObject({ lambda: finite().gt(0).lte(1).default(0.2) })])
+    .default({ lambda: 0.2 }),
+  action: z.enum(['ALARM', 'HOLD_CHAMBER']).default('ALARM'),
+});
+
 const strategySchema = z.strictObject({
   schemaVersion: z.literal(STRATEGY_SCHEMA_VERSION),
   name: z.string().min(1),
   scope: z
     .strictObject({ chamber: z.string().min(1).optional(), recipe: z.string().min(1).optional() })
     .default({}),
-  indicators: z.array(indicatorSchema).min(1),
+  indicators: z.array(indicatorSchema).default([]),
+  monitor: monitorSchema.optional(),
+  budget: z.strictObject({ alarmArl: finite().min(20).max(1e7).default(370) }).prefault({}),
   escalation: z
     .array(
       z.strictObject({
@@ -287,7 +325,11 @@ export function validateStrategy(input: unknown): StrategyValidation {
       });
     }
   });
+  if (indicators.length === 0 && !parsed.data.monitor) {
+    issues.push({ path: 'indicators', message: 'a strategy needs at least one indicator or a monitor' });
+  }
   if (issues.length > 0) return { ok: false, issues };
+  const monitor = parsed.data.monitor as MonitorConfig | undefined;
   return {
     ok: true,
     strategy: {
@@ -295,6 +337,8 @@ export function validateStrategy(input: unknown): StrategyValidation {
       name: parsed.data.name,
       scope: parsed.data.scope,
       indicators,
+      ...(monitor ? { monitor } : {}),
+      budget: parsed.data.budget,
       escalation: parsed.data.escalation,
     },
   };
@@ -313,20 +357,8 @@ export function parseStrategy(input: unknown): DefenseStrategy {
   return r.strategy;
 }
 
-/**
- * The strategy for chambers without one: the mean and the standard deviation of every SVID over the
- * whole context, individuals charts with moving-range sigma (Phase I: 20 runs, out-of-control runs
- * excluded), the Western Electric rules, ALARM; 2 alarms in the last 5 runs -> HOLD_CHAMBER.
- */
-export const DEFAULT_STRATEGY: DefenseStrategy = parseStrategy({
-  schemaVersion: 1,
-  name: 'default',
-  indicators: [
-    { id: 'mean', svid: '*', statistic: 'mean', rules: ['western-electric'] },
-    { id: 'std', svid: '*', statistic: 'std', rules: ['western-electric'] },
-  ],
-  escalation: [{ alarms: 2, withinRuns: 5, action: 'HOLD_CHAMBER' }],
-});
+/** The strategy for chambers without one ({@link DEFAULT_STRATEGY_DOCUMENT}, the `default` preset). */
+export const DEFAULT_STRATEGY: DefenseStrategy = parseStrategy(DEFAULT_STRATEGY_DOCUMENT);
 
 /**
  * Picks the strategy for a run: the most specific scope that matches (chamber + recipe, then chamber,

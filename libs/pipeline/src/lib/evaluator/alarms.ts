@@ -1,5 +1,5 @@
 import { RECORD_LIMITS, type AlarmInput, type ChamberRef, type HoldInput, type JsonObject } from '@defender/contracts';
-import type { Action, Violation } from '@defender/defense-rules';
+import type { Action, MonitorViolation, Violation } from '@defender/defense-rules';
 import { xxh64Hex } from '@defender/hashing';
 import type { WindowSpec } from '@defender/uchart';
 
@@ -21,6 +21,7 @@ function clip(s: string, max: number): string {
 
 function windowText(w: WindowSpec): string {
   if (w.kind === 'context') return 'whole context';
+  if (w.kind === 'segment') return `time segment ${w.index + 1} of ${w.of}`;
   const trims = [
     w.trimStartSeconds ? `first ${w.trimStartSeconds} s` : '',
     w.trimEndSeconds ? `last ${w.trimEndSeconds} s` : '',
@@ -30,6 +31,7 @@ function windowText(w: WindowSpec): string {
 
 function windowJson(w: WindowSpec): JsonObject {
   if (w.kind === 'context') return { kind: 'context' };
+  if (w.kind === 'segment') return { kind: 'segment', index: w.index, of: w.of };
   return {
     kind: 'step',
     step: w.step,
@@ -165,5 +167,106 @@ export function holdFor(
       `${hold.reasons.join('; ')} (run ${run.runId}, sequence ${run.sequence}, recipe ${run.recipe})`,
       RECORD_LIMITS.message,
     ),
+  };
+}
+
+/** Parses a monitor key `m/<svid>@<window>:<statistic>` (after the `<recipe>|` prefix). */
+function monitorParts(key: string): { svid: string; window: string; statistic: string } | undefined {
+  const bar = key.indexOf('|');
+  const m = /^m\/(.*)@([^@:]*):([a-z0-9_]+)$/.exec(bar >= 0 ? key.slice(bar + 1) : key);
+  return m ? { svid: m[1] as string, window: m[2] as string, statistic: m[3] as string } : undefined;
+}
+
+function monitorText(v: MonitorViolation): string {
+  const who = (key: string) => {
+    const p = monitorParts(key);
+    return p ? `${p.svid} ${p.statistic} in ${p.window}` : key;
+  };
+  const drivers = (v.contributions ?? [])
+    .slice(0, 3)
+    .map((c) => `${who(c.key)} ${(100 * c.share).toFixed(0)} %`)
+    .join(', ');
+  switch (v.rule) {
+    case 'T2':
+      return `T² ${fmt(v.value)} > ${fmt(v.limit as number)}${drivers ? ` (driven by ${drivers})` : ''}`;
+    case 'SPE':
+      return `SPE ${fmt(v.value)} > ${fmt(v.limit as number)}${drivers ? ` (driven by ${drivers})` : ''}`;
+    case 'MEWMA':
+      return `MEWMA ${fmt(v.value)} > ${fmt(v.limit as number)}${drivers ? ` (driven by ${drivers})` : ''}`;
+    case 'LIMIT':
+      return `${who(v.key)} ${fmt(v.value)} outside [${fmt(v.lcl as number)}, ${fmt(v.ucl as number)}]`;
+    case 'RESIDUAL':
+      return `${who(v.key)} ${fmt(v.value)} residual sds from what the other indicators predict (limit ${fmt(v.limit as number)})`;
+    case 'CONSTANT':
+      return `${who(v.key)} ${fmt(v.value)} changed from its constant ${fmt(v.center as number)}`;
+  }
+}
+
+function monitorViolationJson(v: MonitorViolation): JsonObject {
+  const parts = monitorParts(v.key);
+  return {
+    rule: v.rule,
+    indicatorKey: v.key,
+    ...(parts ? { svid: parts.svid, window: parts.window, statistic: parts.statistic } : {}),
+    value: finiteOrNull(v.value),
+    ...finiteFields({ limit: v.limit, lcl: v.lcl, ucl: v.ucl, center: v.center }),
+    ...(v.contributions
+      ? {
+          contributions: v.contributions.map((c) => {
+            const p = monitorParts(c.key);
+            return { indicatorKey: c.key, share: finiteOrNull(c.share), ...(p ? { svid: p.svid, window: p.window, statistic: p.statistic } : {}) };
+          }),
+        }
+      : {}),
+  };
+}
+
+/**
+ * The one alarm of a run the chamber monitor flagged: `ruleId` `RUN`, `indicatorKey` the model key,
+ * `value` the run's T² (null before a PCA model), `ucl` the T² limit; `details.violations` lists every
+ * violation (rule, indicator, value, limits, contributions), the message the worst first. The SVID and
+ * statistic are those of the top contributor (or the first univariate violation).
+ */
+export function monitorAlarm(
+  violations: readonly MonitorViolation[],
+  run: RunIdentity,
+  m: { readonly modelKey: string; readonly action: string; readonly t2: number | null; readonly spe: number | null; readonly modelVersion: number | null },
+): AlarmInput {
+  const { toolId, chamberId } = run.chamber;
+  const order = { T2: 0, SPE: 1, MEWMA: 2, CONSTANT: 3, LIMIT: 4, RESIDUAL: 5 } as const;
+  const sorted = [...violations].sort((a, b) => order[a.rule] - order[b.rule]);
+  const lead = sorted[0];
+  const leadKey = lead?.contributions?.[0]?.key ?? lead?.key;
+  const parts = leadKey ? monitorParts(leadKey) : undefined;
+  const t2v = violations.find((v) => v.rule === 'T2');
+  const rules = [...new Set(sorted.map((v) => v.rule))].join('+');
+  const message = clip(
+    `${rules} on ${toolId}:${chamberId} run ${run.runId} (recipe ${run.recipe}): ` +
+      `${sorted.length} violation${sorted.length === 1 ? '' : 's'}: ${sorted.map(monitorText).join('; ')}`,
+    RECORD_LIMITS.message,
+  );
+  const details: JsonObject = {
+    kind: 'run',
+    toolId,
+    chamberId,
+    runId: run.runId,
+    sequence: run.sequence,
+    recipe: run.recipe,
+    modelVersion: m.modelVersion,
+    rules: [...new Set(sorted.map((v) => v.rule))],
+    t2: m.t2 === null ? null : finiteOrNull(m.t2),
+    spe: m.spe === null ? null : finiteOrNull(m.spe),
+    violations: sorted.map(monitorViolationJson),
+  };
+  return {
+    ruleId: 'RUN',
+    indicatorKey: m.modelKey,
+    action: m.action,
+    value: m.t2 === null ? null : finiteOrNull(m.t2),
+    ...(t2v?.limit !== undefined && Number.isFinite(t2v.limit) ? { ucl: t2v.limit } : {}),
+    recipe: run.recipe,
+    ...(parts ? { svid: parts.svid, statistic: parts.statistic, step: parts.window } : {}),
+    message,
+    details,
   };
 }

@@ -7,13 +7,21 @@
  * - Point bits describe this indicator in this run: `VIOLATION` (any rule fired on it), `NEW_LIMITS`
  *   (the limits it was judged against were frozen by this run), and one bit per rule that fired.
  *
- * Bits 4-7 and 26-31 are reserved (always 0).
+ * Chamber-monitor bits: `T2`, `SPE`, `MEWMA` on the model's point, `LIMIT` (beyond its univariate
+ * limits), `RESIDUAL` (its PCA residual beyond its limit) and `CONSTANT` (a constant indicator changed)
+ * on an indicator's point.
+ *
+ * Bits 28-31 are reserved (always 0).
  */
 export const POINT_FLAGS = {
   RUN_ALARMED: 1 << 0,
   VIOLATION: 1 << 1,
   RUN_HOLD: 1 << 2,
   NEW_LIMITS: 1 << 3,
+  T2: 1 << 4,
+  SPE: 1 << 5,
+  MEWMA: 1 << 6,
+  LIMIT: 1 << 7,
   N1: 1 << 8,
   N2: 1 << 9,
   N3: 1 << 10,
@@ -33,13 +41,15 @@ export const POINT_FLAGS = {
   SPEC_LSL: 1 << 24,
   /** A rule id this build has no bit for (a newer defense-rules version). */
   OTHER_RULE: 1 << 25,
+  CONSTANT: 1 << 26,
+  RESIDUAL: 1 << 27,
 } as const;
 
 /** A named bit of {@link POINT_FLAGS}. */
 export type PointFlag = keyof typeof POINT_FLAGS;
 
 const RULE_BITS: ReadonlyMap<string, number> = new Map(
-  Object.entries(POINT_FLAGS).filter(([name]) => /^(N\d|WE\d|EWMA|CUSUM_|SPEC_)/.test(name)),
+  Object.entries(POINT_FLAGS).filter(([name]) => /^(N\d|WE\d|EWMA|MEWMA|CUSUM_|SPEC_|T2$|SPE$|LIMIT$|CONSTANT$|RESIDUAL$)/.test(name)),
 );
 
 /** The flag bit of a violation's rule id (`N1`..`N8`, `WE1`..`WE4`, `EWMA`, `CUSUM_*`, `SPEC_*`), else `OTHER_RULE`. */

@@ -7,6 +7,7 @@ import {
   type UChartPoint,
 } from '@defender/contracts';
 import {
+  escalationReasons,
   evaluate,
   maybeEstablishBaseline,
   readingsFromTrace,
@@ -25,7 +26,8 @@ import {
   type Trace,
 } from '@defender/uchart';
 import type { EvaluationInput, RunEvaluation, RunEvaluator } from '../ports';
-import { holdFor, violationToAlarm, type RunIdentity } from './alarms';
+import { holdFor, holdIdOf, monitorAlarm, violationToAlarm, type RunIdentity } from './alarms';
+import { monitorPoint, runMonitorStage, type MonitorStageResult } from './monitor-stage';
 import { decodeHistory, decodeLimits, encodeLimits, encodePoint } from './codec';
 import { EvaluatorConfigError, InvalidStrategyDocumentError, InvalidTraceError } from './errors';
 import { POINT_FLAGS, ruleFlag } from './flags';
@@ -198,8 +200,41 @@ class DefenseRunEvaluator implements RunEvaluator {
       strategy,
     );
 
-    const hold = holdFor(evaluation.actions, evaluation.violations, run);
-    const runFlags = (evaluation.record.alarmed ? POINT_FLAGS.RUN_ALARMED : 0) | (hold ? POINT_FLAGS.RUN_HOLD : 0);
+    let monitor: MonitorStageResult | undefined;
+    if (strategy.monitor) {
+      monitor = runMonitorStage({
+        strategy: { ...strategy, monitor: strategy.monitor },
+        trace,
+        calculator: this.calculator,
+        chamber,
+        runId,
+        history: input.history,
+        limits: input.limits,
+        storeKey: (key) => storeIndicatorKey(recipe, key),
+        now: input.now,
+      });
+      skipped.push(...monitor.skipped);
+      if (monitor.newLimitSet) newLimitSets.push(monitor.newLimitSet);
+    }
+    const monitorAlarmed = (monitor?.violations.length ?? 0) > 0;
+
+    let hold = holdFor(evaluation.actions, evaluation.violations, run);
+    if (!hold && monitorAlarmed && strategy.monitor) {
+      // The legacy rules did not alarm (else their escalation already counted this run).
+      const reasons = [
+        ...(strategy.monitor.action === 'HOLD_CHAMBER' ? ['monitor violation with action HOLD_CHAMBER'] : []),
+        ...escalationReasons(history.runs, strategy.escalation),
+      ];
+      if (reasons.length > 0) {
+        hold = {
+          holdId: holdIdOf(chamber, input.sequence),
+          ruleId: strategy.monitor.action === 'HOLD_CHAMBER' ? 'indicator-action' : 'escalation',
+          reason: `${reasons.join('; ')} (run ${runId}, sequence ${input.sequence}, recipe ${recipe})`.slice(0, RECORD_LIMITS.message),
+        };
+      }
+    }
+    const alarmed = evaluation.record.alarmed || monitorAlarmed;
+    const runFlags = (alarmed ? POINT_FLAGS.RUN_ALARMED : 0) | (hold ? POINT_FLAGS.RUN_HOLD : 0);
     const pointFlags = new Map<string, number>();
     for (const v of evaluation.violations) {
       const key = v.indicator.key;
@@ -214,10 +249,31 @@ class DefenseRunEvaluator implements RunEvaluator {
       points.push(encodePoint(r.key, p, flags));
     }
     for (const s of evaluation.skipped) skipped.push({ indicatorKey: s.key, reason: `${s.reason}: ${s.detail}` });
+    const alarms = evaluation.violations.map((v) => violationToAlarm(v, run));
+    if (monitor) {
+      const bits = new Map<string, number>();
+      for (const v of monitor.violations) bits.set(v.key, (bits.get(v.key) ?? 0) | POINT_FLAGS.VIOLATION | ruleFlag(v.rule));
+      for (const p of monitor.points) {
+        let flags = runFlags | (bits.get(p.key) ?? 0);
+        if (monitor.newLimitSet && p.limitsVersion !== undefined) flags |= POINT_FLAGS.NEW_LIMITS;
+        points.push(monitorPoint(p, flags));
+      }
+      if (monitorAlarmed && strategy.monitor) {
+        alarms.push(
+          monitorAlarm(monitor.violations, run, {
+            modelKey: monitor.modelKey,
+            action: strategy.monitor.action,
+            t2: monitor.t2,
+            spe: monitor.spe,
+            modelVersion: monitor.model?.version ?? null,
+          }),
+        );
+      }
+    }
 
     return {
       points,
-      alarms: evaluation.violations.map((v) => violationToAlarm(v, run)),
+      alarms,
       ...(hold ? { hold } : {}),
       newLimitSets,
       skipped,

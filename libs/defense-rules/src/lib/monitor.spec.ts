@@ -1,0 +1,188 @@
+import { createTrace } from '@defender/uchart';
+import { STRATEGY_PRESETS, strategyPreset } from './presets';
+import {
+  adaptCentre,
+  fitMonitorModel,
+  MonitorBaselineError,
+  monitorKey,
+  monitorSpecs,
+  scoreMonitorRun,
+  type MonitorConfig,
+} from './monitor';
+import { parseStrategy, validateStrategy } from './strategy';
+
+/** Deterministic uniform [0, 1) (mulberry32) and normal deviates (Box-Muller). */
+function normals(seed: number): () => number {
+  let a = seed >>> 0;
+  const u = () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+  return () => Math.sqrt(-2 * Math.log(Math.max(u(), 1e-12))) * Math.cos(2 * Math.PI * u());
+}
+
+const config = (monitor: Record<string, unknown> = {}): MonitorConfig => {
+  const s = parseStrategy({ schemaVersion: 1, name: 't', monitor });
+  if (!s.monitor) throw new Error('no monitor');
+  return s.monitor;
+};
+
+/** Phase I rows of p indicators driven by one common factor (a run offset) plus independent noise. */
+function correlatedRows(n: number, p: number, seed: number): number[][] {
+  const g = normals(seed);
+  return Array.from({ length: n }, () => {
+    const f = g();
+    return Array.from({ length: p }, (_, j) => 100 + j + 2 * f + 0.5 * g());
+  });
+}
+
+describe('monitor configuration', () => {
+  it('applies defaults and rejects unknown keys, repeated statistics and out-of-range values', () => {
+    const cfg = config();
+    expect(cfg).toMatchObject({
+      svids: '*',
+      windows: 'steps',
+      segments: 4,
+      despike: true,
+      baseline: { minRuns: 30 },
+      univariate: true,
+      adapt: { lambda: 0.05 },
+      pca: { variance: 0.9, maxComponents: 8 },
+      mewma: { lambda: 0.2 },
+      action: 'ALARM',
+    });
+    expect(cfg.statistics).toContain('max');
+    const bad = validateStrategy({
+      schemaVersion: 1,
+      name: 't',
+      monitor: { statistics: ['mean', 'mean'], baseline: { minRuns: 3 }, colour: 'red' },
+    });
+    expect(bad.ok).toBe(false);
+    if (!bad.ok) expect(bad.issues.map((i) => i.path)).toEqual(expect.arrayContaining(['monitor']));
+    const few = validateStrategy({ schemaVersion: 1, name: 't', monitor: { baseline: { minRuns: 3 } } });
+    expect(few.ok).toBe(false);
+    if (!few.ok) expect(few.issues[0]?.path).toBe('monitor.baseline.minRuns');
+  });
+
+  it('ships presets that parse, with the budget each states', () => {
+    expect(STRATEGY_PRESETS.map((p) => p.name)).toEqual(['default', 'monitor', 'sensitive', 'quiet']);
+    expect(strategyPreset('monitor')?.strategy.budget.alarmArl).toBe(370);
+    expect(strategyPreset('sensitive')?.strategy.budget.alarmArl).toBe(100);
+    expect(strategyPreset('quiet')?.strategy.monitor?.baseline.minRuns).toBe(40);
+    expect(strategyPreset('default')?.strategy.monitor).toBeUndefined();
+    expect(strategyPreset('nope')).toBeUndefined();
+  });
+});
+
+describe('monitorSpecs', () => {
+  const svids = { P: Float64Array.from({ length: 12 }, (_, i) => i), Q: new Float64Array(12) };
+  it('covers every SVID x step x statistic, despiked by default', () => {
+    const trace = createTrace({
+      runId: 'r',
+      timing: { kind: 'regular', startSeconds: 0, frequencyHz: 1 },
+      svids,
+      steps: [
+        { name: 'A', startIndex: 0 },
+        { name: 'B', startIndex: 6 },
+      ],
+    });
+    const specs = monitorSpecs(trace, config({ statistics: ['mean', 'max'] }));
+    expect(specs.map((s) => s.key)).toEqual([
+      monitorKey('P', 'A', 'mean'),
+      monitorKey('P', 'A', 'max'),
+      monitorKey('P', 'B', 'mean'),
+      monitorKey('P', 'B', 'max'),
+      monitorKey('Q', 'A', 'mean'),
+      monitorKey('Q', 'A', 'max'),
+      monitorKey('Q', 'B', 'mean'),
+      monitorKey('Q', 'B', 'max'),
+    ]);
+    expect(specs.every((s) => s.filter === 'median3')).toBe(true);
+    expect(monitorSpecs(trace, config({ statistics: ['mean'], despike: false }))[0]?.filter).toBeUndefined();
+  });
+
+  it('uses equal time segments when the trace has no step markers', () => {
+    const trace = createTrace({ runId: 'r', timing: { kind: 'regular', startSeconds: 0, frequencyHz: 1 }, svids, steps: [] });
+    const specs = monitorSpecs(trace, config({ statistics: ['mean'], segments: 3, svids: ['P'] }));
+    expect(specs.map((s) => [s.windowName, s.window])).toEqual([
+      ['seg1of3', { kind: 'segment', index: 0, of: 3 }],
+      ['seg2of3', { kind: 'segment', index: 1, of: 3 }],
+      ['seg3of3', { kind: 'segment', index: 2, of: 3 }],
+    ]);
+  });
+});
+
+describe('fitMonitorModel and scoreMonitorRun', () => {
+  const cfg = config({ baseline: { minRuns: 30 } });
+  const budget = { alarmArl: 370 };
+
+  it('refuses a short Phase I', () => {
+    expect(() => fitMonitorModel(correlatedRows(10, 4, 1), ['a', 'b', 'c', 'd'], [], cfg, budget)).toThrow(MonitorBaselineError);
+  });
+
+  it('does not chart constant or numerically flat indicators, and flags a constant that changes', () => {
+    const rows = correlatedRows(30, 6, 2).map((r) => [...r, 5, 1000 + 1e-9 * Math.random()]);
+    const keys = ['a', 'b', 'c', 'd', 'e', 'f', 'setpoint', 'flat'];
+    const model = fitMonitorModel(rows, keys, rows.map((_, i) => `r${i}`), cfg, budget);
+    expect(model.variables).toEqual(['a', 'b', 'c', 'd', 'e', 'f']);
+    expect(model.notCharted).toEqual([
+      { key: 'setpoint', reason: 'constant', value: 5 },
+      { key: 'flat', reason: 'numerical-noise' },
+    ]);
+    // The budget is split over univariate, T², SPE and MEWMA.
+    expect(model.alpha.t2 + model.alpha.spe + model.alpha.univariate + model.alpha.mewma).toBeCloseTo(1 / 370, 12);
+    const inControl = new Map(keys.map((k, j) => [k, rows[0]?.[j] as number]));
+    expect(scoreMonitorRun(model, inControl, 'm', null).violations.filter((v) => v.rule === 'CONSTANT')).toEqual([]);
+    const changed = new Map(inControl).set('setpoint', 6);
+    expect(scoreMonitorRun(model, changed, 'm', null).violations).toContainEqual({ rule: 'CONSTANT', key: 'setpoint', value: 6, center: 5 });
+  });
+
+  it('sees a fault that breaks the correlation although each indicator stays inside its own limits', () => {
+    const keys = ['a', 'b', 'c', 'd', 'e', 'f'];
+    const rows = correlatedRows(40, 6, 3);
+    const model = fitMonitorModel(rows, keys, rows.map((_, i) => `r${i}`), cfg, budget);
+    // a up and b down by 1.5 marginal sds each (sd ~2.06): within the raw limits, far off the common factor.
+    const x = new Map(keys.map((k, j) => [k, 100 + j]));
+    x.set('a', 100 + 3.1).set('b', 101 - 3.1);
+    const s = scoreMonitorRun(model, x, 'm', null);
+    expect(s.violations.some((v) => v.rule === 'LIMIT')).toBe(false);
+    const spe = s.violations.find((v) => v.rule === 'SPE' || v.rule === 'RESIDUAL');
+    expect(spe).toBeDefined();
+    const speV = s.violations.find((v) => v.rule === 'SPE');
+    if (speV) expect(speV.contributions?.slice(0, 2).map((c) => c.key).sort()).toEqual(['a', 'b']);
+  });
+
+  it('keeps the chamber-wide false-alarm rate near its budget on in-control data (estimated Phase I)', () => {
+    const g = normals(7);
+    const keys = Array.from({ length: 20 }, (_, j) => `x${j}`);
+    let alarms = 0;
+    let runs = 0;
+    for (let rep = 0; rep < 20; rep++) {
+      const rows = Array.from({ length: 30 }, () => keys.map(() => g()));
+      const model = fitMonitorModel(rows, keys, rows.map((_, i) => `r${i}`), cfg, { alarmArl: 100 });
+      let state: readonly number[] | null = null;
+      for (let t = 0; t < 500; t++) {
+        const s = scoreMonitorRun(model, new Map(keys.map((k) => [k, g()])), 'm', state);
+        state = s.mewmaState;
+        runs++;
+        if (s.violations.length > 0) alarms++;
+      }
+    }
+    // Budget 1 %; the limits are conservative by construction (the larger of theory and leave-one-out).
+    expect(alarms / runs).toBeLessThan(0.02);
+    expect(alarms).toBeGreaterThan(0);
+  });
+
+  it('follows slow drift with the adapted centre', () => {
+    const keys = ['a', 'b', 'c'];
+    const rows = correlatedRows(30, 3, 4);
+    const model = fitMonitorModel(rows, keys, rows.map((_, i) => `r${i}`), cfg, budget);
+    const moved = Array.from({ length: 200 }, () => new Map(keys.map((k, j) => [k, (model.center[j] as number) + 1])));
+    const centre = adaptCentre(model, 0.05, moved);
+    centre.forEach((c, j) => expect(c).toBeCloseTo((model.center[j] as number) + 1, 3));
+    expect(adaptCentre(model, 0.05, [])).toEqual(model.center);
+  });
+});

@@ -1,0 +1,463 @@
+/**
+ * Chamber monitoring: every SVID x window x statistic of a run as one indicator vector, judged as a
+ * whole against a model fitted on the chamber's Phase I runs, under one false-alarm budget.
+ *
+ * - Windows: every recipe step of the trace, or `segments` equal time windows when it has no step
+ *   markers; statistics per window (mean, std, min, max, slope, first, last, p05, p95, integral,
+ *   duration by default), so faults that change a trace's shape move an indicator.
+ * - Phase I: `baseline.minRuns` runs. Indicators whose spread is at numerical noise level (exactly
+ *   constant, or a spread below 1e-7 of their magnitude) are not charted — a value that changes
+ *   later is a violation of its own (`CONSTANT`), the way a setpoint changing mid-recipe is.
+ * - Charts, all from the same Phase I: Hotelling T² on the leading principal components of the
+ *   autoscaled indicators and the SPE (Q) of the residual (limits calibrated by leave-one-out from
+ *   Phase I), a MEWMA on the standardised scores (small sustained shifts), and univariate limits per
+ *   indicator (prediction limits for a new run, which account for a short Phase I).
+ * - Budget: the strategy's in-control ARL for an alarm (default 370 runs) is split evenly over the
+ *   enabled charts; within the univariate family, evenly over its indicators (Bonferroni), so the
+ *   chamber as a whole — not each chart — meets it.
+ *
+ * Pure and deterministic; the model is plain JSON (stored as a limit set).
+ */
+import {
+  chiSquareQuantile,
+  DegenerateBaselineError,
+  fitPcaModel,
+  fQuantile,
+  InsufficientBaselineError,
+  scorePca,
+  type PcaModel,
+  type StatisticName,
+  type Trace,
+  type WindowSpec,
+} from '@defender/uchart';
+
+/** The statistics a monitor computes per SVID and window unless told otherwise. */
+export const DEFAULT_MONITOR_STATISTICS: readonly StatisticName[] = [
+  'mean',
+  'std',
+  'min',
+  'max',
+  'slope',
+  'first',
+  'last',
+  'p05',
+  'p95',
+  'integral',
+  'duration',
+];
+
+/** A strategy's monitor, with every default applied. */
+export interface MonitorConfig {
+  /** `*` for every SVID of the trace, or the SVIDs to monitor. */
+  readonly svids: '*' | readonly string[];
+  /** `steps`: every recipe step (equal segments without step markers); `context`: the whole trace only. */
+  readonly windows: 'steps' | 'context';
+  /** Equal time windows of a trace without step markers. */
+  readonly segments: number;
+  readonly statistics: readonly StatisticName[];
+  /** Statistics of the samples after a running median of 3, which removes single-sample glitches. */
+  readonly despike: boolean;
+  readonly baseline: { readonly minRuns: number };
+  /**
+   * Slow in-control drift (tool ageing between maintenances) followed by an EWMA of the centre over
+   * the runs that raised no alarm (weight `lambda` per run), or off (the Phase I mean stays the centre).
+   */
+  readonly adapt: { readonly lambda: number } | false;
+  /** Univariate limits per indicator (a share of the budget). */
+  readonly univariate: boolean;
+  /** PCA: components explaining `variance` of the autoscaled Phase I, at most `maxComponents`. */
+  readonly pca: { readonly variance: number; readonly maxComponents: number };
+  /** MEWMA on the standardised PCA scores, or off. */
+  readonly mewma: { readonly lambda: number } | false;
+  readonly action: 'ALARM' | 'HOLD_CHAMBER';
+}
+
+/** The false-alarm budget of a chamber: in-control ARL of an alarm (runs). */
+export interface Budget {
+  readonly alarmArl: number;
+}
+
+/** History key of the monitor model's own point (T², SPE, MEWMA state) and of its limit set. */
+export const MONITOR_MODEL_KEY = 'm:model';
+
+/** History key of one monitored indicator. */
+export function monitorKey(svid: string, window: string, statistic: StatisticName): string {
+  return `m/${svid}@${window}:${statistic}`;
+}
+
+/** One indicator of the monitor for a trace. */
+export interface MonitorSpec {
+  readonly key: string;
+  readonly svid: string;
+  /** Step name, `seg<i>of<n>`, or `context`. */
+  readonly windowName: string;
+  readonly window: WindowSpec;
+  readonly statistic: StatisticName;
+  readonly filter?: 'median3';
+}
+
+/** The monitor's indicators for a trace, in a stable order (SVID, window, statistic). */
+export function monitorSpecs(trace: Trace, cfg: MonitorConfig): MonitorSpec[] {
+  const svids = cfg.svids === '*' ? [...trace.svids.keys()] : cfg.svids;
+  const windows: { name: string; window: WindowSpec }[] = [];
+  if (cfg.windows === 'context') windows.push({ name: 'context', window: { kind: 'context' } });
+  else if (trace.steps.length > 0) {
+    for (const s of trace.steps) windows.push({ name: s.name, window: { kind: 'step', step: s.name } });
+  } else {
+    for (let i = 0; i < cfg.segments; i++)
+      windows.push({ name: `seg${i + 1}of${cfg.segments}`, window: { kind: 'segment', index: i, of: cfg.segments } });
+  }
+  const out: MonitorSpec[] = [];
+  for (const svid of svids)
+    for (const w of windows)
+      for (const statistic of cfg.statistics)
+        out.push({
+          key: monitorKey(svid, w.name, statistic),
+          svid,
+          windowName: w.name,
+          window: w.window,
+          statistic,
+          ...(cfg.despike ? { filter: 'median3' as const } : {}),
+        });
+  return out;
+}
+
+/** An indicator left out of the charts, and why. */
+export interface NotCharted {
+  readonly key: string;
+  readonly reason: 'constant' | 'numerical-noise' | 'missing';
+  /** The Phase I value of a constant indicator (checked on every run). */
+  readonly value?: number;
+}
+
+/** The fitted monitor of a chamber and recipe (plain JSON). */
+export interface MonitorModel {
+  readonly kind: 'monitor';
+  readonly version: number;
+  readonly baselineRunIds: readonly string[];
+  /** Charted indicators, in the order of `center`, `scale` and the PCA model's variables. */
+  readonly variables: readonly string[];
+  readonly center: readonly number[];
+  readonly scale: readonly number[];
+  readonly notCharted: readonly NotCharted[];
+  /** Per chart: its share of the alarm probability per run. */
+  readonly alpha: { readonly univariate: number; readonly t2: number; readonly spe: number; readonly mewma: number };
+  /** Univariate half-width in Phase I sds (0: no univariate limits). */
+  readonly univariateWidth: number;
+  readonly pca: PcaModel | null;
+  /**
+   * Univariate limits on each indicator's PCA residual (what the other indicators do not explain):
+   * half-width in residual sds, and the residual sd per indicator (by key), estimated out of sample.
+   */
+  readonly residual: { readonly width: number; readonly scale: Readonly<Record<string, number>> } | null;
+  readonly mewma: { readonly lambda: number; readonly limit: number; readonly scoreScale: readonly number[] } | null;
+}
+
+/** Why a model could not be fitted (Phase I keeps collecting). */
+export class MonitorBaselineError extends Error {
+  override readonly name = 'MonitorBaselineError';
+}
+
+const CONSTANT_TOLERANCE = 1e-7;
+
+function spreadIsNoise(mean: number, sd: number): boolean {
+  return !(sd > CONSTANT_TOLERANCE * Math.max(Math.abs(mean), Number.MIN_VALUE) && sd > 0);
+}
+
+/** Two-sided Student-t quantile from the F distribution: t(1 - a/2; nu)^2 = F(1 - a; 1, nu). */
+function tTwoSided(alpha: number, nu: number): number {
+  return Math.sqrt(fQuantile(1 - alpha, 1, nu));
+}
+
+/**
+ * Fits the monitor on Phase I: `rows[i][j]` is indicator `keys[j]` of run `runIds[i]` (NaN: missing).
+ *
+ * @throws {@link MonitorBaselineError} when fewer than `minRuns` runs or no chartable indicator.
+ */
+export function fitMonitorModel(
+  rows: readonly (readonly number[])[],
+  keys: readonly string[],
+  runIds: readonly string[],
+  cfg: MonitorConfig,
+  budget: Budget,
+  version = 1,
+): MonitorModel {
+  const n = rows.length;
+  if (n < cfg.baseline.minRuns) throw new MonitorBaselineError(`${n} Phase I runs, ${cfg.baseline.minRuns} needed`);
+  const notCharted: NotCharted[] = [];
+  const variables: string[] = [];
+  const columns: number[] = [];
+  const center: number[] = [];
+  const scale: number[] = [];
+  keys.forEach((key, j) => {
+    let count = 0;
+    let sum = 0;
+    for (const r of rows) {
+      const v = r[j] as number;
+      if (Number.isFinite(v)) {
+        count++;
+        sum += v;
+      }
+    }
+    if (count < Math.max(2, Math.ceil(0.8 * n))) {
+      notCharted.push({ key, reason: 'missing' });
+      return;
+    }
+    const mean = sum / count;
+    let ss = 0;
+    let min = Infinity;
+    let max = -Infinity;
+    for (const r of rows) {
+      const v = r[j] as number;
+      if (!Number.isFinite(v)) continue;
+      ss += (v - mean) * (v - mean);
+      if (v < min) min = v;
+      if (v > max) max = v;
+    }
+    const sd = Math.sqrt(ss / (count - 1));
+    if (min === max) notCharted.push({ key, reason: 'constant', value: min });
+    else if (spreadIsNoise(mean, sd)) notCharted.push({ key, reason: 'numerical-noise' });
+    else {
+      variables.push(key);
+      columns.push(j);
+      center.push(mean);
+      scale.push(sd);
+    }
+  });
+  if (variables.length === 0) throw new MonitorBaselineError('no indicator varies in Phase I');
+
+  const charts = (cfg.univariate ? 1 : 0) + 2 + (cfg.mewma ? 1 : 0);
+  const share = 1 / budget.alarmArl / charts;
+  const alpha = {
+    univariate: cfg.univariate ? share : 0,
+    t2: share,
+    spe: share,
+    mewma: cfg.mewma ? share : 0,
+  };
+  // The univariate family: a raw and a residual limit per indicator share the univariate budget.
+  const univariateWidth = cfg.univariate
+    ? tTwoSided(alpha.univariate / (2 * variables.length), n - 1) * Math.sqrt(1 + 1 / n)
+    : 0;
+
+  // Phase I values the run did not have are imputed at the indicator's mean (at most 20 % of them).
+  const charted = rows.map((r) =>
+    columns.map((j, c) => {
+      const v = r[j] as number;
+      return Number.isFinite(v) ? v : (center[c] as number);
+    }),
+  );
+  const pca = fitPca(charted, variables, cfg, alpha.t2);
+  let residual: MonitorModel['residual'] = null;
+  if (cfg.univariate && pca) {
+    // In-sample residuals understate a new run's: scale by the leave-one-out SPE over the in-sample SPE.
+    const sums = new Map<string, number>();
+    for (const row of charted) for (const c of scorePca(pca, row).contributions.spe) sums.set(c.name, (sums.get(c.name) ?? 0) + c.value);
+    const loo = pca.phaseOne.looSpe;
+    const inSample = pca.phaseOne.spe.reduce((a, b) => a + b, 0);
+    const inflation = loo && inSample > 0 ? Math.max(1, loo.reduce((a, b) => a + b, 0) / inSample) : 1;
+    const scale: Record<string, number> = {};
+    for (const [name, sum] of sums) {
+      const sd = Math.sqrt((inflation * sum) / Math.max(1, n - 1 - pca.components));
+      // A residual at numerical noise level (an indicator the components explain exactly) is not charted.
+      if (sd > 1e-6) scale[name] = sd;
+    }
+    residual = { width: tTwoSided(alpha.univariate / (2 * variables.length), n - 1) * Math.sqrt(1 + 1 / n), scale };
+  }
+  let mewma: MonitorModel['mewma'] = null;
+  if (cfg.mewma && pca) {
+    // Scores of runs outside Phase I vary more than Phase I's own (estimation error): scale them by
+    // the leave-one-out T² inflation, mean LOO T² / k.
+    const fit = pca.limits.looT2Fit;
+    const inflation = fit ? Math.max(1, (fit.g * fit.h) / pca.components) : 1;
+    mewma = {
+      lambda: cfg.mewma.lambda,
+      limit: chiSquareQuantile(1 - alpha.mewma, pca.components),
+      scoreScale: pca.eigenvalues.slice(0, pca.components).map((l) => Math.sqrt(l * inflation)),
+    };
+  }
+  return {
+    kind: 'monitor',
+    version,
+    baselineRunIds: [...runIds],
+    variables,
+    center,
+    scale,
+    notCharted,
+    alpha,
+    univariateWidth,
+    pca,
+    residual,
+    mewma,
+  };
+}
+
+/** PCA on the charted indicators, LOO-calibrated limits; null when fewer than two vary together. */
+function fitPca(rows: readonly (readonly number[])[], names: readonly string[], cfg: MonitorConfig, alpha: number): PcaModel | null {
+  if (names.length < 2) return null;
+  const fit = (components: { rule: 'cumulative-variance'; fraction: number } | { rule: 'fixed'; count: number }) =>
+    fitPcaModel(rows, names, { alpha, components, limits: 'loo' });
+  try {
+    const first = fit({ rule: 'cumulative-variance', fraction: cfg.pca.variance });
+    const model = first.components > cfg.pca.maxComponents ? fit({ rule: 'fixed', count: cfg.pca.maxComponents }) : first;
+    // The leave-one-out limits follow non-normal statistics and a short Phase I, but a g chi2(h) fitted
+    // to m values extrapolates into a far tail; the F / Jackson-Mudholkar limits account for estimation
+    // error under normality. Neither alone holds the budget on real traces: the larger one applies.
+    const theory = model.limits.theory;
+    return {
+      ...model,
+      limits: {
+        ...model.limits,
+        t2: Math.max(model.limits.t2, theory.t2),
+        spe: Math.max(model.limits.spe, theory.speJacksonMudholkar ?? theory.speBox),
+      },
+    };
+  } catch (err) {
+    if (err instanceof DegenerateBaselineError || err instanceof InsufficientBaselineError) return null;
+    throw err;
+  }
+}
+
+/** A violation found by the monitor on one run. */
+export interface MonitorViolation {
+  /**
+   * `T2`, `SPE`, `MEWMA` (the model), `LIMIT` (one indicator beyond its limits), `RESIDUAL` (one
+   * indicator's PCA residual beyond its limit, in residual sds), `CONSTANT` (a constant indicator changed).
+   */
+  readonly rule: 'T2' | 'SPE' | 'MEWMA' | 'LIMIT' | 'RESIDUAL' | 'CONSTANT';
+  /** The indicator (LIMIT, CONSTANT) or the model key. */
+  readonly key: string;
+  readonly value: number;
+  readonly limit?: number;
+  readonly lcl?: number;
+  readonly ucl?: number;
+  readonly center?: number;
+  /** The indicators that drove a T² / SPE / MEWMA signal, largest first, with their share of the statistic. */
+  readonly contributions?: readonly { readonly key: string; readonly share: number }[];
+}
+
+/** What the monitor says about one run. */
+export interface MonitorScore {
+  readonly t2: number | null;
+  readonly spe: number | null;
+  readonly mewma: number | null;
+  /** MEWMA state after this run (standardised scores). */
+  readonly mewmaState: readonly number[] | null;
+  readonly violations: readonly MonitorViolation[];
+  /** Charted indicators missing in this run (judged at their Phase I mean). */
+  readonly missing: number;
+}
+
+const TOP_CONTRIBUTIONS = 5;
+
+function top(contribs: readonly { name: string; value: number }[], total: number) {
+  return [...contribs]
+    .sort((a, b) => b.value - a.value)
+    .slice(0, TOP_CONTRIBUTIONS)
+    .map((c) => ({ key: c.name, share: total > 0 ? c.value / total : 0 }));
+}
+
+/**
+ * The adapted centre after `runs` (oldest first; each the charted indicators' values by key) that
+ * raised no alarm: an EWMA with weight `lambda` per run, starting at the Phase I mean. Indicators a run
+ * lacks keep their centre for that run.
+ */
+export function adaptCentre(model: MonitorModel, lambda: number, runs: Iterable<ReadonlyMap<string, number>>): number[] {
+  const centre = [...model.center];
+  const index = new Map(model.variables.map((k, j) => [k, j]));
+  for (const run of runs) {
+    for (const [key, v] of run) {
+      const j = index.get(key);
+      if (j === undefined || !Number.isFinite(v)) continue;
+      centre[j] = (1 - lambda) * (centre[j] as number) + lambda * v;
+    }
+  }
+  return centre;
+}
+
+/**
+ * Judges one run's indicator values (by key) against the model, around `centre` (the adapted centre,
+ * in `model.variables` order; default the Phase I mean).
+ */
+export function scoreMonitorRun(
+  model: MonitorModel,
+  values: ReadonlyMap<string, number>,
+  modelKey: string,
+  previousMewma: readonly number[] | null,
+  centre: readonly number[] = model.center,
+): MonitorScore {
+  const violations: MonitorViolation[] = [];
+  for (const nc of model.notCharted) {
+    if (nc.reason !== 'constant' || nc.value === undefined) continue;
+    const v = values.get(nc.key);
+    if (v === undefined || !Number.isFinite(v)) continue;
+    if (Math.abs(v - nc.value) > CONSTANT_TOLERANCE * Math.max(1, Math.abs(nc.value))) {
+      violations.push({ rule: 'CONSTANT', key: nc.key, value: v, center: nc.value });
+    }
+  }
+  let missing = 0;
+  model.variables.forEach((key, j) => {
+    const v = values.get(key);
+    if (v === undefined || !Number.isFinite(v)) {
+      missing++;
+      return;
+    }
+    const c = centre[j] as number;
+    const s = model.scale[j] as number;
+    if (model.univariateWidth > 0 && Math.abs(v - c) > model.univariateWidth * s) {
+      violations.push({
+        rule: 'LIMIT',
+        key,
+        value: v,
+        center: c,
+        lcl: c - model.univariateWidth * s,
+        ucl: c + model.univariateWidth * s,
+      });
+    }
+  });
+  let t2: number | null = null;
+  let spe: number | null = null;
+  let mewma: number | null = null;
+  let mewmaState: number[] | null = null;
+  if (model.pca) {
+    const pca = model.pca;
+    // The PCA model centres on the Phase I mean: shift the run by how far the centre has moved.
+    const shift = new Map(model.variables.map((k, j) => [k, (centre[j] as number) - (model.center[j] as number)]));
+    const x = pca.names.map((key) => (values.get(key) ?? NaN) - (shift.get(key) ?? 0));
+    const s = scorePca(pca, x);
+    t2 = s.t2;
+    spe = s.spe;
+    if (s.t2Exceeded)
+      violations.push({ rule: 'T2', key: modelKey, value: s.t2, limit: s.t2Limit, contributions: top(s.contributions.t2, s.t2) });
+    if (s.speExceeded)
+      violations.push({ rule: 'SPE', key: modelKey, value: s.spe, limit: s.speLimit, contributions: top(s.contributions.spe, s.spe) });
+    if (model.residual) {
+      const { width, scale } = model.residual;
+      for (const c of s.contributions.spe) {
+        const sd = scale[c.name];
+        if (sd === undefined) continue;
+        const r = Math.sqrt(c.value) / sd;
+        if (r > width) violations.push({ rule: 'RESIDUAL', key: c.name, value: r, limit: width });
+      }
+    }
+    if (model.mewma) {
+      const { lambda, limit, scoreScale } = model.mewma;
+      const prev = previousMewma && previousMewma.length === scoreScale.length ? previousMewma : null;
+      mewmaState = scoreScale.map((sc, a) => lambda * ((s.scores[a] as number) / sc) + (1 - lambda) * (prev?.[a] ?? 0));
+      let q = 0;
+      for (const z of mewmaState) q += z * z;
+      mewma = (q * (2 - lambda)) / lambda;
+      if (mewma > limit) {
+        // Which indicators the smoothed shift points at: its direction mapped back through the loadings.
+        const dir = pca.kept.map((_, j) => {
+          let d = 0;
+          mewmaState?.forEach((z, a) => (d += z * (scoreScale[a] as number) * (pca.loadings[a]?.[j] ?? 0)));
+          return d * d;
+        });
+        const total = dir.reduce((a, b) => a + b, 0);
+        const contribs = dir.map((value, j) => ({ name: pca.names[pca.kept[j] as number] as string, value }));
+        violations.push({ rule: 'MEWMA', key: modelKey, value: mewma, limit, contributions: top(contribs, total) });
+      }
+    }
+  }
+  return { t2, spe, mewma, mewmaState, violations, missing };
+}

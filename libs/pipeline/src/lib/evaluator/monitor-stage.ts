@@ -1,0 +1,222 @@
+import {
+  RECORD_LIMITS,
+  type ChamberRef,
+  type JsonObject,
+  type LimitSetRecord,
+  type RunPointSet,
+  type UChartPoint,
+} from '@defender/contracts';
+import {
+  adaptCentre,
+  fitMonitorModel,
+  MONITOR_MODEL_KEY,
+  MonitorBaselineError,
+  monitorSpecs,
+  scoreMonitorRun,
+  type DefenseStrategy,
+  type MonitorConfig,
+  type MonitorModel,
+  type MonitorViolation,
+} from '@defender/defense-rules';
+import type { IndicatorCalculator, Trace } from '@defender/uchart';
+import { POINT_FLAGS } from './flags';
+
+/** Limit-set chart type of a monitor model (its JSON in `params.model`). */
+export const MONITOR_CHART_TYPE = 'monitor';
+
+/** The monitor's result for one run (before flags). */
+export interface MonitorStageResult {
+  /** Store key of the model (`<recipe>|m:model`). */
+  readonly modelKey: string;
+  /** Points to store: the monitored indicators (all of them in Phase I, the charted ones after) and the model's own point. */
+  readonly points: { readonly key: string; readonly value: number; readonly limitsVersion?: number; readonly chart?: Record<string, number> }[];
+  readonly violations: readonly MonitorViolation[];
+  readonly model: MonitorModel | null;
+  /** Set when this run completed Phase I. */
+  readonly newLimitSet?: LimitSetRecord;
+  readonly skipped: { indicatorKey: string; reason: string }[];
+  readonly t2: number | null;
+  readonly spe: number | null;
+}
+
+function decodeModel(rec: LimitSetRecord): MonitorModel | string {
+  if (rec.chartType !== MONITOR_CHART_TYPE) return `limit set is a ${rec.chartType} chart, not a monitor`;
+  const m = rec.params['model'] as unknown;
+  if (typeof m !== 'object' || m === null) return 'params.model is missing';
+  const model = m as MonitorModel;
+  if (
+    model.kind !== 'monitor' ||
+    !Array.isArray(model.variables) ||
+    !Array.isArray(model.center) ||
+    !Array.isArray(model.scale) ||
+    model.center.length !== model.variables.length ||
+    model.scale.length !== model.variables.length ||
+    !Array.isArray(model.notCharted)
+  ) {
+    return 'params.model is not a monitor model of this version';
+  }
+  return { ...model, version: rec.version };
+}
+
+function encodeModel(chamber: ChamberRef, key: string, model: MonitorModel, now: Date): LimitSetRecord {
+  return {
+    ...chamber,
+    indicatorKey: key,
+    version: model.version,
+    chartType: MONITOR_CHART_TYPE,
+    center: 0,
+    sigma: null,
+    lcl: null,
+    ucl: model.pca ? model.pca.limits.t2 : null,
+    params: { model: model as unknown as JsonObject },
+    baseline: { reason: 'initial', runIds: [...model.baselineRunIds], excludedRunIds: [] },
+    createdAt: now,
+  };
+}
+
+/**
+ * Runs the strategy's monitor on one run: its indicators from the trace; in Phase I, the points only
+ * (and the model once `baseline.minRuns` runs exist, which then judges this run already); after it,
+ * the run judged against the model. `store(recipe, key)` maps a monitor key to its store key.
+ */
+export function runMonitorStage(args: {
+  readonly strategy: DefenseStrategy & { readonly monitor: MonitorConfig };
+  readonly trace: Trace;
+  readonly calculator: IndicatorCalculator;
+  readonly chamber: ChamberRef;
+  readonly runId: string;
+  readonly history: readonly RunPointSet[];
+  readonly limits: readonly LimitSetRecord[];
+  readonly storeKey: (key: string) => string;
+  readonly now: Date;
+}): MonitorStageResult {
+  const cfg = args.strategy.monitor;
+  const skipped: { indicatorKey: string; reason: string }[] = [];
+  const modelKey = args.storeKey(MONITOR_MODEL_KEY);
+  const specs = monitorSpecs(args.trace, cfg);
+  const outcomes = args.calculator.compute(args.trace, specs);
+  const values = new Map<string, number>();
+  specs.forEach((s, i) => {
+    const o = outcomes[i];
+    const key = args.storeKey(s.key);
+    if (key.length > RECORD_LIMITS.indicatorKey) {
+      skipped.push({ indicatorKey: key.slice(0, RECORD_LIMITS.indicatorKey), reason: `key-too-long: over ${RECORD_LIMITS.indicatorKey} characters` });
+      return;
+    }
+    if (o && o.kind === 'point') values.set(key, o.value);
+  });
+
+  let model: MonitorModel | null = null;
+  let newest: LimitSetRecord | undefined;
+  for (const rec of args.limits) if (rec.indicatorKey === modelKey && (!newest || rec.version > newest.version)) newest = rec;
+  let unreadable = false;
+  if (newest) {
+    const decoded = decodeModel(newest);
+    if (typeof decoded === 'string') {
+      unreadable = true;
+      skipped.push({ indicatorKey: modelKey, reason: `unreadable-limits: ${decoded}` });
+    } else model = decoded;
+  }
+
+  let newLimitSet: LimitSetRecord | undefined;
+  if (!model && !unreadable) {
+    // Phase I: this run and the earlier runs of the recipe with a model point judged by no model.
+    const phase: RunPointSet[] = [];
+    for (let i = args.history.length - 1; i >= 0; i--) {
+      const set = args.history[i] as RunPointSet;
+      const p = set.points.find((q) => q.indicatorKey === modelKey);
+      if (!p) continue;
+      if (p.limitsVersion !== undefined) break;
+      phase.push(set);
+    }
+    phase.reverse();
+    if (phase.length + 1 >= cfg.baseline.minRuns) {
+      const keys = [...values.keys()];
+      const index = new Map(keys.map((k, j) => [k, j]));
+      const rows: number[][] = [];
+      const runIds: string[] = [];
+      for (const set of phase) {
+        const row = new Array<number>(keys.length).fill(NaN);
+        for (const p of set.points) {
+          const j = index.get(p.indicatorKey);
+          if (j !== undefined) row[j] = p.value;
+        }
+        rows.push(row);
+        runIds.push(set.runId);
+      }
+      rows.push(keys.map((k) => values.get(k) as number));
+      runIds.push(args.runId);
+      try {
+        model = fitMonitorModel(rows, keys, runIds, cfg, args.strategy.budget, 1);
+        newLimitSet = encodeModel(args.chamber, modelKey, model, args.now);
+      } catch (err) {
+        if (!(err instanceof MonitorBaselineError)) throw err;
+        skipped.push({ indicatorKey: modelKey, reason: `baseline-refused: ${err.message}` });
+      }
+    }
+  }
+
+  const points: MonitorStageResult['points'] = [];
+  if (!model) {
+    for (const [key, value] of values) points.push({ key, value });
+    points.push({ key: modelKey, value: 0 });
+    return { modelKey, points, violations: [], model: null, skipped, t2: null, spe: null };
+  }
+
+  const previous = (() => {
+    for (let i = args.history.length - 1; i >= 0; i--) {
+      const p = (args.history[i] as RunPointSet).points.find((q) => q.indicatorKey === modelKey);
+      if (p) return p.limitsVersion === model.version ? p : undefined;
+    }
+    return undefined;
+  })();
+  const prevState = model.mewma && previous?.chart
+    ? model.mewma.scoreScale.map((_, a) => previous.chart?.[`z${a}`] ?? 0)
+    : null;
+  let centre: readonly number[] | undefined;
+  if (cfg.adapt) {
+    // The runs judged by this model that raised no alarm, oldest first.
+    const charted = new Set(model.variables);
+    const runs: Map<string, number>[] = [];
+    for (const set of args.history) {
+      const mp = set.points.find((q) => q.indicatorKey === modelKey);
+      if (!mp || mp.limitsVersion !== model.version || (mp.flags & POINT_FLAGS.RUN_ALARMED) !== 0) continue;
+      const run = new Map<string, number>();
+      for (const p of set.points) if (charted.has(p.indicatorKey)) run.set(p.indicatorKey, p.value);
+      runs.push(run);
+    }
+    centre = adaptCentre(model, cfg.adapt.lambda, runs);
+  }
+  const score = scoreMonitorRun(model, values, modelKey, prevState, centre);
+  for (const key of model.variables) {
+    const v = values.get(key);
+    if (v !== undefined) points.push({ key, value: v, limitsVersion: model.version });
+  }
+  const chart: Record<string, number> = {};
+  if (score.spe !== null) chart['spe'] = score.spe;
+  if (score.mewma !== null) chart['mewma'] = score.mewma;
+  score.mewmaState?.forEach((z, a) => (chart[`z${a}`] = z));
+  points.push({ key: modelKey, value: score.t2 ?? 0, limitsVersion: model.version, chart });
+  if (score.missing > 0) skipped.push({ indicatorKey: modelKey, reason: `missing-indicators: ${score.missing} charted indicator(s) missing, judged at their Phase I mean` });
+  return {
+    modelKey,
+    points,
+    violations: score.violations,
+    model,
+    ...(newLimitSet ? { newLimitSet } : {}),
+    skipped,
+    t2: score.t2,
+    spe: score.spe,
+  };
+}
+
+/** UChartPoint of a monitor point with its flags. */
+export function monitorPoint(p: MonitorStageResult['points'][number], flags: number): UChartPoint {
+  return {
+    indicatorKey: p.key,
+    value: p.value,
+    ...(p.limitsVersion !== undefined ? { limitsVersion: p.limitsVersion } : {}),
+    flags,
+    ...(p.chart && Object.keys(p.chart).length > 0 ? { chart: p.chart } : {}),
+  };
+}
