@@ -1,0 +1,31 @@
+import { STRATEGY_PRESETS } from '@defender/defense-rules';
+import { consistencyProblems, lastLine, mermaidChart, renderSection, targetChecks } from './render';
+import { buildScenario, QUICK_OPTIONS, runPreset } from './simulate';
+
+// CI's quick mode of `npm run bench:detection`: the same code path on a small fab. It asserts only that
+// every preset completes and that its figures are internally consistent — never a detection target
+// and never timing (those are the benchmark's to report, in docs/benchmarks.md).
+describe('bench:detection quick mode', () => {
+  const scenario = buildScenario({ ...QUICK_OPTIONS, tools: 3, runsPerChamber: 100, excursions: 12 });
+
+  it('plans the excursions on the chambers not kept clean, each (kind, size) in turn', () => {
+    expect(scenario.excursions.length).toBe(12);
+    const faulty = new Set(scenario.excursions.map((x) => x.chamber));
+    expect(faulty.size).toBeLessThan(scenario.fab.chambers.length);
+    for (const x of scenario.excursions) expect(x.startRun).toBeGreaterThanOrEqual(QUICK_OPTIONS.excursionAfter);
+  });
+
+  it.each(STRATEGY_PRESETS.map((p) => [p.name, p] as const))('runs preset %s with consistent figures', (_name, preset) => {
+    const r = runPreset(scenario, { name: preset.name, document: preset.document });
+    expect(consistencyProblems(scenario, r)).toEqual([]);
+    expect(r.metrics.inControlRuns).toBeGreaterThan(0);
+    expect(r.phaseOne.max).toBeLessThan(scenario.options.runsPerChamber);
+    expect(targetChecks(r.metrics)).toHaveLength(5);
+    expect(lastLine(r)).toMatch(
+      /^detection: preset \S+ false-alarms \d+\.\d% worst-chamber \d+\.\d% holds-per-1k \d+\.\d detected \d+\.\d% delay-p90 (\d+|n\/a) runs$/,
+    );
+    const body = renderSection(scenario, [r], 1);
+    expect(body).toContain('```mermaid');
+    expect(mermaidChart([r])).toContain(`${preset.name}: [`);
+  });
+});

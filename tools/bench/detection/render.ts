@@ -1,0 +1,145 @@
+import { detectionLine, type DetectionMetrics } from '@defender/fab-sim';
+import { table } from '../report';
+import type { PresetResult, Scenario } from './simulate';
+
+const pct = (x: number) => `${(100 * x).toFixed(1)} %`;
+const num = (x: number | null, digits = 1) => (x === null ? '–' : x.toFixed(digits));
+
+/** The targets of design.md section 5 (detection row) and whether a preset meets each. */
+export function targetChecks(m: DetectionMetrics): { what: string; target: string; value: string; met: boolean }[] {
+  return [
+    { what: 'false alarms, mean chamber', target: '<= 1 %', value: pct(m.perChamber.mean), met: m.perChamber.mean <= 0.01 },
+    { what: 'false alarms, worst chamber', target: '<= 2 %', value: pct(m.perChamber.worst), met: m.perChamber.worst <= 0.02 },
+    { what: 'holds on clean chambers per 1,000 runs', target: '<= 0.1', value: m.holdsPer1k.toFixed(2), met: m.holdsPer1k <= 0.1 },
+    { what: `excursions of ${m.big.minSize} sigma or more detected`, target: '>= 95 %', value: pct(m.big.rate), met: m.big.rate >= 0.95 },
+    { what: 'delay p90 (runs)', target: '<= 3', value: num(m.big.delayP90, 0), met: m.big.delayP90 !== null && m.big.delayP90 <= 3 },
+  ];
+}
+
+/**
+ * Internal consistency of a result (what CI's quick mode asserts; never timing): counts add up,
+ * rates are the quotients of their counts, every excursion is scored once, delays lie in its runs.
+ * Returns the problems found (empty when consistent).
+ */
+export function consistencyProblems(scenario: Scenario, r: PresetResult): string[] {
+  const m = r.metrics;
+  const out: string[] = [];
+  const expectRuns = scenario.fab.chambers.length * scenario.options.runsPerChamber;
+  if (r.runs !== expectRuns) out.push(`runs ${r.runs} != chambers x runs ${expectRuns}`);
+  if (m.inControlRuns <= 0) out.push('no in-control runs were judged');
+  if (m.inControlRuns > r.runs) out.push('more in-control runs than runs');
+  if (m.falseAlarmRuns > m.inControlRuns) out.push('more false-alarm runs than in-control runs');
+  if (Math.abs(m.falseAlarmRate - m.falseAlarmRuns / Math.max(1, m.inControlRuns)) > 1e-12)
+    out.push('pooled false-alarm rate is not runs / in-control runs');
+  if (m.perChamber.worst < m.perChamber.mean - 1e-12) out.push('worst chamber below the mean');
+  if (m.cleanInControlRuns > m.inControlRuns) out.push('clean runs exceed in-control runs');
+  if (m.cleanHolds > m.cleanInControlRuns) out.push('more holds than clean runs');
+  if (m.excursions.length !== scenario.excursions.length) out.push('not every excursion was scored');
+  const cellSum = m.cells.reduce((a, c) => a + c.injected, 0);
+  if (cellSum !== scenario.excursions.length) out.push(`cells hold ${cellSum} excursions, not ${scenario.excursions.length}`);
+  const detectedCells = m.cells.reduce((a, c) => a + c.detected, 0);
+  if (detectedCells !== m.all.detected) out.push('cells and total disagree on detections');
+  if (m.big.detected > m.big.injected || m.all.detected > m.all.injected) out.push('more detected than injected');
+  for (const o of m.excursions) {
+    const x = o.excursion;
+    if (o.detected !== (o.delayRuns !== null)) out.push(`${x.id}: detected without a delay`);
+    if (o.delayRuns !== null && (o.delayRuns < 0 || o.delayRuns > x.endRun - x.startRun))
+      out.push(`${x.id}: delay ${o.delayRuns} outside its runs`);
+  }
+  if (r.phaseOne.max > scenario.options.runsPerChamber) out.push('Phase I longer than the runs');
+  return out;
+}
+
+/** The Mermaid quadrant chart of detection (>= 2 sigma) against the mean chamber false-alarm rate. */
+export function mermaidChart(results: readonly PresetResult[]): string {
+  const xMax = Math.max(0.05, ...results.map((r) => r.metrics.perChamber.mean)) * 1.1;
+  const lines = [
+    '```mermaid',
+    'quadrantChart',
+    `    title Detection of 2-sigma+ excursions vs false alarms (x axis 0 to ${(100 * xMax).toFixed(0)} %)`,
+    '    x-axis Few false alarms --> Many false alarms',
+    '    y-axis Misses faults --> Catches faults',
+    '    quadrant-1 noisy but catches',
+    '    quadrant-2 the goal',
+    '    quadrant-3 quiet but blind',
+    '    quadrant-4 noisy and blind',
+    ...results.map(
+      (r) =>
+        `    ${r.preset.replace(/[^A-Za-z0-9 _-]/g, '')}: [${(r.metrics.perChamber.mean / xMax).toFixed(3)}, ${r.metrics.big.rate.toFixed(3)}]`,
+    ),
+    '```',
+  ];
+  return lines.join('\n');
+}
+
+/** The docs/benchmarks.md section body. */
+export function renderSection(scenario: Scenario, results: readonly PresetResult[], seconds: number): string {
+  const o = scenario.options;
+  const head = [
+    `Simulated fab (tools/fab-sim, \`detection\` profile): ${scenario.fab.chambers.length} chambers of ${scenario.fab.tools.length} tools, ` +
+      `${o.runsPerChamber} runs each (Phase I included), ${scenario.excursions.length} excursions of sizes ${o.sizes.join(', ')} sigma ` +
+      `on ${Math.round(100 * (1 - o.cleanShare))} % of the chambers (the others stay clean), seed ${o.seed}; ` +
+      `every run through the product's RunEvaluator exactly as a defender evaluates it. ${seconds.toFixed(0)} s in total.`,
+    '',
+    'False alarms: the share of a chamber\'s judged in-control runs (after Phase I, outside every excursion and the 5 runs after it) ' +
+      'with at least one alarm, averaged over chambers, and the worst chamber. Holds: holds placed on the clean chambers per 1,000 of their runs. ' +
+      'Detected: an alarm on one of the excursion\'s affected runs; delay: runs from its first affected run to that alarm.',
+  ].join('\n');
+  const summary = table(
+    ['preset', 'false alarms (mean chamber)', 'worst chamber', 'holds / 1k (clean)', 'detected >= 2 sigma', 'delay mean / p90', 'detected, all sizes', 'charts / chamber', 'Phase I runs', 'points / run', 'alarm records / alarmed run', 'ms / run'],
+    results.map((r) => [
+      `\`${r.preset}\``,
+      pct(r.metrics.perChamber.mean),
+      pct(r.metrics.perChamber.worst),
+      r.metrics.holdsPer1k.toFixed(2),
+      pct(r.metrics.big.rate),
+      `${num(r.metrics.big.delayMean)} / ${num(r.metrics.big.delayP90, 0)}`,
+      pct(r.metrics.all.rate),
+      `${r.charts.mean.toFixed(0)} (max ${r.charts.max})`,
+      `${r.phaseOne.mean.toFixed(0)} (max ${r.phaseOne.max})`,
+      r.pointsPerRun.toFixed(0),
+      r.alarmsPerAlarmedRun.toFixed(1),
+      (r.evaluateMs / Math.max(1, r.runs)).toFixed(2),
+    ]),
+  );
+  const targets = results
+    .map((r) => {
+      const checks = targetChecks(r.metrics);
+      return `- \`${r.preset}\`: ${checks.map((c) => `${c.what} ${c.value} (target ${c.target}: ${c.met ? 'met' : 'missed'})`).join('; ')}`;
+    })
+    .join('\n');
+  const kinds = [...new Set(scenario.excursions.map((x) => x.kind))].sort();
+  const sizes = [...new Set(scenario.excursions.map((x) => x.size))].sort((a, b) => a - b);
+  const perKind = table(
+    ['kind', ...results.flatMap((r) => sizes.map((s) => `${r.preset} ${s} sigma`))],
+    kinds.map((k) => [
+      k,
+      ...results.flatMap((r) =>
+        sizes.map((s) => {
+          const c = r.metrics.cells.find((x) => x.kind === k && x.size === s);
+          return c ? `${c.detected}/${c.injected}${c.delayP90 !== null ? ` (p90 ${c.delayP90})` : ''}` : '–';
+        }),
+      ),
+    ]),
+  );
+  return [
+    head,
+    '',
+    summary,
+    '',
+    'Targets (design.md section 5):',
+    '',
+    targets,
+    '',
+    mermaidChart(results),
+    '',
+    'Detected / injected per excursion kind and size (p90 delay in runs over the detected ones):',
+    '',
+    perKind,
+  ].join('\n');
+}
+
+/** The last stdout line of the benchmark: the default preset's figures. */
+export function lastLine(result: PresetResult): string {
+  return detectionLine(result.preset, result.metrics);
+}

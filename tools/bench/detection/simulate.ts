@@ -1,0 +1,225 @@
+/**
+ * The detection benchmark's engine: simulated chambers (tools/fab-sim, the `detection` profile:
+ * small traces, the same realism) fed run by run through the product's own evaluation path — the
+ * `RunEvaluator` a defender uses (trace -> indicators -> strategy -> alarms -> escalation) — over an
+ * in-memory store that keeps what a defender's store would (committed point sets, the newest limit
+ * set per indicator). No cluster, no I/O: library level and deterministic for a seed.
+ */
+import type { ChamberRef, LimitSetRecord, RunNotification, RunPointSet } from '@defender/contracts';
+import {
+  detectionMetrics,
+  effectsFor,
+  generateFab,
+  planExcursions,
+  synthesizeTrace,
+  type ChamberSpec,
+  type DetectionMetrics,
+  type Excursion,
+  type FabSpec,
+  type RunOutcome,
+} from '@defender/fab-sim';
+import { createRunEvaluator, type RunEvaluator } from '@defender/pipeline';
+
+/** Settings of one benchmark run. */
+export interface DetectionBenchOptions {
+  /** Tools of the simulated fab (chambers: about 2.5 per tool). */
+  readonly tools: number;
+  /** Runs per chamber, Phase I included. */
+  readonly runsPerChamber: number;
+  /** Excursions to inject in total (several per chamber, apart from each other). */
+  readonly excursions: number;
+  /** Share of chambers kept free of excursions (their holds are the false-hold figure). */
+  readonly cleanShare: number;
+  /** First run an excursion may start at (after Phase I and a few judged runs). */
+  readonly excursionAfter: number;
+  readonly sizes: readonly number[];
+  readonly seed: number;
+}
+
+export const FULL_OPTIONS: DetectionBenchOptions = {
+  tools: 40,
+  runsPerChamber: 260,
+  excursions: 540,
+  cleanShare: 0.35,
+  excursionAfter: 45,
+  sizes: [1, 2, 3],
+  seed: 20261127,
+};
+
+/** CI's quick mode: the same code path on a fraction of the runs. */
+export const QUICK_OPTIONS: DetectionBenchOptions = {
+  tools: 6,
+  runsPerChamber: 120,
+  excursions: 24,
+  cleanShare: 0.35,
+  excursionAfter: 45,
+  sizes: [1, 2, 3],
+  seed: 20261127,
+};
+
+/** A preset's result on the simulated fab. */
+export interface PresetResult {
+  readonly preset: string;
+  readonly metrics: DetectionMetrics;
+  readonly runs: number;
+  readonly chambers: number;
+  /** Charted indicators (with frozen limits) per chamber at the end: mean and max. */
+  readonly charts: { readonly mean: number; readonly max: number };
+  /** Runs before a chamber's first frozen limits (Phase I): mean and max over chambers. */
+  readonly phaseOne: { readonly mean: number; readonly max: number };
+  /** Points stored per run (mean): what the store and the history cache carry per run. */
+  readonly pointsPerRun: number;
+  /** Alarm records per alarmed run (mean). */
+  readonly alarmsPerAlarmedRun: number;
+  readonly evaluateMs: number;
+}
+
+/** The fab and the excursions of a benchmark run: the same for every preset. */
+export interface Scenario {
+  readonly fab: FabSpec;
+  readonly excursions: readonly Excursion[];
+  readonly options: DetectionBenchOptions;
+}
+
+/** Builds the fab and plans the excursions on the chambers not kept clean. */
+export function buildScenario(options: DetectionBenchOptions): Scenario {
+  const fab = generateFab({ tools: options.tools, seed: options.seed, profile: 'detection' });
+  const cleanCount = Math.round(fab.chambers.length * options.cleanShare);
+  // Every k-th chamber stays clean (spread over tool types), the rest carry the excursions.
+  const clean = new Set<number>();
+  for (let i = 0; i < cleanCount; i++) clean.add(Math.floor((i * fab.chambers.length) / cleanCount));
+  const faulty: FabSpec = { ...fab, chambers: fab.chambers.filter((c) => !clean.has(c.index)) };
+  const perChamber = Math.max(1, Math.ceil(options.excursions / Math.max(1, faulty.chambers.length)));
+  const excursions = planExcursions(faulty, {
+    count: options.excursions,
+    sizes: options.sizes,
+    afterRun: options.excursionAfter,
+    runsPerChamber: options.runsPerChamber,
+    seed: options.seed,
+    maxPerChamber: perChamber,
+  });
+  return { fab, excursions, options };
+}
+
+/** One chamber's store as a defender sees it: committed point sets and the newest limit set per indicator. */
+class BenchChamber {
+  private readonly sets: RunPointSet[] = [];
+  private readonly limits = new Map<string, LimitSetRecord>();
+  private sequence = 0;
+  readonly ref: ChamberRef;
+
+  constructor(
+    private readonly evaluator: RunEvaluator,
+    readonly spec: ChamberSpec,
+    private readonly strategy: unknown,
+  ) {
+    this.ref = { toolId: spec.toolId, chamberId: spec.chamberId };
+  }
+
+  get chartedIndicators(): number {
+    return this.limits.size;
+  }
+
+  process(runIndex: number, excursions: readonly Excursion[], t0: number) {
+    const sequence = ++this.sequence;
+    const runId = `r${String(runIndex).padStart(5, '0')}`;
+    const startSeconds = t0 + runIndex * (this.spec.contextDurationSeconds + 120);
+    const trace = synthesizeTrace(this.spec, {
+      runId,
+      runIndex,
+      startSeconds,
+      effects: effectsFor(excursions, runIndex),
+    });
+    const at = new Date(startSeconds * 1000).toISOString();
+    const notification: RunNotification = {
+      schema: 1,
+      toolId: this.spec.toolId,
+      chamberId: this.spec.chamberId,
+      runId,
+      recipe: this.spec.recipe.name,
+      contextWindow: { start: at, end: at },
+      svids: [...trace.svids.keys()],
+      trace: { store: 'default' },
+      completedAt: at,
+    };
+    const limit = Math.max(1, this.evaluator.historyRuns(this.strategy));
+    const now = new Date(startSeconds * 1000);
+    const evaluation = this.evaluator.evaluate({
+      chamber: this.ref,
+      sequence,
+      notification,
+      trace,
+      history: this.sets.length > limit ? this.sets.slice(-limit) : this.sets,
+      limits: [...this.limits.values()],
+      strategy: this.strategy,
+      now,
+    });
+    for (const ls of evaluation.newLimitSets) this.limits.set(ls.indicatorKey, ls);
+    this.sets.push({
+      ...this.ref,
+      sequence,
+      runId,
+      epoch: 1,
+      committedAt: now,
+      recipe: this.spec.recipe.name,
+      points: evaluation.points,
+    });
+    // Bounded memory: a defender's history cache keeps about this much.
+    if (this.sets.length > 4 * limit + 64) this.sets.splice(0, this.sets.length - 2 * limit);
+    return evaluation;
+  }
+}
+
+/** Runs every chamber of the scenario through one preset. */
+export function runPreset(
+  scenario: Scenario,
+  preset: { readonly name: string; readonly document: unknown },
+  onChamber?: (done: number, total: number) => void,
+): PresetResult {
+  const evaluator = createRunEvaluator({ invalidStrategy: 'throw' });
+  const outcomes: RunOutcome[] = [];
+  const byChamber = new Map<string, Excursion[]>();
+  for (const x of scenario.excursions) byChamber.set(x.chamber, [...(byChamber.get(x.chamber) ?? []), x]);
+  const charts: number[] = [];
+  const phaseOne: number[] = [];
+  let points = 0;
+  let runs = 0;
+  let alarmRecords = 0;
+  let alarmedRuns = 0;
+  const t0 = Date.UTC(2026, 0, 1) / 1000;
+  const started = performance.now();
+  scenario.fab.chambers.forEach((spec, i) => {
+    const chamber = new BenchChamber(evaluator, spec, preset.document);
+    const xs = byChamber.get(spec.key) ?? [];
+    let firstJudged: number | null = null;
+    for (let r = 0; r < scenario.options.runsPerChamber; r++) {
+      const ev = chamber.process(r, xs, t0);
+      const judged = ev.points.some((p) => p.limitsVersion !== undefined);
+      if (judged && firstJudged === null) firstJudged = r;
+      const alarmed = ev.alarms.length > 0;
+      outcomes.push({ chamber: spec.key, runIndex: r, judged, alarmed, held: ev.hold !== undefined });
+      points += ev.points.length;
+      runs++;
+      if (alarmed) {
+        alarmedRuns++;
+        alarmRecords += ev.alarms.length;
+      }
+    }
+    charts.push(chamber.chartedIndicators);
+    phaseOne.push(firstJudged ?? scenario.options.runsPerChamber);
+    onChamber?.(i + 1, scenario.fab.chambers.length);
+  });
+  const evaluateMs = performance.now() - started;
+  const mean = (xs: number[]) => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : 0);
+  return {
+    preset: preset.name,
+    metrics: detectionMetrics(outcomes, scenario.excursions),
+    runs,
+    chambers: scenario.fab.chambers.length,
+    charts: { mean: mean(charts), max: Math.max(0, ...charts) },
+    phaseOne: { mean: mean(phaseOne), max: Math.max(0, ...phaseOne) },
+    pointsPerRun: runs > 0 ? points / runs : 0,
+    alarmsPerAlarmedRun: alarmedRuns > 0 ? alarmRecords / alarmedRuns : 0,
+    evaluateMs,
+  };
+}
