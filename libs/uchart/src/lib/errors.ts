@@ -85,3 +85,15 @@ export class DegenerateBaselineError extends Error {
     super(`baseline has no variation: ${detail}`, options);
   }
 }
+
+/**
+ * An iterative numerical method (a distribution inverse, an eigenvalue iteration) did not converge: a
+ * bug or pathological input, never expected for finite arguments in the documented domain.
+ */
+export class ConvergenceError extends Error {
+  override readonly name = 'ConvergenceError';
+
+  constructor(detail: string, options?: { cause?: unknown }) {
+    super(`no convergence: ${detail}`, options);
+  }
+}

@@ -2,7 +2,7 @@
  * Published control-chart examples, reproduced to the digits the source prints.
  *
  * "To the printed digits" means: |computed - printed| <= half a unit in the last printed place
- * (`expectPrinted`), i.e. the computed value rounds to the printed one (a value exactly half-way may
+ * (`expectPrinted`, ../testing/printed.ts), i.e. the computed value rounds to the printed one (a value exactly half-way may
  * be printed either way). Where a source visibly truncates instead of rounding, the test says so and
  * truncates (`expectTruncated`).
  *
@@ -27,26 +27,7 @@ import { cusumSeries } from './charts/cusum';
 import { ewmaSeries } from './charts/ewma';
 import { estimateSigma, individualsLimits } from './charts/individuals';
 import { establishBaseline, pointLimits, type BaselineSample } from './baseline';
-
-function decimalsOf(printed: string): number {
-  const dot = printed.indexOf('.');
-  return dot < 0 ? 0 : printed.length - dot - 1;
-}
-
-/** The computed value rounds to the printed one (ties either way). */
-function expectPrinted(actual: number, printed: string): void {
-  const tolerance = 0.5 * 10 ** -decimalsOf(printed) * (1 + 1e-9);
-  const diff = Math.abs(actual - Number(printed));
-  if (!(diff <= tolerance))
-    throw new Error(`computed ${actual} does not print as ${printed} (|diff| = ${diff})`);
-  expect(diff).toBeLessThanOrEqual(tolerance);
-}
-
-/** The computed value truncated to the printed decimals equals the printed one. */
-function expectTruncated(actual: number, printed: string): void {
-  const scale = 10 ** decimalsOf(printed);
-  expect(Math.trunc(actual * scale) / scale).toBeCloseTo(Number(printed), decimalsOf(printed) + 2);
-}
+import { expectPrinted, expectTruncated } from '../testing/printed';
 
 describe('individuals chart', () => {
   it('NIST 6.3.2.2: flow-rate example, MR-bar and 3-sigma limits with d2 = 1.128 [NIST pmc322]', () => {

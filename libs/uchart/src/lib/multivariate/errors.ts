@@ -25,12 +25,3 @@ export class MultivariateInputError extends Error {
     this.issues = issues;
   }
 }
-
-/** An iterative numerical method did not converge (a bug or pathological input; never expected). */
-export class ConvergenceError extends Error {
-  override readonly name = 'ConvergenceError';
-
-  constructor(detail: string, options?: { cause?: unknown }) {
-    super(`no convergence: ${detail}`, options);
-  }
-}

@@ -1,6 +1,7 @@
 /**
  * Multivariate process monitoring of a run's indicator vector: Hotelling T², PCA with T² and SPE (Q),
- * contributions, theory or leave-one-out limits, and the linear algebra and distributions they use.
+ * contributions, theory or leave-one-out limits, and the linear algebra they use (the distribution
+ * functions are in ../distributions.ts, shared with the univariate charts).
  */
 export {
   DEFAULT_ALPHA,
@@ -10,18 +11,7 @@ export {
   type LimitMethod,
   type VariableContribution,
 } from './baseline-data';
-export {
-  betaQuantile,
-  chiSquareCdf,
-  chiSquareQuantile,
-  fCdf,
-  fQuantile,
-  normalQuantile,
-  regularizedGammaP,
-  regularizedGammaQ,
-  regularizedIncompleteBeta,
-} from './distributions';
-export { ConvergenceError, MultivariateInputError, NotPositiveDefiniteError } from './errors';
+export { MultivariateInputError, NotPositiveDefiniteError } from './errors';
 export {
   fitHotelling,
   scoreHotelling,

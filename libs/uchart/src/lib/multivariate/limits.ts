@@ -4,7 +4,7 @@
  * (Jackson & Mudholkar 1979; Box 1954), and a scaled chi-square g * chi2(h) fitted by moments.
  */
 import { ChartConfigError, DegenerateBaselineError } from '../errors';
-import { betaQuantile, chiSquareQuantile, fQuantile, normalQuantile } from './distributions';
+import { betaQuantile, chiSquareQuantile, fQuantile, normalQuantile } from '../distributions';
 
 function checkAlpha(alpha: number): void {
   if (!(alpha > 0 && alpha < 1)) throw new ChartConfigError(`alpha must be in (0, 1), got ${alpha}`);

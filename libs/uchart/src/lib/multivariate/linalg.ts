@@ -3,7 +3,8 @@
  * `i * c + j`. Sizes here are at most a few hundred, so plain loops are fast enough and keep the code
  * dependency-free and deterministic.
  */
-import { ConvergenceError, NotPositiveDefiniteError } from './errors';
+import { ConvergenceError } from '../errors';
+import { NotPositiveDefiniteError } from './errors';
 
 const EPS = 2 ** -52;
 

@@ -2,7 +2,7 @@
  * Published multivariate examples, reproduced to the digits the source prints.
  *
  * "To the printed digits": |computed - printed| <= half a unit in the last printed place
- * (`expectPrinted`, the same rule as ../published-examples.spec.ts).
+ * (`expectPrinted`, ../../testing/printed.ts, the rule of ../published-examples.spec.ts).
  *
  * Sources (every number below was read from one of them):
  * - [QCC-MQCC] R package qcc 3.0, reference page of mqcc() (docs/reference/mqcc.html in
@@ -26,7 +26,7 @@
  * - People data: mdatools tests/testthat/datasets/People.csv (Esbensen, Multivariate Data Analysis in
  *   Practice, Camo 2002): 32 persons x 12 variables.
  */
-import { fQuantile, chiSquareQuantile, normalQuantile } from './distributions';
+import { chiSquareQuantile, fQuantile, normalQuantile } from '../distributions';
 import { fitHotelling } from './hotelling';
 import {
   fitScaledChiSquare,
@@ -36,31 +36,7 @@ import {
 } from './limits';
 import { cholesky, choleskyLogDeterminant, columnMeans, covarianceMatrix } from './linalg';
 import { fitPcaModel } from './pca';
-
-function decimalsOf(printed: string): number {
-  const dot = printed.indexOf('.');
-  return dot < 0 ? 0 : printed.length - dot - 1;
-}
-
-/** The computed value rounds to the printed one (ties either way). */
-function expectPrinted(actual: number, printed: string): void {
-  const tolerance = 0.5 * 10 ** -decimalsOf(printed) * (1 + 1e-9);
-  const diff = Math.abs(actual - Number(printed));
-  if (!(diff <= tolerance))
-    throw new Error(`computed ${actual} does not print as ${printed} (|diff| = ${diff})`);
-  expect(diff).toBeLessThanOrEqual(tolerance);
-}
-
-/** R prints 7 significant digits: the computed value rounds to `printed` at that many significant digits. */
-function expectSignificant(actual: number, printed: string): void {
-  const digits = printed.replace(/^-?0*\.?0*/, '').replace('.', '').length;
-  const magnitude = Math.floor(Math.log10(Math.abs(Number(printed))));
-  const tolerance = 0.5 * 10 ** (magnitude - digits + 1) * (1 + 1e-9);
-  const diff = Math.abs(actual - Number(printed));
-  if (!(diff <= tolerance))
-    throw new Error(`computed ${actual} does not print as ${printed} (|diff| = ${diff})`);
-  expect(diff).toBeLessThanOrEqual(tolerance);
-}
+import { expectPrinted, expectSignificant } from '../../testing/printed';
 
 // qcc data/boiler.txt: t1..t8.
 const BOILER_NAMES = ['t1', 't2', 't3', 't4', 't5', 't6', 't7', 't8'];

@@ -13,7 +13,7 @@
  * u the unit eigenvector of root mu, u = (D - mu)^-1 w / |(D - mu)^-1 w| and, by the secular equation,
  * (u'w)^2 = 1 / (sigma^2 sum_j w_j^2 / (d_j - mu)^2).
  */
-import { ConvergenceError } from './errors';
+import { ConvergenceError } from '../errors';
 
 const EPS = 2 ** -52;
 

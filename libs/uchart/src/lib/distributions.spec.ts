@@ -5,7 +5,10 @@ import {
   chiSquareQuantile,
   fCdf,
   fQuantile,
+  normalCdf,
   normalQuantile,
+  normalTails,
+  normalUpperTail,
   regularizedGammaP,
   regularizedGammaQ,
   regularizedIncompleteBeta,
@@ -20,6 +23,76 @@ function expectRelative(actual: number, expected: number, tol: number): void {
 
 // Probabilities used for control limits, including far tails.
 const PS = [0.5, 0.9, 0.95, 0.99, 0.9973, 0.999, 1 - 1e-6, 1 - 1e-10];
+
+describe('normal distribution', () => {
+  it('CDF: symmetry, the median and both tails with full relative precision', () => {
+    expect(normalCdf(0)).toBe(0.5);
+    for (const x of [0.1, 0.5, 0.67, 0.7, 1, 2.5, 5, 5.7, 8, 20]) {
+      const [lo, up] = normalTails(x);
+      expect(lo + up).toBeCloseTo(1, 15);
+      expect(normalCdf(-x)).toBe(up);
+      expect(normalUpperTail(x)).toBe(up);
+    }
+    // Q(x) ~ phi(x) / x (1 - 1/x^2 + 3/x^4 - 15/x^6 ...) in the far tail.
+    const x = 30;
+    const phi = Math.exp(-450) / Math.sqrt(2 * Math.PI);
+    const asym =
+      (phi / x) *
+      (1 - 1 / x ** 2 + 3 / x ** 4 - 15 / x ** 6 + 105 / x ** 8 - 945 / x ** 10 + 10395 / x ** 12);
+    expect(normalUpperTail(x) / asym).toBeCloseTo(1, 12);
+    expect(normalUpperTail(40)).toBe(0);
+    expect(normalCdf(NaN)).toBeNaN();
+  });
+
+  it('quantile inverts the CDF to 1e-14 and has the textbook values', () => {
+    expect(normalQuantile(0.975)).toBeCloseTo(1.959963984540054, 14);
+    expect(normalQuantile(0.95)).toBeCloseTo(1.6448536269514722, 14);
+    expect(normalQuantile(0.5)).toBe(0);
+    for (const p of [1e-300, 1e-20, 1e-8, 0.001, 0.02, 0.3, 0.425, 0.5, 0.9, 0.999, 1 - 1e-12]) {
+      const z = normalQuantile(p);
+      const back = p < 0.5 ? normalCdf(z) : normalUpperTail(z);
+      expect(back / (p < 0.5 ? p : 1 - p)).toBeCloseTo(1, 10);
+    }
+    expect(normalQuantile(0)).toBe(-Infinity);
+    expect(normalQuantile(1)).toBe(Infinity);
+    expect(normalQuantile(1.5)).toBeNaN();
+  });
+
+  it('quantile: well-known constants to 1e-15 relative, exact symmetry, the deep lower tail', () => {
+    expectRelative(normalQuantile(0.975), 1.959963984540054, 1e-15);
+    expectRelative(normalQuantile(0.95), 1.6448536269514722, 1e-15);
+    expectRelative(normalQuantile(0.99), 2.3263478740408408, 1e-15);
+    expectRelative(normalQuantile(0.999), 3.090232306167813, 1e-15);
+    expect(normalQuantile(0.5)).toBe(0);
+    // Exact symmetry where 1 - p is exact.
+    for (const p of [2 ** -30, 0.0625, 0.125, 0.25]) expect(normalQuantile(p)).toBe(-normalQuantile(1 - p));
+    // Deep lower tail (third AS 241 branch): Phi(-37.5) ~ 4.6e-308.
+    expect(normalQuantile(1e-300)).toBeLessThan(-37);
+  });
+});
+
+describe('chi-square distribution', () => {
+  it('closed forms: P(1, x) = 1 - e^-x, df 2 quantile -2 ln(1 - p), df 1 quantile = z((1 + p) / 2)^2', () => {
+    for (const x of [0.01, 0.5, 1, 3, 10, 40])
+      expect(regularizedGammaP(1, x)).toBeCloseTo(-Math.expm1(-x), 14);
+    for (const p of [0.001, 0.025, 0.5, 0.975, 0.999]) {
+      expect(chiSquareQuantile(p, 2) / (-2 * Math.log1p(-p))).toBeCloseTo(1, 12);
+      expect(chiSquareQuantile(p, 1) / normalQuantile((1 + p) / 2) ** 2).toBeCloseTo(1, 12);
+    }
+  });
+
+  it('quantile inverts the CDF for integer and fractional df', () => {
+    for (const df of [0.5, 1, 2.7, 11, 124, 180.3, 1000]) {
+      for (const p of [0.005, 0.025, 0.5, 0.975, 0.995]) {
+        expect(chiSquareCdf(chiSquareQuantile(p, df), df)).toBeCloseTo(p, 13);
+      }
+    }
+    expect(chiSquareQuantile(0, 3)).toBe(0);
+    expect(chiSquareQuantile(1, 3)).toBe(Infinity);
+    expect(chiSquareQuantile(0.5, 0)).toBeNaN();
+    expect(regularizedGammaP(-1, 1)).toBeNaN();
+  });
+});
 
 describe('closed forms (exact references)', () => {
   it.each(PS)('chi-square(2) quantile = -2 ln(1 - p) at p = %p', (p) => {
@@ -78,18 +151,6 @@ describe('closed forms (exact references)', () => {
     }
     // P(1/2, z^2 / 2) = 2 Phi(z) - 1.
     expectRelative(regularizedGammaP(0.5, 1.959963984540054 ** 2 / 2), 0.95, 1e-13);
-  });
-
-  it('standard normal quantiles (well-known constants) and symmetry', () => {
-    expectRelative(normalQuantile(0.975), 1.959963984540054, 1e-15);
-    expectRelative(normalQuantile(0.95), 1.6448536269514722, 1e-15);
-    expectRelative(normalQuantile(0.99), 2.3263478740408408, 1e-15);
-    expectRelative(normalQuantile(0.999), 3.090232306167813, 1e-15);
-    expect(normalQuantile(0.5)).toBe(0);
-    // Exact symmetry where 1 - p is exact.
-    for (const p of [2 ** -30, 0.0625, 0.125, 0.25]) expect(normalQuantile(p)).toBe(-normalQuantile(1 - p));
-    // Deep lower tail (third AS 241 branch): Phi(-37.5) ~ 4.6e-308.
-    expect(normalQuantile(1e-300)).toBeLessThan(-37);
   });
 
   it('boundaries and invalid arguments', () => {
