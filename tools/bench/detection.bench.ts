@@ -8,8 +8,9 @@
 //
 // The last stdout line is the default preset's figures:
 // detection: preset <name> false-alarms <x.x>% worst-chamber <x.x>% holds-per-1k <x.x> detected <x.x>% delay-p90 <n> runs
+import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { STRATEGY_PRESETS } from '@defender/defense-rules';
+import { parseStrategy, STRATEGY_PRESETS } from '@defender/defense-rules';
 import { writeBenchmarkSection } from './report';
 import { consistencyProblems, lastLine, renderSection, targetChecks } from './detection/render';
 import { buildScenario, FULL_OPTIONS, QUICK_OPTIONS, runPreset, type PresetResult } from './detection/simulate';
@@ -22,6 +23,7 @@ holds, detection per excursion kind and size, and detection delay.
 Options:
   --quick             fewer chambers and runs (CI), same code path; implies --no-write
   --preset <name>     only this preset (repeatable); default: all (${STRATEGY_PRESETS.map((p) => p.name).join(', ')})
+  --strategy <file>   also this strategy document (repeatable; its name is its label); implies --no-write
   --seed <n>          simulation seed (default ${FULL_OPTIONS.seed})
   --tools <n>         tools in the simulated fab (default ${FULL_OPTIONS.tools}; ~2.5 chambers each)
   --runs <n>          runs per chamber, Phase I included (default ${FULL_OPTIONS.runsPerChamber})
@@ -48,6 +50,7 @@ function main(): number {
       options: {
         quick: { type: 'boolean', default: false },
         preset: { type: 'string', multiple: true },
+        strategy: { type: 'string', multiple: true },
         seed: { type: 'string' },
         tools: { type: 'string' },
         runs: { type: 'string' },
@@ -80,7 +83,22 @@ function main(): number {
     process.stderr.write(`unknown preset ${unknown.join(', ')} (${STRATEGY_PRESETS.map((p) => p.name).join(', ')})\n`);
     return 2;
   }
-  const presets = wanted.length > 0 ? STRATEGY_PRESETS.filter((p) => wanted.includes(p.name)) : STRATEGY_PRESETS;
+  const files = args.strategy ?? [];
+  const custom: { name: string; document: unknown }[] = [];
+  for (const f of files) {
+    try {
+      const document = JSON.parse(readFileSync(f, 'utf8')) as unknown;
+      custom.push({ name: parseStrategy(document).name, document });
+    } catch (err) {
+      process.stderr.write(`${f}: ${(err as Error).message}\n`);
+      return 2;
+    }
+  }
+  const presets = [
+    // Presets asked for by name; all of them unless only strategy files were given.
+    ...(wanted.length > 0 ? STRATEGY_PRESETS.filter((p) => wanted.includes(p.name)) : files.length > 0 ? [] : STRATEGY_PRESETS),
+    ...custom,
+  ];
   const started = performance.now();
   const scenario = buildScenario(options);
   process.stderr.write(
@@ -111,7 +129,7 @@ function main(): number {
     const plain = results.map((r) => ({ ...r, metrics: { ...r.metrics, excursions: r.metrics.excursions.map((o) => ({ id: o.excursion.id, kind: o.excursion.kind, size: o.excursion.size, detected: o.detected, delayRuns: o.delayRuns })) } }));
     process.stdout.write(`${JSON.stringify(plain)}\n`);
   }
-  if (!args.quick && !args['no-write'] && wanted.length === 0 && problems === 0) {
+  if (!args.quick && !args['no-write'] && wanted.length === 0 && files.length === 0 && problems === 0) {
     writeBenchmarkSection('detection', 'Detection: false alarms and faults caught, per strategy preset', 'npm run bench:detection', body);
   }
   const def = results.find((r) => r.preset === 'default') ?? results[0];

@@ -50,8 +50,8 @@ describe('monitor configuration', () => {
       baseline: { minRuns: 30 },
       univariate: true,
       adapt: { lambda: 0.05 },
-      pca: { variance: 0.9, maxComponents: 8 },
-      mewma: { lambda: 0.2 },
+      pca: { variance: 0.9, maxComponents: 4 },
+      mewma: false,
       action: 'ALARM',
     });
     expect(cfg.statistics).toContain('max');
@@ -132,8 +132,12 @@ describe('fitMonitorModel and scoreMonitorRun', () => {
       { key: 'setpoint', reason: 'constant', value: 5 },
       { key: 'flat', reason: 'numerical-noise' },
     ]);
-    // The budget is split over univariate, T², SPE and MEWMA.
+    // The budget is split over the enabled charts: univariate, T² and SPE (MEWMA off by default).
+    expect(model.alpha.mewma).toBe(0);
     expect(model.alpha.t2 + model.alpha.spe + model.alpha.univariate + model.alpha.mewma).toBeCloseTo(1 / 370, 12);
+    const withMewma = fitMonitorModel(rows, keys, rows.map((_, i) => `r${i}`), config({ mewma: { lambda: 0.2 } }), budget);
+    expect(withMewma.alpha.mewma).toBeCloseTo(1 / 370 / 4, 12);
+    expect(withMewma.mewma?.scoreScale).toHaveLength(withMewma.pca?.components ?? -1);
     const inControl = new Map(keys.map((k, j) => [k, rows[0]?.[j] as number]));
     expect(scoreMonitorRun(model, inControl, 'm', null).violations.filter((v) => v.rule === 'CONSTANT')).toEqual([]);
     const changed = new Map(inControl).set('setpoint', 6);
@@ -162,7 +166,7 @@ describe('fitMonitorModel and scoreMonitorRun', () => {
     let runs = 0;
     for (let rep = 0; rep < 20; rep++) {
       const rows = Array.from({ length: 30 }, () => keys.map(() => g()));
-      const model = fitMonitorModel(rows, keys, rows.map((_, i) => `r${i}`), cfg, { alarmArl: 100 });
+      const model = fitMonitorModel(rows, keys, rows.map((_, i) => `r${i}`), config({ mewma: { lambda: 0.2 } }), { alarmArl: 100 });
       let state: readonly number[] | null = null;
       for (let t = 0; t < 500; t++) {
         const s = scoreMonitorRun(model, new Map(keys.map((k) => [k, g()])), 'm', state);
@@ -180,7 +184,7 @@ describe('fitMonitorModel and scoreMonitorRun', () => {
     const keys = ['a', 'b', 'c'];
     const rows = correlatedRows(30, 3, 4);
     const model = fitMonitorModel(rows, keys, rows.map((_, i) => `r${i}`), cfg, budget);
-    const moved = Array.from({ length: 200 }, () => new Map(keys.map((k, j) => [k, (model.center[j] as number) + 1])));
+    const moved = Array.from({ length: 200 }, () => keys.map((k, j) => ({ indicatorKey: k, value: (model.center[j] as number) + 1 })));
     const centre = adaptCentre(model, 0.05, moved);
     centre.forEach((c, j) => expect(c).toBeCloseTo((model.center[j] as number) + 1, 3));
     expect(adaptCentre(model, 0.05, [])).toEqual(model.center);

@@ -1,20 +1,26 @@
 /**
  * Chamber monitoring: every SVID x window x statistic of a run as one indicator vector, judged as a
- * whole against a model fitted on the chamber's Phase I runs, under one false-alarm budget.
+ * whole against a model fitted on the chamber's Phase I runs, under one false-alarm budget
+ * (docs/adr/0005-chamber-monitor.md has the measurements behind each choice).
  *
  * - Windows: every recipe step of the trace, or `segments` equal time windows when it has no step
  *   markers; statistics per window (mean, std, min, max, slope, first, last, p05, p95, integral,
- *   duration by default), so faults that change a trace's shape move an indicator.
+ *   duration by default) of the samples after a running median of 3 (`despike`: single-sample glitches
+ *   are normal on real sensors and would otherwise own min, max, first, last and std), so faults that
+ *   change a trace's shape move an indicator.
  * - Phase I: `baseline.minRuns` runs. Indicators whose spread is at numerical noise level (exactly
  *   constant, or a spread below 1e-7 of their magnitude) are not charted — a value that changes
  *   later is a violation of its own (`CONSTANT`), the way a setpoint changing mid-recipe is.
- * - Charts, all from the same Phase I: Hotelling T² on the leading principal components of the
- *   autoscaled indicators and the SPE (Q) of the residual (limits calibrated by leave-one-out from
- *   Phase I), a MEWMA on the standardised scores (small sustained shifts), and univariate limits per
- *   indicator (prediction limits for a new run, which account for a short Phase I).
+ * - Charts, all from the same Phase I: Hotelling T² on at most `pca.maxComponents` principal
+ *   components of the autoscaled indicators and the SPE (Q) of the residual (each limit the larger of
+ *   the distribution-theory one and the leave-one-out calibrated one), optionally a MEWMA on the
+ *   standardised scores, and per indicator a raw and a residual limit (prediction limits for a new
+ *   run, which account for a short Phase I).
+ * - Centre: slow in-control drift (ageing between maintenances) is followed by an EWMA of the runs
+ *   that raised no alarm (`adapt`); the covariance stays that of Phase I.
  * - Budget: the strategy's in-control ARL for an alarm (default 370 runs) is split evenly over the
- *   enabled charts; within the univariate family, evenly over its indicators (Bonferroni), so the
- *   chamber as a whole — not each chart — meets it.
+ *   enabled charts; within the univariate family, evenly over its tests (Bonferroni), so the chamber
+ *   as a whole — not each chart — meets it.
  *
  * Pure and deterministic; the model is plain JSON (stored as a limit set).
  */
@@ -357,18 +363,22 @@ function top(contribs: readonly { name: string; value: number }[], total: number
 }
 
 /**
- * The adapted centre after `runs` (oldest first; each the charted indicators' values by key) that
- * raised no alarm: an EWMA with weight `lambda` per run, starting at the Phase I mean. Indicators a run
- * lacks keep their centre for that run.
+ * The adapted centre after `runs` (oldest first; each the indicator values of a run that raised no
+ * alarm): an EWMA with weight `lambda` per run, starting at the Phase I mean. Indicators a run lacks
+ * keep their centre for that run; values of other keys are ignored.
  */
-export function adaptCentre(model: MonitorModel, lambda: number, runs: Iterable<ReadonlyMap<string, number>>): number[] {
+export function adaptCentre(
+  model: MonitorModel,
+  lambda: number,
+  runs: Iterable<readonly { readonly indicatorKey: string; readonly value: number }[]>,
+): number[] {
   const centre = [...model.center];
   const index = new Map(model.variables.map((k, j) => [k, j]));
   for (const run of runs) {
-    for (const [key, v] of run) {
-      const j = index.get(key);
-      if (j === undefined || !Number.isFinite(v)) continue;
-      centre[j] = (1 - lambda) * (centre[j] as number) + lambda * v;
+    for (const p of run) {
+      const j = index.get(p.indicatorKey);
+      if (j === undefined || !Number.isFinite(p.value)) continue;
+      centre[j] = (1 - lambda) * (centre[j] as number) + lambda * p.value;
     }
   }
   return centre;

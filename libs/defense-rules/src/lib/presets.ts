@@ -22,7 +22,7 @@ export const STRATEGY_PRESETS: readonly StrategyPreset[] = [
     DEFAULT_STRATEGY_DOCUMENT,
   ),
   preset(
-    'the chamber monitor (every SVID x step x 11 statistics; T², SPE, MEWMA, raw and residual limits) at an in-control ARL of 370 runs per chamber',
+    'the chamber monitor (every SVID x step x 11 statistics; T², SPE, raw and residual limits) at an in-control ARL of 370 runs per chamber',
     MONITOR_STRATEGY_DOCUMENT,
   ),
   preset('the chamber monitor at an in-control ARL of 100 runs: earlier detection, about 1 % of good runs alarm', {

@@ -147,12 +147,10 @@ const monitorSchema = z.strictObject({
   pca: z
     .strictObject({
       variance: finite().gt(0).lt(1).default(0.9),
-      maxComponents: z.number().int().min(1).max(12).default(8),
+      maxComponents: z.number().int().min(1).max(12).default(4),
     })
     .prefault({}),
-  mewma: z
-    .union([z.literal(false), z.strictObject({ lambda: finite().gt(0).lte(1).default(0.2) })])
-    .default({ lambda: 0.2 }),
+  mewma: z.union([z.literal(false), z.strictObject({ lambda: finite().gt(0).lte(1).default(0.2) })]).default(false),
   action: z.enum(['ALARM', 'HOLD_CHAMBER']).default('ALARM'),
 });
 

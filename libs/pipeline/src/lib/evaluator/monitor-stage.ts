@@ -39,7 +39,18 @@ export interface MonitorStageResult {
   readonly spe: number | null;
 }
 
+const DECODED = new WeakMap<object, MonitorModel>();
+
+/** The monitor model of a limit set (decoded once per stored params object), or why it cannot be read. */
 function decodeModel(rec: LimitSetRecord): MonitorModel | string {
+  const hit = DECODED.get(rec.params);
+  if (hit && hit.version === rec.version) return hit;
+  const decoded = decodeModelOnce(rec);
+  if (typeof decoded !== 'string') DECODED.set(rec.params, decoded);
+  return decoded;
+}
+
+function decodeModelOnce(rec: LimitSetRecord): MonitorModel | string {
   if (rec.chartType !== MONITOR_CHART_TYPE) return `limit set is a ${rec.chartType} chart, not a monitor`;
   const m = rec.params['model'] as unknown;
   if (typeof m !== 'object' || m === null) return 'params.model is missing';
@@ -74,6 +85,29 @@ function encodeModel(chamber: ChamberRef, key: string, model: MonitorModel, now:
   };
 }
 
+const NEEDED = new WeakMap<MonitorModel, ReadonlySet<string>>();
+
+/** The indicator keys a model judges (remembered per decoded model). */
+function neededKeys(model: MonitorModel): ReadonlySet<string> {
+  let set = NEEDED.get(model);
+  if (!set) {
+    const keys = new Set(model.variables);
+    for (const nc of model.notCharted) if (nc.reason === 'constant' && /:(min|max)$/.test(nc.key)) keys.add(nc.key);
+    set = keys;
+    NEEDED.set(model, set);
+  }
+  return set;
+}
+
+/** The model's point of a run (written last, so searched from the end). */
+function modelPointOf(set: RunPointSet, modelKey: string): UChartPoint | undefined {
+  for (let i = set.points.length - 1; i >= 0; i--) {
+    const p = set.points[i] as UChartPoint;
+    if (p.indicatorKey === modelKey) return p;
+  }
+  return undefined;
+}
+
 /**
  * Runs the strategy's monitor on one run: its indicators from the trace; in Phase I, the points only
  * (and the model once `baseline.minRuns` runs exist, which then judges this run already); after it,
@@ -93,18 +127,6 @@ export function runMonitorStage(args: {
   const cfg = args.strategy.monitor;
   const skipped: { indicatorKey: string; reason: string }[] = [];
   const modelKey = args.storeKey(MONITOR_MODEL_KEY);
-  const specs = monitorSpecs(args.trace, cfg);
-  const outcomes = args.calculator.compute(args.trace, specs);
-  const values = new Map<string, number>();
-  specs.forEach((s, i) => {
-    const o = outcomes[i];
-    const key = args.storeKey(s.key);
-    if (key.length > RECORD_LIMITS.indicatorKey) {
-      skipped.push({ indicatorKey: key.slice(0, RECORD_LIMITS.indicatorKey), reason: `key-too-long: over ${RECORD_LIMITS.indicatorKey} characters` });
-      return;
-    }
-    if (o && o.kind === 'point') values.set(key, o.value);
-  });
 
   let model: MonitorModel | null = null;
   let newest: LimitSetRecord | undefined;
@@ -118,13 +140,35 @@ export function runMonitorStage(args: {
     } else model = decoded;
   }
 
+  // After Phase I only what the model judges is computed: the charted indicators, and min and max of
+  // each constant window (a constant window whose min and max keep the value kept every statistic).
+  const needed = model ? neededKeys(model) : undefined;
+  const specs = monitorSpecs(args.trace, cfg);
+  const keys: string[] = [];
+  const wanted: typeof specs = [];
+  for (const spec of specs) {
+    const key = args.storeKey(spec.key);
+    if (key.length > RECORD_LIMITS.indicatorKey) {
+      skipped.push({ indicatorKey: key.slice(0, RECORD_LIMITS.indicatorKey), reason: `key-too-long: over ${RECORD_LIMITS.indicatorKey} characters` });
+      continue;
+    }
+    if (needed && !needed.has(key)) continue;
+    keys.push(key);
+    wanted.push(spec);
+  }
+  const outcomes = args.calculator.compute(args.trace, wanted);
+  const values = new Map<string, number>();
+  outcomes.forEach((o, i) => {
+    if (o.kind === 'point') values.set(keys[i] as string, o.value);
+  });
+
   let newLimitSet: LimitSetRecord | undefined;
   if (!model && !unreadable) {
     // Phase I: this run and the earlier runs of the recipe with a model point judged by no model.
     const phase: RunPointSet[] = [];
     for (let i = args.history.length - 1; i >= 0; i--) {
       const set = args.history[i] as RunPointSet;
-      const p = set.points.find((q) => q.indicatorKey === modelKey);
+      const p = modelPointOf(set, modelKey);
       if (!p) continue;
       if (p.limitsVersion !== undefined) break;
       phase.push(set);
@@ -165,7 +209,7 @@ export function runMonitorStage(args: {
 
   const previous = (() => {
     for (let i = args.history.length - 1; i >= 0; i--) {
-      const p = (args.history[i] as RunPointSet).points.find((q) => q.indicatorKey === modelKey);
+      const p = modelPointOf(args.history[i] as RunPointSet, modelKey);
       if (p) return p.limitsVersion === model.version ? p : undefined;
     }
     return undefined;
@@ -176,16 +220,12 @@ export function runMonitorStage(args: {
   let centre: readonly number[] | undefined;
   if (cfg.adapt) {
     // The runs judged by this model that raised no alarm, oldest first.
-    const charted = new Set(model.variables);
-    const runs: Map<string, number>[] = [];
-    for (const set of args.history) {
-      const mp = set.points.find((q) => q.indicatorKey === modelKey);
-      if (!mp || mp.limitsVersion !== model.version || (mp.flags & POINT_FLAGS.RUN_ALARMED) !== 0) continue;
-      const run = new Map<string, number>();
-      for (const p of set.points) if (charted.has(p.indicatorKey)) run.set(p.indicatorKey, p.value);
-      runs.push(run);
-    }
-    centre = adaptCentre(model, cfg.adapt.lambda, runs);
+    const version = model.version;
+    const runs = args.history.filter((set) => {
+      const mp = modelPointOf(set, modelKey);
+      return mp !== undefined && mp.limitsVersion === version && (mp.flags & POINT_FLAGS.RUN_ALARMED) === 0;
+    });
+    centre = adaptCentre(model, cfg.adapt.lambda, runs.map((set) => set.points));
   }
   const score = scoreMonitorRun(model, values, modelKey, prevState, centre);
   for (const key of model.variables) {
