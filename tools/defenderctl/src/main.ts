@@ -4,7 +4,7 @@
  */
 import { parseArgs } from 'node:util';
 import { connect } from '@nats-io/transport-node';
-import { assignments, CtlError, drain, explainChamber, status, tailAlarms } from './lib/commands';
+import { assignments, CtlError, drain, explainChamber, rebaseline, status, tailAlarms, tryStore } from './lib/commands';
 import { readLocalFab, resolveTarget } from './lib/context';
 import { formatAssignments, formatExplain, formatStatus } from './lib/format';
 
@@ -16,6 +16,9 @@ const USAGE = `usage: defenderctl [--json] [--nats URL] [--controller URL,...] [
   alarms tail [-n N] [-f] [--holds] [--chamber KEY]
                                   the last N alarms (default 20); -f follows new ones until Ctrl-C
   drain <defender>                graceful leave of a local-fab defender (SIGTERM), waits for the new map
+  rebaseline <tool:chamber> --reason TEXT [--recipe R] [--exclude RUN,...] [--min-runs N]
+                                  new Phase I from the next run for every chart of the chamber (or
+                                  recipe) and its monitor; excluded runs never enter it (store only)
 
 Without flags it talks to the running local fab (tmp/local-fab/current.json), else to the apps'
 variables: NATS_SERVERS, CONTROLLER_URLS, STORE_BACKEND/SQLITE_PATH/CASSANDRA_*, NATS_KV_*, ELECTION_KV_BUCKET.
@@ -43,6 +46,10 @@ async function main(argv: string[]): Promise<number> {
         holds: { type: 'boolean' },
         chamber: { type: 'string' },
         timeout: { type: 'string' },
+        recipe: { type: 'string' },
+        exclude: { type: 'string' },
+        'min-runs': { type: 'string' },
+        reason: { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
     });
@@ -63,7 +70,40 @@ async function main(argv: string[]): Promise<number> {
   const want = (n: number) => {
     if (rest.length !== n) throw new UsageError(`${cmd} takes ${n === 0 ? 'no arguments' : `${n} argument${n > 1 ? 's' : ''}`}`);
   };
-  if (!['status', 'assignments', 'explain', 'alarms', 'drain'].includes(cmd)) throw new UsageError(`unknown command "${cmd}"`);
+  if (!['status', 'assignments', 'explain', 'alarms', 'drain', 'rebaseline'].includes(cmd)) throw new UsageError(`unknown command "${cmd}"`);
+  if (cmd === 'rebaseline') {
+    want(1);
+    if (!v.reason?.trim()) throw new UsageError('rebaseline needs --reason (it is recorded with the new limits)');
+    const minRuns = v['min-runs'] === undefined ? undefined : Number(v['min-runs']);
+    if (minRuns !== undefined && !(Number.isInteger(minRuns) && minRuns >= 2 && minRuns <= 500)) throw new UsageError('--min-runs must be an integer in 2..500');
+    const store = await tryStore(target, note);
+    if (!store) throw new CtlError(`rebaseline needs the store (${target.storeLabel ?? 'none configured: --store sqlite:FILE|cassandra:HOSTS or STORE_BACKEND'})`);
+    try {
+      const r = await rebaseline(
+        store,
+        arg,
+        {
+          ...(v.recipe ? { recipe: v.recipe } : {}),
+          reason: v.reason.trim(),
+          requestedBy: process.env['USER'] ?? 'defenderctl',
+          excludeRunIds: (v.exclude ?? '').split(',').map((x) => x.trim()).filter(Boolean),
+          ...(minRuns !== undefined ? { minRuns } : {}),
+        },
+        new Date(),
+      );
+      out(
+        json
+          ? JSON.stringify(r, null, 2)
+          : [
+              `${r.chamber}: ${r.requests.length} chart${r.requests.length === 1 ? '' : 's'} re-baselined (${r.reason}; by ${r.requestedBy}${r.excludeRunIds.length ? `; excluding ${r.excludeRunIds.join(', ')}` : ''})`,
+              ...r.requests.map((q) => `  ${q.indicatorKey}  v${q.replacesVersion} -> v${q.version} after a new Phase I${r.minRuns ? ` of ${r.minRuns} runs` : ''}`),
+            ].join('\n'),
+      );
+      return 0;
+    } finally {
+      await store.close();
+    }
+  }
   const nc = await connect({ servers: target.natsServers, name: 'defenderctl', timeout: 5000 }).catch((err: unknown) => {
     throw new CtlError(`cannot reach NATS at ${target.natsServers.join(',')} (${target.source}): ${(err as Error).message}`, { cause: err });
   });

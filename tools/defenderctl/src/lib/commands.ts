@@ -3,6 +3,7 @@ import { DeliverPolicy, jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { Kvm, type KV } from '@nats-io/kv';
 import { InvalidMessageError, parseAssignmentMap, parseChamberKey, type AssignmentMap, type DefenderStore } from '@defender/contracts';
 import { ASSIGNMENT_MAP_KEY, AssignmentMapBucket, HeartbeatBucket, STREAMS } from '@defender/nats-kv';
+import { rebaselineRecords } from '@defender/pipeline';
 import { openStore } from '@defender/store';
 import type { Target } from './context';
 import { formatAlarmLine } from './format';
@@ -222,4 +223,55 @@ export async function drain(nc: NatsConnection, t: Target, ref: string, timeoutM
   }
   note(`${defender} stopped, but no map without it was published within ${Math.round(timeoutMs / 1000)} s (the scale window may still be open)`);
   return { defender, process: String(body['drained']), mapVersion: null, chambersMoved: null };
+}
+
+/** What `rebaseline` wrote: one pending re-baseline per current limit set (versioned, audited in the store). */
+export interface RebaselineResult {
+  readonly chamber: string;
+  readonly reason: string;
+  readonly requestedBy: string;
+  readonly excludeRunIds: readonly string[];
+  readonly minRuns: number | null;
+  readonly requests: readonly { readonly indicatorKey: string; readonly replacesVersion: number; readonly version: number }[];
+}
+
+/**
+ * Re-baselines a chamber (or one recipe of it): every indicator's current limits (and the chamber
+ * monitor's model) get a pending re-baseline at the next version; the defender that owns the chamber
+ * collects a new Phase I from the next run on (leaving `excludeRunIds` out) and freezes the new limits
+ * at that version. The requests are limit-set versions in the store: who asked, when, why, and which
+ * runs were excluded stay with the limits they replace.
+ */
+export async function rebaseline(
+  store: DefenderStore,
+  key: string,
+  request: { readonly recipe?: string; readonly reason: string; readonly requestedBy: string; readonly excludeRunIds: readonly string[]; readonly minRuns?: number },
+  now: Date,
+): Promise<RebaselineResult> {
+  let chamber;
+  try {
+    chamber = parseChamberKey(key);
+  } catch (err) {
+    throw new CtlError(`"${key}" is not a chamber key <tool>:<chamber>`, { cause: err });
+  }
+  const current = await store.uchart.currentLimitSets(chamber);
+  const records = rebaselineRecords(chamber, current, request, now);
+  if (records.length === 0) {
+    const what = request.recipe ? `recipe ${request.recipe} of ${key}` : key;
+    throw new CtlError(
+      current.length === 0
+        ? `${what} has no limits yet (still in its first Phase I): nothing to re-baseline`
+        : `${what} has nothing to re-baseline (every indicator already waits for a new Phase I, or none is of that recipe)`,
+    );
+  }
+  const previous = new Map(current.map((r) => [r.indicatorKey, r.version]));
+  for (const r of records) await store.uchart.putLimitSet(r);
+  return {
+    chamber: key,
+    reason: request.reason,
+    requestedBy: request.requestedBy,
+    excludeRunIds: [...request.excludeRunIds],
+    minRuns: request.minRuns ?? null,
+    requests: records.map((r) => ({ indicatorKey: r.indicatorKey, replacesVersion: previous.get(r.indicatorKey) ?? 0, version: r.version })),
+  };
 }

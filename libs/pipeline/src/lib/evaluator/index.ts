@@ -12,3 +12,11 @@ export {
 export { EvaluatorConfigError, InvalidStrategyDocumentError, InvalidTraceError } from './errors';
 export { describeFlags, POINT_FLAGS, ruleFlag, type PointFlag } from './flags';
 export { createRunEvaluator, storeIndicatorKey, type RunEvaluatorOptions } from './run-evaluator';
+export {
+  PENDING_BASELINE_CHART_TYPE,
+  pendingBaselineOf,
+  rebaselineRecords,
+  type PendingBaseline,
+  type RebaselineRequest,
+} from './rebaseline';
+export { MONITOR_CHART_TYPE } from './monitor-stage';

@@ -6,6 +6,7 @@
 import { MONITOR_STRATEGY_DOCUMENT } from '@defender/defense-rules';
 import { describeFlags, POINT_FLAGS } from './flags';
 import { MONITOR_CHART_TYPE } from './monitor-stage';
+import { PENDING_BASELINE_CHART_TYPE, rebaselineRecords } from './rebaseline';
 import { createRunEvaluator } from './run-evaluator';
 import { mulberry32, normal, SimulatedChamber, traceOf } from './testing/harness';
 
@@ -97,5 +98,49 @@ describe('chamber monitor in the run evaluator', () => {
     }
     expect(models).toBe(2);
     expect(chamber.limits.map((l) => l.indicatorKey).sort()).toEqual(['A|m:model', 'B|m:model']);
+  });
+
+  it('re-baselines on request: a new Phase I after it, excluded runs left out, the new version replaces the old', () => {
+    const rand = mulberry32(13);
+    const chamber = new SimulatedChamber(createRunEvaluator());
+    for (let i = 0; i < 32; i++) chamber.process(run(i, rand), 'R1', doc);
+    expect(chamber.limits.map((l) => [l.indicatorKey, l.version])).toEqual([['R1|m:model', 1]]);
+    const requests = rebaselineRecords(
+      chamber.chamber,
+      chamber.limits,
+      { reason: 'chamber wet clean', requestedBy: 'alice', excludeRunIds: ['run-33'], minRuns: 12 },
+      new Date(0),
+    );
+    expect(requests).toHaveLength(1);
+    expect(requests[0]).toMatchObject({ indicatorKey: 'R1|m:model', version: 2, chartType: PENDING_BASELINE_CHART_TYPE });
+    for (const r of requests) chamber.putLimitSet(r);
+    // Already pending: asking again adds nothing.
+    expect(rebaselineRecords(chamber.chamber, chamber.limits, { reason: 'x', requestedBy: 'bob', excludeRunIds: [] }, new Date(0))).toEqual([]);
+
+    const after = Array.from({ length: 13 }, (_, k) => chamber.process(run(32 + k, rand, k === 1 ? { pressureStep: 50 } : undefined), 'R1', doc));
+    // Phase I again: no judgement, no alarm (not even on the excluded, faulty run-33).
+    expect(after.slice(0, 12).every((p) => p.evaluation.alarms.length === 0 && p.evaluation.newLimitSets.length === 0)).toBe(true);
+    const v2 = after[12]?.evaluation.newLimitSets[0];
+    expect(v2).toMatchObject({ indicatorKey: 'R1|m:model', version: 2, chartType: 'monitor' });
+    expect(v2?.baseline.reason).toBe('manual');
+    expect(v2?.baseline.excludedRunIds).toEqual(['run-33']);
+    expect(v2?.baseline.runIds).toHaveLength(12);
+    expect(v2?.baseline.runIds).not.toContain('run-33');
+    expect(v2?.baseline.runIds[0]).toBe('run-32');
+  });
+
+  it('re-baselines legacy charts the same way', () => {
+    const rand = mulberry32(14);
+    const chamber = new SimulatedChamber(createRunEvaluator());
+    const legacy = { schemaVersion: 1, name: 'l', indicators: [{ id: 'mean', svid: 'Pressure', statistic: 'mean' }], escalation: [] };
+    for (let i = 0; i < 21; i++) chamber.process(run(i, rand), 'R1', legacy);
+    expect(chamber.limits.map((l) => [l.indicatorKey, l.version])).toEqual([['R1|mean', 1]]);
+    for (const r of rebaselineRecords(chamber.chamber, chamber.limits, { reason: 'PM', requestedBy: 'alice', excludeRunIds: [], minRuns: 5 }, new Date(0)))
+      chamber.putLimitSet(r);
+    // Legacy charts freeze limits from committed runs only: the 6th run after the request gets them.
+    const after = Array.from({ length: 6 }, (_, k) => chamber.process(run(21 + k, rand), 'R1', legacy));
+    expect(after.slice(0, 5).every((p) => p.evaluation.newLimitSets.length === 0 && p.evaluation.alarms.length === 0)).toBe(true);
+    expect(after[5]?.evaluation.newLimitSets[0]).toMatchObject({ indicatorKey: 'R1|mean', version: 2, chartType: 'individuals' });
+    expect(after[5]?.evaluation.newLimitSets[0]?.baseline).toMatchObject({ reason: 'manual', runIds: ['run-21', 'run-22', 'run-23', 'run-24', 'run-25'] });
   });
 });

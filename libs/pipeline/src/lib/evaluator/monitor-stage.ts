@@ -20,6 +20,7 @@ import {
 } from '@defender/defense-rules';
 import type { IndicatorCalculator, Trace } from '@defender/uchart';
 import { POINT_FLAGS } from './flags';
+import { pendingBaselineOf, type PendingBaseline } from './rebaseline';
 
 /** Limit-set chart type of a monitor model (its JSON in `params.model`). */
 export const MONITOR_CHART_TYPE = 'monitor';
@@ -69,7 +70,14 @@ function decodeModelOnce(rec: LimitSetRecord): MonitorModel | string {
   return { ...model, version: rec.version };
 }
 
-function encodeModel(chamber: ChamberRef, key: string, model: MonitorModel, now: Date): LimitSetRecord {
+function encodeModel(
+  chamber: ChamberRef,
+  key: string,
+  model: MonitorModel,
+  now: Date,
+  reason: 'initial' | 'manual',
+  excludedRunIds: readonly string[],
+): LimitSetRecord {
   return {
     ...chamber,
     indicatorKey: key,
@@ -80,7 +88,7 @@ function encodeModel(chamber: ChamberRef, key: string, model: MonitorModel, now:
     lcl: null,
     ucl: model.pca ? model.pca.limits.t2 : null,
     params: { model: model as unknown as JsonObject },
-    baseline: { reason: 'initial', runIds: [...model.baselineRunIds], excludedRunIds: [] },
+    baseline: { reason, runIds: [...model.baselineRunIds], excludedRunIds: [...excludedRunIds] },
     createdAt: now,
   };
 }
@@ -132,7 +140,8 @@ export function runMonitorStage(args: {
   let newest: LimitSetRecord | undefined;
   for (const rec of args.limits) if (rec.indicatorKey === modelKey && (!newest || rec.version > newest.version)) newest = rec;
   let unreadable = false;
-  if (newest) {
+  const pending: PendingBaseline | undefined = newest ? pendingBaselineOf(newest) : undefined;
+  if (newest && !pending) {
     const decoded = decodeModel(newest);
     if (typeof decoded === 'string') {
       unreadable = true;
@@ -165,16 +174,18 @@ export function runMonitorStage(args: {
   let newLimitSet: LimitSetRecord | undefined;
   if (!model && !unreadable) {
     // Phase I: this run and the earlier runs of the recipe with a model point judged by no model.
+    // After a re-baseline request, only the runs after it (judged by no model) and not excluded.
     const phase: RunPointSet[] = [];
     for (let i = args.history.length - 1; i >= 0; i--) {
       const set = args.history[i] as RunPointSet;
       const p = modelPointOf(set, modelKey);
       if (!p) continue;
       if (p.limitsVersion !== undefined) break;
-      phase.push(set);
+      if (!pending?.excludeRunIds.includes(set.runId)) phase.push(set);
     }
     phase.reverse();
-    if (phase.length + 1 >= cfg.baseline.minRuns) {
+    const minRuns = pending?.minRuns ?? cfg.baseline.minRuns;
+    if (phase.length + 1 >= minRuns) {
       const keys = [...values.keys()];
       const index = new Map(keys.map((k, j) => [k, j]));
       const rows: number[][] = [];
@@ -191,8 +202,8 @@ export function runMonitorStage(args: {
       rows.push(keys.map((k) => values.get(k) as number));
       runIds.push(args.runId);
       try {
-        model = fitMonitorModel(rows, keys, runIds, cfg, args.strategy.budget, 1);
-        newLimitSet = encodeModel(args.chamber, modelKey, model, args.now);
+        model = fitMonitorModel(rows, keys, runIds, { ...cfg, baseline: { minRuns } }, args.strategy.budget, pending?.version ?? 1);
+        newLimitSet = encodeModel(args.chamber, modelKey, model, args.now, pending ? 'manual' : 'initial', pending?.excludeRunIds ?? []);
       } catch (err) {
         if (!(err instanceof MonitorBaselineError)) throw err;
         skipped.push({ indicatorKey: modelKey, reason: `baseline-refused: ${err.message}` });

@@ -28,6 +28,7 @@ import {
 import type { EvaluationInput, RunEvaluation, RunEvaluator } from '../ports';
 import { holdFor, holdIdOf, monitorAlarm, violationToAlarm, type RunIdentity } from './alarms';
 import { monitorPoint, runMonitorStage, type MonitorStageResult } from './monitor-stage';
+import { pendingBaselineOf, type PendingBaseline } from './rebaseline';
 import { decodeHistory, decodeLimits, encodeLimits, encodePoint } from './codec';
 import { EvaluatorConfigError, InvalidStrategyDocumentError, InvalidTraceError } from './errors';
 import { POINT_FLAGS, ruleFlag } from './flags';
@@ -161,7 +162,14 @@ class DefenseRunEvaluator implements RunEvaluator {
     // Indicators whose stored limits cannot be read: judged on spec limits only, never re-baselined
     // here (a new version would silently replace limits someone set).
     const unreadable = new Set<string>();
+    // Indicators re-baselined by an operator: a new Phase I (the runs after the request).
+    const pending = new Map<string, PendingBaseline>();
     for (const [key, rec] of records) {
+      const request = pendingBaselineOf(rec);
+      if (request) {
+        pending.set(key, request);
+        continue;
+      }
       const decoded = decodeLimits(rec);
       if (decoded.ok) limits[key] = decoded.limits;
       else {
@@ -180,8 +188,16 @@ class DefenseRunEvaluator implements RunEvaluator {
       const cfg = configs.get(r.indicatorId);
       if (!cfg) continue;
       let established: FrozenLimits | undefined;
+      const request = pending.get(r.key);
       try {
-        established = maybeEstablishBaseline(history, r.key, cfg, { frozenAt });
+        established = request
+          ? maybeEstablishBaseline(
+              { ...history, runs: history.runs.filter((run) => !request.excludeRunIds.includes(run.runId)) },
+              r.key,
+              request.minRuns !== undefined ? { ...cfg, baseline: { ...cfg.baseline, minRuns: request.minRuns } } : cfg,
+              { frozenAt, version: request.version, reason: 'manual' },
+            )
+          : maybeEstablishBaseline(history, r.key, cfg, { frozenAt });
       } catch (err) {
         // Too many runs excluded as out of control, or no variation: Phase I keeps collecting (spec
         // limits still apply) and the baseline is tried again with the next run.

@@ -1,0 +1,76 @@
+import type { ChamberRef, JsonObject, LimitSetRecord } from '@defender/contracts';
+
+/**
+ * Limit-set chart type of a re-baseline request: the indicator (or the chamber monitor's model) starts a
+ * new Phase I with the next run; its limits of this version are established from the runs after the
+ * request, like the first ones, and replace the older version. Stored like any limit set, so the request
+ * is versioned and audited (who, when, why, which runs are excluded) with the limits it replaces.
+ */
+export const PENDING_BASELINE_CHART_TYPE = 'pending-baseline';
+
+/** What a re-baseline request asks for. */
+export interface RebaselineRequest {
+  readonly reason: string;
+  /** Who asked (a user name, a tool). */
+  readonly requestedBy: string;
+  /** Runs never to use in the new Phase I (by run id). */
+  readonly excludeRunIds: readonly string[];
+  /** Phase I length for the new limits, if not the strategy's. */
+  readonly minRuns?: number;
+}
+
+/** A decoded pending re-baseline. */
+export interface PendingBaseline extends RebaselineRequest {
+  readonly version: number;
+}
+
+/** The pending re-baseline of a limit set, or undefined when it is not one (or malformed). */
+export function pendingBaselineOf(rec: LimitSetRecord): PendingBaseline | undefined {
+  if (rec.chartType !== PENDING_BASELINE_CHART_TYPE) return undefined;
+  const p = rec.params;
+  const exclude = Array.isArray(p['excludeRunIds']) ? p['excludeRunIds'].filter((x): x is string => typeof x === 'string') : [];
+  const minRuns = p['minRuns'];
+  return {
+    version: rec.version,
+    reason: typeof p['reason'] === 'string' ? p['reason'] : 'manual',
+    requestedBy: typeof p['requestedBy'] === 'string' ? p['requestedBy'] : 'unknown',
+    excludeRunIds: exclude,
+    ...(typeof minRuns === 'number' && Number.isInteger(minRuns) && minRuns >= 2 ? { minRuns } : {}),
+  };
+}
+
+/**
+ * The limit sets that re-baseline a chamber: for each current limit set (the newest version of each
+ * indicator, optionally only those of `recipe`) that is not already pending, a pending re-baseline at
+ * the next version. Pure; the caller stores them (`putLimitSet`).
+ */
+export function rebaselineRecords(
+  chamber: ChamberRef,
+  current: readonly LimitSetRecord[],
+  request: RebaselineRequest & { readonly recipe?: string },
+  now: Date,
+): LimitSetRecord[] {
+  const params: JsonObject = {
+    reason: request.reason,
+    requestedBy: request.requestedBy,
+    excludeRunIds: [...request.excludeRunIds],
+    ...(request.minRuns !== undefined ? { minRuns: request.minRuns } : {}),
+  };
+  return current
+    .filter((rec) => rec.chartType !== PENDING_BASELINE_CHART_TYPE)
+    .filter((rec) => request.recipe === undefined || rec.indicatorKey.startsWith(`${request.recipe}|`))
+    .map((rec) => ({
+      toolId: chamber.toolId,
+      chamberId: chamber.chamberId,
+      indicatorKey: rec.indicatorKey,
+      version: rec.version + 1,
+      chartType: PENDING_BASELINE_CHART_TYPE,
+      center: 0,
+      sigma: null,
+      lcl: null,
+      ucl: null,
+      params,
+      baseline: { reason: 'manual', runIds: [], excludedRunIds: [...request.excludeRunIds] },
+      createdAt: now,
+    }));
+}
