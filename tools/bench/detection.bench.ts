@@ -9,11 +9,14 @@
 // The last stdout line is the default preset's figures:
 // detection: preset <name> false-alarms <x.x>% worst-chamber <x.x>% holds-per-1k <x.x> detected <x.x>% delay-p90 <n> runs
 import { readFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
+import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { Worker } from 'node:worker_threads';
 import { parseStrategy, STRATEGY_PRESETS } from '@defender/defense-rules';
 import { writeBenchmarkSection } from './report';
 import { consistencyProblems, lastLine, renderSection, targetChecks } from './detection/render';
-import { buildScenario, FULL_OPTIONS, QUICK_OPTIONS, runPreset, type PresetResult } from './detection/simulate';
+import { buildScenario, FULL_OPTIONS, QUICK_OPTIONS, type DetectionBenchOptions, type PresetResult } from './detection/simulate';
 
 const USAGE = `Usage: npm run bench:detection -- [options]
 
@@ -28,6 +31,7 @@ Options:
   --tools <n>         tools in the simulated fab (default ${FULL_OPTIONS.tools}; ~2.5 chambers each)
   --runs <n>          runs per chamber, Phase I included (default ${FULL_OPTIONS.runsPerChamber})
   --excursions <n>    excursions in total (default ${FULL_OPTIONS.excursions})
+  --parallel <n>      presets run at once, one worker thread each (default: the cores, ${availableParallelism()})
   --no-write          do not write docs/benchmarks.md
   --json              print the results as JSON before the last line
   -h, --help          this text
@@ -43,7 +47,35 @@ function intArg(v: string | undefined, name: string, fallback: number): number {
   return n;
 }
 
-function main(): number {
+/** Runs one preset in a worker thread (the same code path; presets share nothing). */
+function inWorker(options: DetectionBenchOptions, preset: { name: string; document: unknown }): Promise<{ result: PresetResult; seconds: number }> {
+  return new Promise((resolve, reject) => {
+    const w = new Worker(join(__dirname, 'detection', 'worker.ts'), { workerData: { options, preset } });
+    w.once('message', resolve);
+    w.once('error', reject);
+    w.once('exit', (code) => {
+      if (code !== 0) reject(new Error(`preset ${preset.name}: worker exited with code ${code}`));
+    });
+  });
+}
+
+/** Runs the presets `parallel` at a time, results in the presets' order. */
+async function runAll(options: DetectionBenchOptions, presets: readonly { name: string; document: unknown }[], parallel: number): Promise<PresetResult[]> {
+  const results: PresetResult[] = new Array(presets.length);
+  let next = 0;
+  const lane = async () => {
+    for (let i = next++; i < presets.length; i = next++) {
+      const p = presets[i] as { name: string; document: unknown };
+      const { result, seconds } = await inWorker(options, p);
+      process.stderr.write(`  ${p.name}: ${seconds.toFixed(1)} s\n`);
+      results[i] = result;
+    }
+  };
+  await Promise.all(Array.from({ length: Math.max(1, Math.min(parallel, presets.length)) }, lane));
+  return results;
+}
+
+async function main(): Promise<number> {
   let args;
   try {
     args = parseArgs({
@@ -57,6 +89,7 @@ function main(): number {
         excursions: { type: 'string' },
         'no-write': { type: 'boolean', default: false },
         json: { type: 'boolean', default: false },
+        parallel: { type: 'string' },
         help: { type: 'boolean', short: 'h', default: false },
       },
       strict: true,
@@ -105,16 +138,8 @@ function main(): number {
     `bench:detection: ${scenario.fab.chambers.length} chambers x ${options.runsPerChamber} runs, ` +
       `${scenario.excursions.length} excursions, presets ${presets.map((p) => p.name).join(', ')}\n`,
   );
-  const results: PresetResult[] = [];
-  for (const p of presets) {
-    const t = performance.now();
-    const r = runPreset(scenario, { name: p.name, document: p.document }, (done, total) => {
-      if (process.stderr.isTTY) process.stderr.write(`\r  ${p.name}: chamber ${done}/${total}`);
-    });
-    if (process.stderr.isTTY) process.stderr.write('\r\x1b[K');
-    process.stderr.write(`  ${p.name}: ${((performance.now() - t) / 1000).toFixed(1)} s\n`);
-    results.push(r);
-  }
+  const parallel = intArg(args.parallel, 'parallel', availableParallelism());
+  const results = await runAll(options, presets.map((p) => ({ name: p.name, document: p.document })), parallel);
   const seconds = (performance.now() - started) / 1000;
   let problems = 0;
   for (const r of results) {
@@ -141,4 +166,10 @@ function main(): number {
   return problems === 0 ? 0 : 1;
 }
 
-process.exitCode = main();
+main().then(
+  (code) => (process.exitCode = code),
+  (err: unknown) => {
+    process.stderr.write(`bench:detection failed: ${(err as Error).stack ?? String(err)}\n`);
+    process.exitCode = 1;
+  },
+);

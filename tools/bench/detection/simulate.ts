@@ -38,7 +38,7 @@ export interface DetectionBenchOptions {
 
 export const FULL_OPTIONS: DetectionBenchOptions = {
   tools: 40,
-  runsPerChamber: 260,
+  runsPerChamber: 330,
   excursions: 540,
   cleanShare: 0.35,
   excursionAfter: 45,
