@@ -31,6 +31,7 @@ Options:
   --tools <n>         tools in the simulated fab (default ${FULL_OPTIONS.tools}; ~2.5 chambers each)
   --runs <n>          runs per chamber, Phase I included (default ${FULL_OPTIONS.runsPerChamber})
   --excursions <n>    excursions in total (default ${FULL_OPTIONS.excursions})
+  --excursion-after <n>  first run an excursion may start at (default ${FULL_OPTIONS.excursionAfter})
   --parallel <n>      presets run at once, one worker thread each (default: the cores, ${availableParallelism()})
   --no-write          do not write docs/benchmarks.md
   --json              print the results as JSON before the last line
@@ -87,6 +88,7 @@ async function main(): Promise<number> {
         tools: { type: 'string' },
         runs: { type: 'string' },
         excursions: { type: 'string' },
+        'excursion-after': { type: 'string' },
         'no-write': { type: 'boolean', default: false },
         json: { type: 'boolean', default: false },
         parallel: { type: 'string' },
@@ -109,6 +111,7 @@ async function main(): Promise<number> {
     tools: intArg(args.tools, 'tools', base.tools),
     runsPerChamber: intArg(args.runs, 'runs', base.runsPerChamber),
     excursions: intArg(args.excursions, 'excursions', base.excursions),
+    excursionAfter: intArg(args['excursion-after'], 'excursion-after', base.excursionAfter),
   };
   const wanted = args.preset ?? [];
   const unknown = wanted.filter((n) => !STRATEGY_PRESETS.some((p) => p.name === n));

@@ -86,7 +86,7 @@ export function renderSection(scenario: Scenario, results: readonly PresetResult
       'Detected: an alarm on one of the excursion\'s affected runs; delay: runs from its first affected run to that alarm.',
   ].join('\n');
   const summary = table(
-    ['preset', 'in-control runs', 'false alarms (mean chamber)', 'worst chamber', 'holds / 1k (clean)', 'detected >= 2 sigma', 'delay mean / p90', 'detected, all sizes', 'charts / chamber', 'Phase I runs', 'points / run', 'alarm records / alarmed run', 'ms / run'],
+    ['preset', 'in-control runs', 'false alarms (mean chamber)', 'worst chamber', 'holds / 1k (clean)', 'detected >= 2 sigma', 'delay mean / p90', 'detected, all sizes', 'charts / chamber (monitor: indicators + T², SPE)', 'Phase I runs', 'points / run', 'alarm records / alarmed run', 'ms / run'],
     results.map((r) => [
       `\`${r.preset}\``,
       r.metrics.inControlRuns,

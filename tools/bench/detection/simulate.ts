@@ -116,8 +116,14 @@ class BenchChamber {
     this.ref = { toolId: spec.toolId, chamberId: spec.chamberId };
   }
 
+  /** Charts with limits: one per legacy limit set; a monitor model's charted indicators plus its T² and SPE. */
   get chartedIndicators(): number {
-    return this.limits.size;
+    let n = 0;
+    for (const l of this.limits.values()) {
+      const model = l.chartType === 'monitor' ? (l.params['model'] as { variables?: unknown[] } | undefined) : undefined;
+      n += model?.variables ? model.variables.length + 2 : 1;
+    }
+    return n;
   }
 
   process(runIndex: number, excursions: readonly Excursion[], t0: number) {

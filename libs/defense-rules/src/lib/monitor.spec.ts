@@ -1,4 +1,4 @@
-import { createTrace } from '@defender/uchart';
+import { createTrace, IndicatorCalculator } from '@defender/uchart';
 import { STRATEGY_PRESETS, strategyPreset } from './presets';
 import {
   adaptCentre,
@@ -6,7 +6,9 @@ import {
   MonitorBaselineError,
   monitorKey,
   monitorSpecs,
+  monitorValues,
   scoreMonitorRun,
+  statisticParts,
   type MonitorConfig,
 } from './monitor';
 import { parseStrategy, validateStrategy } from './strategy';
@@ -112,6 +114,42 @@ describe('monitorSpecs', () => {
       ['seg2of3', { kind: 'segment', index: 1, of: 3 }],
       ['seg3of3', { kind: 'segment', index: 2, of: 3 }],
     ]);
+  });
+});
+
+describe('derived statistics', () => {
+  it('accepts a statistic or the difference of two, and nothing else', () => {
+    expect(statisticParts('max')).toEqual(['max']);
+    expect(statisticParts('p95-p05')).toEqual(['p95', 'p05']);
+    expect(statisticParts('max-max')).toBeUndefined();
+    expect(statisticParts('max-foo')).toBeUndefined();
+    expect(statisticParts('-mean')).toBeUndefined();
+    expect(validateStrategy({ schemaVersion: 1, name: 't', monitor: { statistics: ['mean', 'max-mean'] } }).ok).toBe(true);
+    const bad = validateStrategy({ schemaVersion: 1, name: 't', monitor: { statistics: ['mean', 'max-banana'] } });
+    expect(bad.ok).toBe(false);
+    if (!bad.ok) expect(bad.issues[0]?.path).toBe('monitor.statistics.1');
+  });
+
+  it('computes each part once and the difference per window', () => {
+    const trace = createTrace({
+      runId: 'r',
+      timing: { kind: 'regular', startSeconds: 0, frequencyHz: 1 },
+      svids: { P: Float64Array.of(1, 2, 3, 10, 20, 30) },
+      steps: [
+        { name: 'A', startIndex: 0 },
+        { name: 'B', startIndex: 3 },
+      ],
+    });
+    const specs = monitorSpecs(trace, config({ statistics: ['mean', 'max-mean', 'p95-p05'], despike: false }));
+    const values = monitorValues(trace, specs, new IndicatorCalculator());
+    expect(Object.fromEntries(specs.map((s, i) => [s.key, values[i]]))).toEqual({
+      'm/P@A:mean': 2,
+      'm/P@A:max-mean': 1,
+      'm/P@A:p95-p05': expect.closeTo(1.8, 10),
+      'm/P@B:mean': 20,
+      'm/P@B:max-mean': 10,
+      'm/P@B:p95-p05': expect.closeTo(18, 10),
+    });
   });
 });
 

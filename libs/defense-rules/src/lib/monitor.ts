@@ -27,6 +27,9 @@
 import {
   chiSquareQuantile,
   DegenerateBaselineError,
+  STATISTICS,
+  type IndicatorCalculator,
+  type IndicatorSpec,
   fitPcaModel,
   fQuantile,
   InsufficientBaselineError,
@@ -37,8 +40,19 @@ import {
   type WindowSpec,
 } from '@defender/uchart';
 
-/** The statistics a monitor computes per SVID and window unless told otherwise. */
-export const DEFAULT_MONITOR_STATISTICS: readonly StatisticName[] = [
+/**
+ * A monitored statistic: one of the uchart statistics, or the difference `a-b` of two of them (a
+ * derived indicator such as `max-mean`, the peak above the window's level).
+ */
+export type MonitorStatistic = StatisticName | `${StatisticName}-${StatisticName}`;
+
+/**
+ * The statistics a monitor computes per SVID and window unless told otherwise: level, spread, extremes,
+ * slope, start and end, robust extremes, integral and duration. Derived ones (`max-mean`, `p95-p05`, ...)
+ * can be listed too; measured on bench:detection, replacing the extremes by their distance from the
+ * level caught no more faults and raised more false alarms (docs/adr/0005-chamber-monitor.md).
+ */
+export const DEFAULT_MONITOR_STATISTICS: readonly MonitorStatistic[] = [
   'mean',
   'std',
   'min',
@@ -52,6 +66,18 @@ export const DEFAULT_MONITOR_STATISTICS: readonly StatisticName[] = [
   'duration',
 ];
 
+const STATISTIC_SET: ReadonlySet<string> = new Set(STATISTICS);
+
+/** The uchart statistics a monitored statistic is made of, or undefined when it is not one. */
+export function statisticParts(s: string): readonly [StatisticName] | readonly [StatisticName, StatisticName] | undefined {
+  if (STATISTIC_SET.has(s)) return [s as StatisticName];
+  const dash = s.indexOf('-');
+  if (dash <= 0) return undefined;
+  const a = s.slice(0, dash);
+  const b = s.slice(dash + 1);
+  return STATISTIC_SET.has(a) && STATISTIC_SET.has(b) && a !== b ? [a as StatisticName, b as StatisticName] : undefined;
+}
+
 /** A strategy's monitor, with every default applied. */
 export interface MonitorConfig {
   /** `*` for every SVID of the trace, or the SVIDs to monitor. */
@@ -60,7 +86,7 @@ export interface MonitorConfig {
   readonly windows: 'steps' | 'context';
   /** Equal time windows of a trace without step markers. */
   readonly segments: number;
-  readonly statistics: readonly StatisticName[];
+  readonly statistics: readonly MonitorStatistic[];
   /** Statistics of the samples after a running median of 3, which removes single-sample glitches. */
   readonly despike: boolean;
   readonly baseline: { readonly minRuns: number };
@@ -87,7 +113,7 @@ export interface Budget {
 export const MONITOR_MODEL_KEY = 'm:model';
 
 /** History key of one monitored indicator. */
-export function monitorKey(svid: string, window: string, statistic: StatisticName): string {
+export function monitorKey(svid: string, window: string, statistic: MonitorStatistic): string {
   return `m/${svid}@${window}:${statistic}`;
 }
 
@@ -98,7 +124,7 @@ export interface MonitorSpec {
   /** Step name, `seg<i>of<n>`, or `context`. */
   readonly windowName: string;
   readonly window: WindowSpec;
-  readonly statistic: StatisticName;
+  readonly statistic: MonitorStatistic;
   readonly filter?: 'median3';
 }
 
@@ -126,6 +152,42 @@ export function monitorSpecs(trace: Trace, cfg: MonitorConfig): MonitorSpec[] {
           ...(cfg.despike ? { filter: 'median3' as const } : {}),
         });
   return out;
+}
+
+/**
+ * The values of `specs` for a trace (undefined where the trace gives none: unknown SVID or step, empty
+ * window, no valid sample, ...). Each (SVID, window, statistic) is computed once, derived statistics
+ * from their parts.
+ */
+export function monitorValues(trace: Trace, specs: readonly MonitorSpec[], calculator: IndicatorCalculator): (number | undefined)[] {
+  const base: IndicatorSpec[] = [];
+  const index = new Map<string, number>();
+  const at = (spec: MonitorSpec, statistic: StatisticName): number => {
+    const id = `${spec.svid}\u0000${spec.windowName}\u0000${statistic}`;
+    let i = index.get(id);
+    if (i === undefined) {
+      i = base.length;
+      index.set(id, i);
+      base.push({ svid: spec.svid, window: spec.window, statistic, ...(spec.filter ? { filter: spec.filter } : {}) });
+    }
+    return i;
+  };
+  const refs = specs.map((spec) => {
+    const parts = statisticParts(spec.statistic);
+    if (!parts) throw new RangeError(`unknown monitor statistic ${spec.statistic}`);
+    return parts.map((p) => at(spec, p));
+  });
+  const outcomes = calculator.compute(trace, base);
+  const value = (i: number) => {
+    const o = outcomes[i];
+    return o && o.kind === 'point' ? o.value : undefined;
+  };
+  return refs.map((r) => {
+    const a = value(r[0] as number);
+    if (r.length === 1 || a === undefined) return a;
+    const b = value(r[1] as number);
+    return b === undefined ? undefined : a - b;
+  });
 }
 
 /** An indicator left out of the charts, and why. */

@@ -2,7 +2,7 @@ import { STATISTICS, type ChartSpec, type StatisticName, type WindowSpec } from 
 import { z } from 'zod';
 import { StrategyValidationError, type StrategyIssue } from './errors';
 import { DEFAULT_STRATEGY_DOCUMENT } from './default-strategy';
-import { DEFAULT_MONITOR_STATISTICS, type Budget, type MonitorConfig } from './monitor';
+import { DEFAULT_MONITOR_STATISTICS, statisticParts, type Budget, type MonitorConfig } from './monitor';
 import { NAMED_RULES, NELSON_RULES, WESTERN_ELECTRIC_RULES, type RuleName, type RunRule } from './rules';
 
 /** The strategy document version this build reads. */
@@ -134,7 +134,11 @@ const monitorSchema = z.strictObject({
   windows: z.enum(['steps', 'context']).default('steps'),
   segments: z.number().int().min(1).max(20).default(4),
   statistics: z
-    .array(z.enum(STATISTICS))
+    .array(
+      z.string().refine((x) => statisticParts(x) !== undefined, {
+        message: `a statistic (${STATISTICS.join(', ')}) or the difference a-b of two`,
+      }),
+    )
     .min(1)
     .default([...DEFAULT_MONITOR_STATISTICS])
     .refine((a) => new Set(a).size === a.length, { message: 'lists a statistic more than once' }),

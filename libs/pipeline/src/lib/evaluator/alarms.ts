@@ -173,7 +173,7 @@ export function holdFor(
 /** Parses a monitor key `m/<svid>@<window>:<statistic>` (after the `<recipe>|` prefix). */
 function monitorParts(key: string): { svid: string; window: string; statistic: string } | undefined {
   const bar = key.indexOf('|');
-  const m = /^m\/(.*)@([^@:]*):([a-z0-9_]+)$/.exec(bar >= 0 ? key.slice(bar + 1) : key);
+  const m = /^m\/(.*)@([^@:]*):([a-z0-9_]+(?:-[a-z0-9_]+)?)$/.exec(bar >= 0 ? key.slice(bar + 1) : key);
   return m ? { svid: m[1] as string, window: m[2] as string, statistic: m[3] as string } : undefined;
 }
 

@@ -12,6 +12,7 @@ import {
   MONITOR_MODEL_KEY,
   MonitorBaselineError,
   monitorSpecs,
+  monitorValues,
   scoreMonitorRun,
   type DefenseStrategy,
   type MonitorConfig,
@@ -94,13 +95,15 @@ function encodeModel(
 }
 
 const NEEDED = new WeakMap<MonitorModel, ReadonlySet<string>>();
+/** The statistics of a constant window worth checking: a change of any statistic changes one of them. */
+const CONSTANT_CHECKS = /:(min|max|mean|max-mean|mean-min)$/;
 
 /** The indicator keys a model judges (remembered per decoded model). */
 function neededKeys(model: MonitorModel): ReadonlySet<string> {
   let set = NEEDED.get(model);
   if (!set) {
     const keys = new Set(model.variables);
-    for (const nc of model.notCharted) if (nc.reason === 'constant' && /:(min|max)$/.test(nc.key)) keys.add(nc.key);
+    for (const nc of model.notCharted) if (nc.reason === 'constant' && CONSTANT_CHECKS.test(nc.key)) keys.add(nc.key);
     set = keys;
     NEEDED.set(model, set);
   }
@@ -149,8 +152,8 @@ export function runMonitorStage(args: {
     } else model = decoded;
   }
 
-  // After Phase I only what the model judges is computed: the charted indicators, and min and max of
-  // each constant window (a constant window whose min and max keep the value kept every statistic).
+  // After Phase I only what the model judges is computed: the charted indicators, and the level and
+  // extremes of each constant window (a constant window whose min and max keep the value kept every statistic).
   const needed = model ? neededKeys(model) : undefined;
   const specs = monitorSpecs(args.trace, cfg);
   const keys: string[] = [];
@@ -165,10 +168,10 @@ export function runMonitorStage(args: {
     keys.push(key);
     wanted.push(spec);
   }
-  const outcomes = args.calculator.compute(args.trace, wanted);
+  const computed = monitorValues(args.trace, wanted, args.calculator);
   const values = new Map<string, number>();
-  outcomes.forEach((o, i) => {
-    if (o.kind === 'point') values.set(keys[i] as string, o.value);
+  computed.forEach((v, i) => {
+    if (v !== undefined) values.set(keys[i] as string, v);
   });
 
   let newLimitSet: LimitSetRecord | undefined;
