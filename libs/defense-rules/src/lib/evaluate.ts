@@ -162,7 +162,10 @@ export function requiredHistoryRuns(strategy: DefenseStrategy): number {
     n = Math.max(n, ind.baseline.minRuns);
   }
   for (const e of strategy.escalation) n = Math.max(n, e.withinRuns);
-  if (strategy.monitor) n = Math.max(n, strategy.monitor.baseline.minRuns);
+  if (strategy.monitor) {
+    const b = strategy.monitor.baseline;
+    n = Math.max(n, b.minRuns, b.extendTo === false ? 0 : b.extendTo);
+  }
   return n;
 }
 

@@ -49,7 +49,7 @@ describe('monitor configuration', () => {
       windows: 'steps',
       segments: 4,
       despike: true,
-      baseline: { minRuns: 30 },
+      baseline: { minRuns: 30, extendTo: 90 },
       univariate: true,
       adapt: { lambda: 0.05 },
       pca: { variance: 0.9, maxComponents: 4 },
@@ -64,6 +64,9 @@ describe('monitor configuration', () => {
     });
     expect(bad.ok).toBe(false);
     if (!bad.ok) expect(bad.issues.map((i) => i.path)).toEqual(expect.arrayContaining(['monitor']));
+    const short = validateStrategy({ schemaVersion: 1, name: 't', monitor: { baseline: { minRuns: 40, extendTo: 30 } } });
+    expect(short.ok).toBe(false);
+    if (!short.ok) expect(short.issues[0]?.path).toBe('monitor.baseline.extendTo');
     const few = validateStrategy({ schemaVersion: 1, name: 't', monitor: { baseline: { minRuns: 3 } } });
     expect(few.ok).toBe(false);
     if (!few.ok) expect(few.issues[0]?.path).toBe('monitor.baseline.minRuns');

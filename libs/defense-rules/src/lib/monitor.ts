@@ -89,7 +89,11 @@ export interface MonitorConfig {
   readonly statistics: readonly MonitorStatistic[];
   /** Statistics of the samples after a running median of 3, which removes single-sample glitches. */
   readonly despike: boolean;
-  readonly baseline: { readonly minRuns: number };
+  /**
+   * Phase I: `minRuns` runs; then, once `extendTo` runs without an alarm exist (Phase I included), the
+   * model is fitted again on them (a new version), or never (`false`).
+   */
+  readonly baseline: { readonly minRuns: number; readonly extendTo: number | false };
   /**
    * Slow in-control drift (tool ageing between maintenances) followed by an EWMA of the centre over
    * the runs that raised no alarm (weight `lambda` per run), or off (the Phase I mean stays the centre).

@@ -143,7 +143,13 @@ const monitorSchema = z.strictObject({
     .default([...DEFAULT_MONITOR_STATISTICS])
     .refine((a) => new Set(a).size === a.length, { message: 'lists a statistic more than once' }),
   despike: z.boolean().default(true),
-  baseline: z.strictObject({ minRuns: z.number().int().min(10).max(500).default(30) }).prefault({}),
+  baseline: z
+    .strictObject({
+      minRuns: z.number().int().min(10).max(500).default(30),
+      extendTo: z.union([z.literal(false), z.number().int().min(11).max(500)]).default(90),
+    })
+    .refine((b) => b.extendTo === false || b.extendTo > b.minRuns, { message: 'extendTo must exceed minRuns (or be false)', path: ['extendTo'] })
+    .prefault({}),
   adapt: z
     .union([z.literal(false), z.strictObject({ lambda: finite().gt(0).lte(0.5).default(0.05) })])
     .default({ lambda: 0.05 }),

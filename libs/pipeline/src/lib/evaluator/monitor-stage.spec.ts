@@ -89,6 +89,28 @@ describe('chamber monitor in the run evaluator', () => {
     expect(third.evaluation.points.every((p) => (p.flags & POINT_FLAGS.RUN_HOLD) !== 0)).toBe(true);
   });
 
+  it('extends Phase I once: refitted on its runs and the unalarmed runs it judged, at the next version', () => {
+    const rand = mulberry32(15);
+    const chamber = new SimulatedChamber(createRunEvaluator());
+    const extending = { ...doc, monitor: { baseline: { minRuns: 30, extendTo: 60 }, mewma: false } };
+    const models: { run: number; version: number; reason: string; runs: number }[] = [];
+    for (let i = 0; i < 80; i++) {
+      const r = chamber.process(run(i, rand, i === 40 ? { setpoint: 510 } : undefined), 'R1', extending);
+      for (const l of r.evaluation.newLimitSets) models.push({ run: i, version: l.version, reason: l.baseline.reason, runs: l.baseline.runIds.length });
+    }
+    // v1 after 30 runs; v2 once 60 unalarmed runs exist (the alarmed run 40 is left out), then no more.
+    expect(models).toEqual([
+      { run: 29, version: 1, reason: 'initial', runs: 30 },
+      { run: expect.any(Number) as number, version: 2, reason: 'extended', runs: 60 },
+    ]);
+    expect(models[1]?.run).toBeGreaterThanOrEqual(60);
+    const v2 = chamber.limits.find((l) => l.indicatorKey === 'R1|m:model');
+    expect(v2?.baseline.runIds).not.toContain('run-40');
+    // Not-charted indicators of Phase I stay not charted (the constant setpoint is still checked).
+    const params = v2?.params['model'] as { notCharted: { key: string }[] };
+    expect(params.notCharted.some((n) => n.key === 'R1|m/SP_001@Main:mean')).toBe(true);
+  });
+
   it('keeps recipes apart: each recipe has its own Phase I and model', () => {
     const rand = mulberry32(12);
     const chamber = new SimulatedChamber(createRunEvaluator());

@@ -76,7 +76,7 @@ function encodeModel(
   key: string,
   model: MonitorModel,
   now: Date,
-  reason: 'initial' | 'manual',
+  reason: 'initial' | 'manual' | 'extended',
   excludedRunIds: readonly string[],
 ): LimitSetRecord {
   return {
@@ -205,11 +205,46 @@ export function runMonitorStage(args: {
       rows.push(keys.map((k) => values.get(k) as number));
       runIds.push(args.runId);
       try {
-        model = fitMonitorModel(rows, keys, runIds, { ...cfg, baseline: { minRuns } }, args.strategy.budget, pending?.version ?? 1);
+        model = fitMonitorModel(rows, keys, runIds, { ...cfg, baseline: { ...cfg.baseline, minRuns } }, args.strategy.budget, pending?.version ?? 1);
         newLimitSet = encodeModel(args.chamber, modelKey, model, args.now, pending ? 'manual' : 'initial', pending?.excludeRunIds ?? []);
       } catch (err) {
         if (!(err instanceof MonitorBaselineError)) throw err;
         skipped.push({ indicatorKey: modelKey, reason: `baseline-refused: ${err.message}` });
+      }
+    }
+  }
+
+  // Phase I extension: a model fitted on fewer than `baseline.extendTo` runs is fitted again, once, on its
+  // Phase I and the runs it judged since without an alarm, when there are that many (version + 1): limits
+  // from 30 runs miss part of a tool's in-control variation (a maintenance cycle), limits from ~90 do not.
+  const extendTo = cfg.baseline.extendTo;
+  if (model && !newLimitSet && extendTo !== false && model.baselineRunIds.length < extendTo) {
+    const current = model;
+    const phaseOne = new Set(current.baselineRunIds);
+    const usable = args.history.filter((set) => {
+      const mp = modelPointOf(set, modelKey);
+      if (!mp) return false;
+      if (mp.limitsVersion === undefined) return phaseOne.has(set.runId);
+      return mp.limitsVersion === current.version && (mp.flags & POINT_FLAGS.RUN_ALARMED) === 0;
+    });
+    if (usable.length >= extendTo) {
+      const index = new Map(current.variables.map((k, j) => [k, j]));
+      const rows = usable.map((set) => {
+        const row = new Array<number>(current.variables.length).fill(NaN);
+        for (const p of set.points) {
+          const j = index.get(p.indicatorKey);
+          if (j !== undefined) row[j] = p.value;
+        }
+        return row;
+      });
+      try {
+        const refit = fitMonitorModel(rows, current.variables, usable.map((set) => set.runId), { ...cfg, baseline: { ...cfg.baseline, minRuns: extendTo } }, args.strategy.budget, current.version + 1);
+        // Indicators not charted in Phase I stay so (later runs do not store them).
+        model = { ...refit, notCharted: [...current.notCharted, ...refit.notCharted] };
+        newLimitSet = encodeModel(args.chamber, modelKey, model, args.now, 'extended', []);
+      } catch (err) {
+        if (!(err instanceof MonitorBaselineError)) throw err;
+        skipped.push({ indicatorKey: modelKey, reason: `extension-refused: ${err.message}` });
       }
     }
   }
