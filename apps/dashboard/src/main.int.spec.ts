@@ -21,6 +21,13 @@ describeAppProcess({
 });
 
 const chamber = { toolId: 'ETCH01', chamberId: 'PM1' };
+/** A chamber under the chamber monitor: its model, a Phase I run, a judged run, and a run T² and SPE flagged. */
+const monitored = { toolId: 'ETCH01', chamberId: 'PM2' };
+const runViolations = [
+  { rule: 'T2', indicatorKey: 'R|m:model', value: 30, limit: 14.2, contributions: [{ indicatorKey: 'R|m/F@Main:mean', share: 0.7, svid: 'F', window: 'Main', statistic: 'mean' }, { indicatorKey: 'R|m/P@Main:mean', share: 0.2, svid: 'P', window: 'Main', statistic: 'mean' }] },
+  { rule: 'SPE', indicatorKey: 'R|m:model', value: 9, limit: 6.5, contributions: [{ indicatorKey: 'R|m/F@Main:mean', share: 0.9, svid: 'F', window: 'Main', statistic: 'mean' }] },
+];
+const runDetails = (runId: string, sequence: number) => ({ kind: 'run', ...monitored, runId, sequence, recipe: 'R', modelVersion: 1, rules: ['T2', 'SPE'], t2: 30, spe: 9, violations: runViolations });
 
 function mapV1(): AssignmentMap {
   return {
@@ -110,6 +117,39 @@ describeWithInfra(['nats'], 'dashboard API and live events (built bundle, real N
       });
     }
     await store.uchart.putLimitSet({ ...chamber, indicatorKey: 'R|mean/P', version: 1, chartType: 'individuals', center: 10, sigma: 1, lcl: 7, ucl: 13, params: {}, baseline: { reason: 'initial', runIds: ['run-1'], excludedRunIds: [] }, createdAt: new Date() });
+    await store.chamberState.claim(monitored, 1, 'defender-0', new Date());
+    const F = POINT_FLAGS;
+    const model = [
+      { indicatorKey: 'R|m:model', value: 0, flags: 0 },
+      { indicatorKey: 'R|m:model', value: 1.5, flags: F.NEW_LIMITS, limitsVersion: 1, chart: { spe: 0.8 } },
+      { indicatorKey: 'R|m:model', value: 30, flags: F.RUN_ALARMED | F.VIOLATION | F.T2 | F.SPE, limitsVersion: 1, chart: { spe: 9 } },
+    ];
+    for (let s = 1; s <= 3; s++) {
+      await store.chamberState.commitRun({
+        chamber: monitored,
+        epoch: 1,
+        ownerId: 'defender-0',
+        sequence: s,
+        runId: `m-${s}`,
+        recipe: 'R',
+        committedAt: new Date(),
+        points: [{ indicatorKey: 'R|m/F@Main:mean', value: 200 + s, flags: model[s - 1]!.flags & ~(F.VIOLATION | F.T2 | F.SPE), ...(s > 1 ? { limitsVersion: 1 } : {}) }, model[s - 1]!],
+        ...(s === 3 ? { alarms: [{ ruleId: 'RUN', indicatorKey: 'R|m:model', action: 'ALARM', value: 30, ucl: 14.2, svid: 'F', statistic: 'mean', step: 'Main', message: 'T2+SPE on ETCH01:PM2 run m-3', details: runDetails('m-3', 3) }] } : {}),
+      });
+    }
+    await store.uchart.putLimitSet({
+      ...monitored,
+      indicatorKey: 'R|m:model',
+      version: 1,
+      chartType: 'monitor',
+      center: 0,
+      sigma: null,
+      lcl: null,
+      ucl: 14.2,
+      params: { model: { kind: 'monitor', variables: ['R|m/F@Main:mean'], notCharted: [], pca: { components: 1, explainedVariance: 0.9, limits: { t2: 14.2, spe: 6.5 } }, mewma: null } },
+      baseline: { reason: 'initial', runIds: ['m-1', 'm-2'], excludedRunIds: [] },
+      createdAt: new Date(),
+    });
     await store.close();
 
     nc = await connect({ servers: testNatsUrl() });
@@ -156,6 +196,7 @@ describeWithInfra(['nats'], 'dashboard API and live events (built bundle, real N
     expect(res.headers.get('content-security-policy')).toContain("script-src 'self'");
     expect(await res.text()).toContain('<script src="/assets/app.js"');
     expect((await fetch(`${base}/assets/app.js`)).headers.get('content-type')).toContain('javascript');
+    expect((await fetch(`${base}/assets/render.js`)).status).toBe(200);
     expect((await fetch(`${base}/assets/..%2Fmain.js`)).status).toBe(404);
   });
 
@@ -188,6 +229,39 @@ describeWithInfra(['nats'], 'dashboard API and live events (built bundle, real N
     expect((await getJson(`${base}/api/v1/chambers/no-colon`)).status).toBe(400);
     const list = (await getJson(`${base}/api/v1/chambers`)).body as { chambers: { key: string; owner: string; weight: number }[] };
     expect(list.chambers).toEqual([expect.objectContaining({ key: 'ETCH01:PM1', owner: 'defender-0', weight: 60_000 })]);
+  });
+
+  it("GET /api/v1/chambers/<key> of a monitored chamber: T² and SPE per run, the model's limits, the run-level alarm with its contributors", async () => {
+    const d = (await getJson(`${base}/api/v1/chambers/ETCH01:PM2`)).body as { monitors: unknown[]; charts: unknown[]; hiddenMonitoredCharts: number; alarms: unknown[] };
+    expect(d.monitors).toEqual([
+      expect.objectContaining({
+        recipe: 'R',
+        modelKey: 'R|m:model',
+        limits: expect.objectContaining({ version: 1, t2: 14.2, spe: 6.5, components: 1, charted: 1 }),
+        alarmedRuns: 1,
+        points: [
+          expect.objectContaining({ runId: 'm-1', t2: null, spe: null, limitsVersion: null, runAlarmed: false }),
+          expect.objectContaining({ runId: 'm-2', t2: 1.5, spe: 0.8, newLimits: true, runAlarmed: false }),
+          expect.objectContaining({ runId: 'm-3', t2: 30, spe: 9, rules: ['T2', 'SPE'], runAlarmed: true }),
+        ],
+      }),
+    ]);
+    expect(d.charts).toEqual([]);
+    expect(d.hiddenMonitoredCharts).toBe(1);
+    expect(d.alarms).toEqual([
+      expect.objectContaining({ ruleId: 'RUN', runId: 'm-3', run: expect.objectContaining({ rules: ['T2', 'SPE'], t2Limit: 14.2, speLimit: 6.5, top: [expect.objectContaining({ label: 'F mean in Main', share: 0.7 }), expect.objectContaining({ label: 'P mean in Main', share: 0.2 })] }) }),
+    ]);
+  });
+
+  it('GET /api/v1/alarms: a run-level alarm is one feed item with its rules and top contributors', async () => {
+    await publishOnce(nc, 'defense.alarms.ETCH01.PM2', JSON.stringify({ ruleId: 'RUN', indicatorKey: 'R|m:model', action: 'ALARM', value: 30, ucl: 14.2, recipe: 'R', svid: 'F', statistic: 'mean', step: 'Main', message: 'T2+SPE on ETCH01:PM2 run m-9', details: runDetails('m-9', 9), ...monitored, runId: 'm-9', sequence: 9, epoch: 1, ownerId: 'defender-0' }), `${tag}-m-9`);
+    type Item = { runId: string; ruleId: string; run?: { rules: string[]; top: { label: string; share: number }[] } };
+    let items: Item[] = [];
+    await waitFor('the run-level alarm in the feed', async () => {
+      items = ((await getJson(`${base}/api/v1/alarms?chamber=ETCH01:PM2`)).body as { alarms: Item[] }).alarms;
+      return items.length > 0;
+    }, 15_000);
+    expect(items).toEqual([expect.objectContaining({ runId: 'm-9', ruleId: 'RUN', run: expect.objectContaining({ rules: ['T2', 'SPE'], top: [expect.objectContaining({ label: 'F mean in Main', share: 0.7 }), expect.objectContaining({ label: 'P mean in Main', share: 0.2 })] }) })]);
   });
 
   it('pushes the cluster view and each new alarm as server-sent events', async () => {

@@ -5,6 +5,9 @@
 
 (function () {
   const $ = (id) => document.getElementById(id);
+  // Markup of charts, monitors and alarm lines (assets/render.js, loaded first).
+  const render = window.DefenderRender;
+  const { esc, fmt, time } = render;
   const state = {
     cluster: null,
     alarms: [],
@@ -18,26 +21,12 @@
   // ---------------------------------------------------------------------------------------------
   // helpers
   // ---------------------------------------------------------------------------------------------
-  function esc(v) {
-    return String(v ?? '').replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]);
-  }
-  function fmt(x, digits = 4) {
-    if (x === null || x === undefined || !Number.isFinite(x)) return '—';
-    const a = Math.abs(x);
-    if (a !== 0 && (a >= 1e6 || a < 1e-3)) return x.toExponential(2);
-    return Number(x.toPrecision(digits)).toLocaleString('en-US', { maximumFractionDigits: 6 });
-  }
   function compact(n) {
     if (n === null || n === undefined) return '—';
     if (n >= 1e9) return (n / 1e9).toFixed(1) + 'G';
     if (n >= 1e6) return (n / 1e6).toFixed(1) + 'M';
     if (n >= 1e3) return (n / 1e3).toFixed(n >= 1e4 ? 0 : 1) + 'K';
     return String(Math.round(n));
-  }
-  function time(iso) {
-    if (!iso) return '—';
-    const d = new Date(iso);
-    return d.toLocaleTimeString('en-GB', { hour12: false });
   }
   function pct(x) {
     return x === null || x === undefined ? '—' : (x * 100).toFixed(1) + '%';
@@ -50,6 +39,11 @@
     t.hidden = false;
     clearTimeout(toastTimer);
     toastTimer = setTimeout(() => (t.hidden = true), error ? 8000 : 4000);
+  }
+  // The page's CSP forbids inline style attributes; bar geometry goes through the CSSOM.
+  function applyGeometry(root) {
+    for (const el of root.querySelectorAll('[data-width]')) el.style.width = el.dataset.width + '%';
+    for (const el of root.querySelectorAll('[data-left]')) el.style.left = el.dataset.left + '%';
   }
   async function getJson(url) {
     const res = await fetch(url, { headers: { accept: 'application/json' } });
@@ -126,9 +120,7 @@
         <td>${crash}</td></tr>`;
     });
     $('defenders').innerHTML = rows.join('') || '<tr><td colspan="7" class="muted">no defenders yet</td></tr>';
-    // The page's CSP forbids inline style attributes; bar geometry goes through the CSSOM.
-    for (const el of $('defenders').querySelectorAll('[data-width]')) el.style.width = el.dataset.width + '%';
-    for (const el of $('defenders').querySelectorAll('[data-left]')) el.style.left = el.dataset.left + '%';
+    applyGeometry($('defenders'));
   }
 
   function renderMap(c) {
@@ -192,21 +184,10 @@
   // ---------------------------------------------------------------------------------------------
   // alarms
   // ---------------------------------------------------------------------------------------------
-  function alarmRow(a, fresh) {
-    const chamberLink = `<a href="#/chamber/${encodeURIComponent(a.chamber)}">${esc(a.chamber)}</a>`;
-    const limits = a.kind === 'alarm' ? `${fmt(a.lcl)} … ${fmt(a.ucl)}` : '';
-    return `<tr class="${a.kind}${fresh ? ' new' : ''}"><td>${time(a.at)}</td><td>${chamberLink}</td><td>${esc(a.runId || '')}</td>
-      <td>${esc(a.kind === 'hold' ? 'HOLD' : a.ruleId || '')}</td><td>${esc(a.kind === 'hold' ? a.message : (a.svid || '') + ' · ' + (a.statistic || ''))}</td>
-      <td>${a.kind === 'alarm' ? fmt(a.value) : ''}</td><td>${limits}</td><td>${esc(a.action || '')}</td></tr>`;
-  }
-  function miniRow(a, fresh) {
-    return `<li class="${a.kind}${fresh ? ' new' : ''}">${time(a.at)} <a href="#/chamber/${encodeURIComponent(a.chamber)}">${esc(a.chamber)}</a>
-      <span class="rule">${esc(a.kind === 'hold' ? 'HOLD' : a.ruleId)}</span> ${esc(a.kind === 'hold' ? a.message : `${a.svid || ''} ${a.statistic || ''} = ${fmt(a.value)} (limits ${fmt(a.lcl)} … ${fmt(a.ucl)})`)} <span class="muted">${esc(a.runId || '')}</span></li>`;
-  }
   function renderAlarms(freshSeq) {
     $('alarm-count').textContent = String(state.alarmTotal);
-    $('feed').innerHTML = state.alarms.slice(0, 200).map((a) => alarmRow(a, a.seq === freshSeq)).join('') || '<tr><td colspan="8" class="muted">no alarms yet</td></tr>';
-    $('feed-mini').innerHTML = state.alarms.slice(0, 12).map((a) => miniRow(a, a.seq === freshSeq)).join('') || '<li class="muted">no alarms yet</li>';
+    $('feed').innerHTML = state.alarms.slice(0, 200).map((a) => render.alarmRow(a, a.seq === freshSeq)).join('') || '<tr><td colspan="8" class="muted">no alarms yet</td></tr>';
+    $('feed-mini').innerHTML = state.alarms.slice(0, 12).map((a) => render.miniRow(a, a.seq === freshSeq)).join('') || '<li class="muted">no alarms yet</li>';
   }
   function onAlarm(a) {
     if (state.alarms.some((x) => x.seq === a.seq)) return;
@@ -242,7 +223,7 @@
     state.chamberKey = key;
     clearTimeout(state.chamberTimer);
     if (!key) {
-      $('chamber').innerHTML = '<p class="muted">Pick a chamber: its U-charts (centre line, control limits, violations) and alarms appear here.</p>';
+      $('chamber').innerHTML = '<p class="muted">Pick a chamber: its U-charts (centre line, control limits, violations), its chamber monitor (T², SPE) and alarms appear here.</p>';
       return;
     }
     $('chamber').innerHTML = `<p class="muted">loading ${esc(key)} …</p>`;
@@ -268,74 +249,29 @@
     renderChamberList();
   }
 
-  function chartSvg(ch) {
-    const W = 520;
-    const H = 190;
-    const L = 52;
-    const R = 46;
-    const T = 10;
-    const B = 22;
-    const pts = ch.points;
-    const lim = ch.limits;
-    const vals = pts.map((p) => p.value);
-    const extra = lim ? [lim.center, lim.ucl, lim.lcl].filter((x) => x !== null && Number.isFinite(x)) : [];
-    let lo = Math.min(...vals, ...extra);
-    let hi = Math.max(...vals, ...extra);
-    if (!Number.isFinite(lo) || !Number.isFinite(hi)) {
-      lo = 0;
-      hi = 1;
-    }
-    if (hi - lo < 1e-12) {
-      hi += Math.abs(hi) * 0.01 + 1e-6;
-      lo -= Math.abs(lo) * 0.01 + 1e-6;
-    }
-    const pad = (hi - lo) * 0.08;
-    lo -= pad;
-    hi += pad;
-    const n = Math.max(1, pts.length - 1);
-    const x = (i) => L + ((W - L - R) * i) / n;
-    const y = (v) => T + (H - T - B) * (1 - (v - lo) / (hi - lo));
-    const parts = [];
-    // Phase I: points judged without limits.
-    const firstLimited = pts.findIndex((p) => p.limitsVersion !== null);
-    const phase1End = firstLimited < 0 ? (lim ? -1 : pts.length - 1) : firstLimited - 1;
-    if (phase1End >= 0) parts.push(`<rect class="phase1" x="${L}" y="${T}" width="${Math.max(2, x(phase1End) - L)}" height="${H - T - B}"><title>Phase I: collecting the baseline</title></rect>`);
-    const hline = (v, cls, label) => {
-      if (v === null || !Number.isFinite(v)) return;
-      parts.push(`<line class="${cls}" x1="${L}" x2="${W - R}" y1="${y(v).toFixed(1)}" y2="${y(v).toFixed(1)}" data-value="${v}"></line>`);
-      if (label) parts.push(`<text class="lbl ${cls === 'center' ? 'c' : 'l'}" x="${W - R + 3}" y="${(y(v) + 3).toFixed(1)}">${label}</text>`);
-    };
-    if (lim) {
-      if (lim.sigma && lim.chartType === 'individuals') {
-        for (const k of [-2, -1, 1, 2]) hline(lim.center + k * lim.sigma, 'zone');
-      }
-      hline(lim.ucl, 'ucl', 'UCL');
-      hline(lim.center, 'center', 'CL');
-      hline(lim.lcl, 'lcl', 'LCL');
-    }
-    if (pts.length > 1) parts.push(`<polyline class="series" points="${pts.map((p, i) => `${x(i).toFixed(1)},${y(p.value).toFixed(1)}`).join(' ')}"></polyline>`);
-    pts.forEach((p, i) => {
-      const title = `run ${p.runId} (seq ${p.sequence})\n${fmt(p.value, 6)}${p.rules.length ? '\nrules: ' + p.rules.join(', ') : ''}`;
-      parts.push(`<circle class="pt${p.violation ? ' viol' : ''}" cx="${x(i).toFixed(1)}" cy="${y(p.value).toFixed(1)}" r="${p.violation ? 3.6 : 1.8}"${p.violation ? ' data-testid="violation"' : ''}><title>${esc(title)}</title></circle>`);
-    });
-    parts.push(`<text class="axis" x="4" y="${(T + 8).toFixed(0)}">${esc(fmt(hi - pad))}</text>`);
-    parts.push(`<text class="axis" x="4" y="${(H - B).toFixed(0)}">${esc(fmt(lo + pad))}</text>`);
-    parts.push(`<text class="axis" x="${L}" y="${H - 6}">${esc(pts[0]?.runId || '')}</text>`);
-    parts.push(`<text class="axis" x="${W - R}" y="${H - 6}" text-anchor="end">${esc(pts[pts.length - 1]?.runId || '')}</text>`);
-    return `<svg viewBox="0 0 ${W} ${H}" role="img" aria-label="U-chart ${esc(ch.indicatorKey)}" data-testid="uchart" data-indicator="${esc(ch.indicatorKey)}" data-has-limits="${lim ? 'true' : 'false'}">${parts.join('')}</svg>`;
-  }
+  const RUN_ALARMS_SHOWN = 5;
 
   function renderChamber(d) {
     const charts = d.charts.map((ch) => {
       const lim = ch.limits;
+      const m = ch.monitor;
       const sub = lim
         ? `limits v${lim.version}: CL ${fmt(lim.center)} · UCL ${fmt(lim.ucl)} · LCL ${fmt(lim.lcl)} · σ ${fmt(lim.sigma)} <span class="muted">(Phase I ${lim.baselineRuns} runs${lim.excludedRuns ? `, ${lim.excludedRuns} excluded` : ''})</span>`
-        : `Phase I: ${ch.points.length} runs collected, no limits yet`;
-      return `<div class="chart" data-testid="chart"><h3>${esc(ch.svid || ch.indicator)} · ${esc(ch.indicator)} ${ch.violations ? `<span class="hold">${ch.violations} violation${ch.violations > 1 ? 's' : ''}</span>` : ''}</h3>
-        <div class="sub">${esc(ch.recipe)} · ${sub}</div>${chartSvg(ch)}</div>`;
+        : m
+          ? 'chamber monitor: judged within the recipe\'s model'
+          : `Phase I: ${ch.points.length} runs collected, no limits yet`;
+      const title = m ? `${esc(m.svid)} · ${esc(m.statistic)} in ${esc(m.window)}` : `${esc(ch.svid || ch.indicator)} · ${esc(ch.indicator)}`;
+      return `<div class="chart" data-testid="chart"><h3>${title} ${ch.violations ? `<span class="hold">${ch.violations} violation${ch.violations > 1 ? 's' : ''}</span>` : ''}</h3>
+        <div class="sub">${esc(ch.recipe)} · ${sub}</div>${render.chartSvg(ch)}</div>`;
     });
-    const alarms = d.alarms.map((a) => `<tr><td>${time(a.raisedAt)}</td><td>${esc(a.runId)}</td><td>${esc(a.ruleId)}</td><td>${esc(a.svid || '')} · ${esc(a.statistic || '')}</td><td>${fmt(a.value)}</td><td>${fmt(a.lcl)} … ${fmt(a.ucl)}</td><td>${esc(a.action)}</td></tr>`);
+    const monitors = d.monitors.map(render.monitorCard);
+    const runAlarms = d.alarms.filter((a) => a.run).slice(0, RUN_ALARMS_SHOWN).map(render.runAlarmCard);
+    const alarms = d.alarms.map(render.chamberAlarmRow);
     const meta = d.metadata;
+    const hidden = [
+      d.hiddenConstantCharts ? `${d.hiddenConstantCharts} constant charts (setpoints and states: no variation, no limits) not shown.` : '',
+      d.hiddenMonitoredCharts ? `${d.hiddenMonitoredCharts} more indicators of the chamber monitor not shown (judged together on its T² and SPE charts; those violated last are shown).` : '',
+    ].filter(Boolean);
     $('chamber').innerHTML = `<div class="chamber-head" data-testid="chamber-head" data-chamber="${esc(d.key)}">
         <h2>${esc(d.key)}</h2>
         <span><span class="muted">owner</span> <b data-testid="chamber-owner">${esc(d.owner || '—')}</b>${d.lastMovedAt ? ` <span class="muted">since ${time(d.lastMovedAt)}</span>` : ''}</span>
@@ -343,10 +279,13 @@
         <span><span class="muted">runs applied</span> ${d.state ? `up to seq ${d.state.highWaterMark} <span class="muted">(epoch ${d.state.ownerEpoch}, ${esc(d.state.ownerId)})</span>` : '—'}</span>
         ${d.hold ? `<span class="hold" data-testid="chamber-hold">ON HOLD: ${esc(d.hold.reason)}</span>` : ''}
       </div>
-      <div class="charts">${charts.join('') || '<p class="muted">no U-chart points yet</p>'}</div>
-      ${d.hiddenConstantCharts ? `<p class="muted">${d.hiddenConstantCharts} constant charts (setpoints and states: no variation, no limits) not shown.</p>` : ''}
+      ${monitors.length ? `<div class="monitors">${monitors.join('')}</div>` : ''}
+      ${runAlarms.length ? `<div class="card run-alarms"><h2>Run alarms of the chamber monitor <small class="muted">what drove each: the indicators' share of T² / SPE</small></h2>${runAlarms.join('')}</div>` : ''}
+      <div class="charts">${charts.join('') || (monitors.length ? '' : '<p class="muted">no U-chart points yet</p>')}</div>
+      ${hidden.map((t) => `<p class="muted">${t}</p>`).join('')}
       <div class="card"><h2>Alarms of ${esc(d.key)}</h2><table class="alarms"><thead><tr><th>time</th><th>run</th><th>rule</th><th>indicator</th><th>value</th><th>limits</th><th>action</th></tr></thead>
       <tbody data-testid="chamber-alarms">${alarms.join('') || '<tr><td colspan="7" class="muted">none</td></tr>'}</tbody></table></div>`;
+    applyGeometry($('chamber'));
   }
 
   // ---------------------------------------------------------------------------------------------

@@ -4,6 +4,8 @@ import { DeliverPolicy, jetstream, jetstreamManager, type ConsumerMessages } fro
 import { NatsConnectionService } from '@defender/nest-common';
 import { DashboardConfig } from '../config';
 import { DASHBOARD_CONFIG } from '../tokens';
+import { finiteOrNull, stringOrNull } from '../json-fields';
+import { runAlarmOf, type RunAlarmView } from './run-alarm';
 
 /** An alarm or hold from `defense.alarms.<tool>.<chamber>` / `defense.holds.<tool>.<chamber>`. */
 export interface FeedItem {
@@ -28,10 +30,12 @@ export interface FeedItem {
   readonly center: number | null;
   readonly action: string | null;
   readonly message: string;
+  /**
+   * A run-level alarm of the chamber monitor (`ruleId` `RUN`): the rules that fired, T² / SPE, every
+   * violation and the top contributors. Absent on every other alarm and on holds.
+   */
+  readonly run?: RunAlarmView;
 }
-
-const str = (v: unknown): string | null => (typeof v === 'string' ? v : null);
-const numOrNull = (v: unknown): number | null => (typeof v === 'number' && Number.isFinite(v) ? v : null);
 
 /** Parses one event; null when it is not a readable alarm or hold (the feed skips it). */
 export function feedItemOf(subject: string, seq: number, at: Date, data: string): FeedItem | null {
@@ -46,6 +50,7 @@ export function feedItemOf(subject: string, seq: number, at: Date, data: string)
   }
   if (typeof b !== 'object' || b === null) return null;
   const kind = kindWord === 'alarms' ? 'alarm' : 'hold';
+  const run = kind === 'alarm' ? runAlarmOf(stringOrNull(b['ruleId']), b['details']) : undefined;
   return {
     kind,
     seq,
@@ -53,19 +58,20 @@ export function feedItemOf(subject: string, seq: number, at: Date, data: string)
     chamber: `${toolId}:${chamberId}`,
     toolId,
     chamberId,
-    runId: str(b['runId']),
-    sequence: numOrNull(b['sequence']),
-    recipe: str(b['recipe']),
-    ruleId: str(b['ruleId']),
-    indicatorKey: str(b['indicatorKey']),
-    svid: str(b['svid']),
-    statistic: str(b['statistic']),
-    value: numOrNull(b['value']),
-    lcl: numOrNull(b['lcl']),
-    ucl: numOrNull(b['ucl']),
-    center: numOrNull(b['center']),
-    action: str(b['action']) ?? (kind === 'hold' ? 'HOLD_CHAMBER' : null),
-    message: str(b['message']) ?? str(b['reason']) ?? '',
+    runId: stringOrNull(b['runId']),
+    sequence: finiteOrNull(b['sequence']),
+    recipe: stringOrNull(b['recipe']),
+    ruleId: stringOrNull(b['ruleId']),
+    indicatorKey: stringOrNull(b['indicatorKey']),
+    svid: stringOrNull(b['svid']),
+    statistic: stringOrNull(b['statistic']),
+    value: finiteOrNull(b['value']),
+    lcl: finiteOrNull(b['lcl']),
+    ucl: finiteOrNull(b['ucl']),
+    center: finiteOrNull(b['center']),
+    action: stringOrNull(b['action']) ?? (kind === 'hold' ? 'HOLD_CHAMBER' : null),
+    message: stringOrNull(b['message']) ?? stringOrNull(b['reason']) ?? '',
+    ...(run ? { run } : {}),
   };
 }
 

@@ -1,5 +1,8 @@
-import type { LimitSetRecord, RunPointSet } from '@defender/contracts';
-import { describeFlags, POINT_FLAGS } from '@defender/pipeline';
+import type { AlarmRecord, LimitSetRecord, RunPointSet } from '@defender/contracts';
+import { describeFlags, MONITOR_CHART_TYPE, PENDING_BASELINE_CHART_TYPE, POINT_FLAGS } from '@defender/pipeline';
+import { runAlarmOf } from '../alarms/run-alarm';
+import { finiteOrNull, jsonObject } from '../json-fields';
+import { MODEL_SUFFIX, monitorRecipeOf, parseMonitorKey, type MonitorKeyParts } from './monitor-keys';
 
 /** One plotted point of a U-chart. */
 export interface ChartPoint {
@@ -45,7 +48,10 @@ export interface ChartView {
   readonly violations: number;
   /** All values equal (a setpoint or state SVID: no variation, no limits). */
   readonly constant: boolean;
+  /** An indicator of the chamber monitor (judged within its model, which has no per-indicator limit set), else null. */
+  readonly monitor: MonitorKeyParts | null;
 }
+
 
 /** `<recipe>|<id>[/<svid>]` -> parts (the run evaluator's store key). */
 export function parseIndicatorKey(key: string): { recipe: string; indicator: string; svid: string | null } {
@@ -56,7 +62,9 @@ export function parseIndicatorKey(key: string): { recipe: string; indicator: str
   return slash >= 0 ? { recipe, indicator: rest.slice(0, slash), svid: rest.slice(slash + 1) } : { recipe, indicator: rest, svid: null };
 }
 
-const RULE_NAMES = new Set<string>(Object.keys(POINT_FLAGS).filter((n) => /^(N\d|WE\d|EWMA|CUSUM_|SPEC_|OTHER_RULE)/.test(n)));
+const RULE_NAMES = new Set<string>(
+  Object.keys(POINT_FLAGS).filter((n) => /^(N\d|WE\d|EWMA|MEWMA|CUSUM_|SPEC_|OTHER_RULE|T2$|SPE$|LIMIT$|RESIDUAL$|CONSTANT$)/.test(n)),
+);
 
 function limitsOf(l: LimitSetRecord): ChartLimits {
   return {
@@ -76,13 +84,22 @@ function limitsOf(l: LimitSetRecord): ChartLimits {
 /**
  * U-charts of a chamber from its committed runs (oldest first) and current limit sets: one chart per
  * indicator key. Charts with limits or violations come first (by SVID, then indicator); constant
- * charts (setpoints: no variation, never limited) are dropped unless `includeConstant`.
+ * charts (setpoints: no variation, never limited) are dropped unless `includeConstant`. The chamber
+ * monitor's model is not a U-chart ({@link buildMonitors}); of its indicators (hundreds: every SVID x
+ * step x statistic, and a fault on one sensor flags every statistic of it) only those with a
+ * violation in these runs are kept, at most `maxMonitored` (those violated last, then most often),
+ * unless `includeMonitored`.
  */
-export function buildCharts(runs: readonly RunPointSet[], limits: readonly LimitSetRecord[], opts: { includeConstant?: boolean } = {}): { charts: ChartView[]; hiddenConstant: number } {
+export function buildCharts(
+  runs: readonly RunPointSet[],
+  limits: readonly LimitSetRecord[],
+  opts: { includeConstant?: boolean; includeMonitored?: boolean; maxMonitored?: number } = {},
+): { charts: ChartView[]; hiddenConstant: number; hiddenMonitored: number } {
   const byKey = new Map<string, ChartPoint[]>();
   for (const run of runs) {
     const runFlags = run.points.reduce((acc, p) => acc | p.flags, 0);
     for (const p of run.points) {
+      if (p.indicatorKey.endsWith(MODEL_SUFFIX)) continue;
       const rules = describeFlags(p.flags).filter((n) => RULE_NAMES.has(n));
       const pt: ChartPoint = {
         sequence: run.sequence,
@@ -102,21 +119,210 @@ export function buildCharts(runs: readonly RunPointSet[], limits: readonly Limit
     }
   }
   const limitByKey = new Map(limits.map((l) => [l.indicatorKey, l]));
-  for (const key of limitByKey.keys()) if (!byKey.has(key)) byKey.set(key, []);
+  for (const key of limitByKey.keys()) if (!byKey.has(key) && !key.endsWith(MODEL_SUFFIX)) byKey.set(key, []);
   const charts: ChartView[] = [];
+  const monitored: ChartView[] = [];
   let hidden = 0;
+  let hiddenMonitored = 0;
   for (const [key, points] of byKey) {
     const l = limitByKey.get(key);
     const first = points[0];
     const constant = first !== undefined && points.length > 1 && points.every((p) => p.value === first.value);
     const violations = points.filter((p) => p.violation).length;
+    const monitor = parseMonitorKey(key);
+    if (monitor && violations === 0 && !opts.includeMonitored) {
+      hiddenMonitored++;
+      continue;
+    }
     if (constant && !l && violations === 0 && !opts.includeConstant) {
       hidden++;
       continue;
     }
     const parts = parseIndicatorKey(key);
-    charts.push({ indicatorKey: key, ...parts, limits: l ? limitsOf(l) : null, points, violations, constant });
+    (monitor ? monitored : charts).push({ indicatorKey: key, ...parts, limits: l ? limitsOf(l) : null, points, violations, constant, monitor });
   }
+  if (!opts.includeMonitored && opts.maxMonitored !== undefined && monitored.length > opts.maxMonitored) {
+    const lastViolation = (c: ChartView) => c.points.reduce((s, p) => (p.violation ? Math.max(s, p.sequence) : s), 0);
+    monitored.sort((a, b) => lastViolation(b) - lastViolation(a) || b.violations - a.violations);
+    hiddenMonitored += monitored.length - opts.maxMonitored;
+    monitored.length = opts.maxMonitored;
+  }
+  charts.push(...monitored);
   charts.sort((a, b) => Number(b.limits !== null) - Number(a.limits !== null) || (a.svid ?? '').localeCompare(b.svid ?? '') || a.indicator.localeCompare(b.indicator) || a.recipe.localeCompare(b.recipe));
-  return { charts, hiddenConstant: hidden };
+  return { charts, hiddenConstant: hidden, hiddenMonitored };
+}
+
+// ---------------------------------------------------------------------------------------------
+// The chamber monitor: T², SPE (and MEWMA) of each run against the recipe's model
+// ---------------------------------------------------------------------------------------------
+
+/** The chamber monitor's rules, in the order the run-level alarm lists them. */
+const MONITOR_RULES = ['T2', 'SPE', 'MEWMA', 'CONSTANT', 'LIMIT', 'RESIDUAL'] as const;
+
+/** One run on the monitor's charts (from the model's point of the run). */
+export interface MonitorPoint {
+  readonly sequence: number;
+  readonly runId: string;
+  readonly committedAt: string;
+  /** Version of the model that judged the run; null in Phase I (collecting the baseline). */
+  readonly limitsVersion: number | null;
+  /** Hotelling T² of the run on the model's principal components; null in Phase I or without a PCA model. */
+  readonly t2: number | null;
+  /** Squared prediction error (what the principal components do not explain); null likewise. */
+  readonly spe: number | null;
+  /** MEWMA statistic of the scores; null when the strategy has no MEWMA. */
+  readonly mewma: number | null;
+  /** Monitor rules that fired in the run (`T2`, `SPE`, `MEWMA`, `CONSTANT`, `LIMIT`, `RESIDUAL`). */
+  readonly rules: readonly string[];
+  /** The model was frozen with this run (end of Phase I). */
+  readonly newLimits: boolean;
+  /** The run raised an alarm / put the chamber on hold. */
+  readonly runAlarmed: boolean;
+  readonly runHold: boolean;
+}
+
+/** The limits of a monitor model (its limit set: chart type `monitor`, the model as JSON in `params.model`). */
+export interface MonitorLimits {
+  readonly version: number;
+  readonly createdAt: string;
+  readonly baselineRuns: number;
+  readonly excludedRuns: number;
+  readonly reason: string;
+  /** T² limit; null without a PCA model (univariate limits only). */
+  readonly t2: number | null;
+  /** SPE limit; null likewise. */
+  readonly spe: number | null;
+  /** MEWMA limit; null when the strategy has no MEWMA. */
+  readonly mewma: number | null;
+  /** Principal components retained and the share of the Phase I variance they explain (0..1). */
+  readonly components: number | null;
+  readonly explainedVariance: number | null;
+  /** Indicators charted (the model's variables). */
+  readonly charted: number;
+  /** Indicators left out of the charts, per reason (`constant`, `numerical-noise`, `missing`). */
+  readonly notCharted: Readonly<Record<string, number>>;
+}
+
+/** The chamber monitor of one recipe: its model's limits and the recent runs' T², SPE (and MEWMA). */
+export interface MonitorView {
+  readonly recipe: string;
+  /** Store key of the model (`<recipe>|m:model`). */
+  readonly modelKey: string;
+  /** The newest model; null in the first Phase I. */
+  readonly limits: MonitorLimits | null;
+  /** A re-baseline requested after `limits`: a new Phase I runs, then a new model replaces it. */
+  readonly rebaseline: { readonly version: number; readonly requestedAt: string; readonly reason: string } | null;
+  /** Runs of the recipe, oldest first. */
+  readonly points: readonly MonitorPoint[];
+  readonly alarmedRuns: number;
+}
+
+function monitorLimitsOf(rec: LimitSetRecord): MonitorLimits {
+  // The model is JSON written by the evaluator; a field this build does not know reads as absent.
+  const model = jsonObject(rec.params['model']);
+  const pca = jsonObject(model?.['pca']);
+  const limits = jsonObject(pca?.['limits']);
+  const notCharted: Record<string, number> = {};
+  const nc = model?.['notCharted'];
+  if (Array.isArray(nc)) {
+    for (const item of nc) {
+      const reason = jsonObject(item)?.['reason'];
+      const r = typeof reason === 'string' ? reason : 'unknown';
+      notCharted[r] = (notCharted[r] ?? 0) + 1;
+    }
+  }
+  const variables = model?.['variables'];
+  return {
+    version: rec.version,
+    createdAt: rec.createdAt.toISOString(),
+    baselineRuns: rec.baseline.runIds.length,
+    excludedRuns: rec.baseline.excludedRunIds.length,
+    reason: rec.baseline.reason,
+    t2: finiteOrNull(limits?.['t2']) ?? rec.ucl,
+    spe: finiteOrNull(limits?.['spe']),
+    mewma: finiteOrNull(jsonObject(model?.['mewma'])?.['limit']),
+    components: finiteOrNull(pca?.['components']),
+    explainedVariance: finiteOrNull(pca?.['explainedVariance']),
+    charted: Array.isArray(variables) ? variables.length : 0,
+    notCharted,
+  };
+}
+
+/** The model keys of a chamber's monitor (`<recipe>|m:model`) in these runs and limit sets. */
+export function monitorModelKeys(runs: readonly RunPointSet[], limits: readonly LimitSetRecord[]): string[] {
+  const keys = new Set<string>();
+  for (const l of limits) if (l.indicatorKey.endsWith(MODEL_SUFFIX)) keys.add(l.indicatorKey);
+  for (const run of runs) for (const p of run.points) if (p.indicatorKey.endsWith(MODEL_SUFFIX)) keys.add(p.indicatorKey);
+  return [...keys].sort();
+}
+
+/**
+ * The chamber monitor of each recipe that has one: the model's limits (the newest `monitor` limit set
+ * of `<recipe>|m:model`; `limitSets` may hold several versions) and, per run of the recipe, T² (the
+ * model point's value), SPE and MEWMA (its `chart`), the rules that fired (flag bits of the run's
+ * monitor points, and the `rules` of the run-level alarm among `alarms`, which names the violations
+ * that have no stored point, such as `CONSTANT`).
+ */
+export function buildMonitors(runs: readonly RunPointSet[], limitSets: readonly LimitSetRecord[], alarms: readonly AlarmRecord[] = []): MonitorView[] {
+  const alarmRules = new Map<string, readonly string[]>();
+  for (const a of alarms) {
+    const run = runAlarmOf(a.ruleId, a.details);
+    if (run) alarmRules.set(`${a.sequence}|${a.indicatorKey}`, run.rules);
+  }
+  const series = new Map<string, MonitorPoint[]>();
+  for (const key of monitorModelKeys(runs, limitSets)) series.set(key, []);
+  for (const run of runs) {
+    let runFlags = 0;
+    const bits = new Map<string, number>();
+    for (const p of run.points) {
+      runFlags |= p.flags;
+      const recipe = monitorRecipeOf(p.indicatorKey);
+      if (recipe !== null) bits.set(recipe, (bits.get(recipe) ?? 0) | p.flags);
+    }
+    for (const p of run.points) {
+      if (!p.indicatorKey.endsWith(MODEL_SUFFIX)) continue;
+      const recipe = p.indicatorKey.slice(0, -MODEL_SUFFIX.length);
+      const judged = p.limitsVersion !== undefined;
+      // A judged run has T² and SPE exactly when the model has a PCA part (SPE is then always charted).
+      const spe = judged ? finiteOrNull(p.chart?.['spe']) : null;
+      const fired = new Set<string>(describeFlags(bits.get(recipe) ?? 0));
+      for (const r of alarmRules.get(`${run.sequence}|${p.indicatorKey}`) ?? []) fired.add(r);
+      series.get(p.indicatorKey)?.push({
+        sequence: run.sequence,
+        runId: run.runId,
+        committedAt: run.committedAt.toISOString(),
+        limitsVersion: p.limitsVersion ?? null,
+        t2: spe !== null ? p.value : null,
+        spe,
+        mewma: judged ? finiteOrNull(p.chart?.['mewma']) : null,
+        rules: MONITOR_RULES.filter((r) => fired.has(r)),
+        newLimits: (p.flags & POINT_FLAGS.NEW_LIMITS) !== 0,
+        runAlarmed: (runFlags & POINT_FLAGS.RUN_ALARMED) !== 0,
+        runHold: (runFlags & POINT_FLAGS.RUN_HOLD) !== 0,
+      });
+    }
+  }
+  const views: MonitorView[] = [];
+  for (const [modelKey, points] of series) {
+    let model: LimitSetRecord | undefined;
+    let pending: LimitSetRecord | undefined;
+    for (const l of limitSets) {
+      if (l.indicatorKey !== modelKey) continue;
+      if (l.chartType === MONITOR_CHART_TYPE && (!model || l.version > model.version)) model = l;
+      if (l.chartType === PENDING_BASELINE_CHART_TYPE && (!pending || l.version > pending.version)) pending = l;
+    }
+    const rebaseline =
+      pending && (!model || pending.version > model.version)
+        ? { version: pending.version, requestedAt: pending.createdAt.toISOString(), reason: typeof pending.params['reason'] === 'string' ? pending.params['reason'] : 'manual' }
+        : null;
+    views.push({
+      recipe: modelKey.slice(0, -MODEL_SUFFIX.length),
+      modelKey,
+      limits: model ? monitorLimitsOf(model) : null,
+      rebaseline,
+      points,
+      alarmedRuns: points.filter((p) => p.runAlarmed).length,
+    });
+  }
+  return views;
 }

@@ -1,11 +1,13 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { chamberKey, parseChamberKey, type AlarmRecord, type ChamberMetadata, type DefenderStore } from '@defender/contracts';
+import { chamberKey, parseChamberKey, type AlarmRecord, type ChamberMetadata, type ChamberRef, type DefenderStore, type LimitSetRecord, type RunPointSet } from '@defender/contracts';
+import { MONITOR_CHART_TYPE } from '@defender/pipeline';
 import { StoreService } from '@defender/nest-common';
 import { DashboardConfig } from '../config';
 import { DASHBOARD_CONFIG } from '../tokens';
 import { ClusterWatcherService } from '../cluster/cluster-watcher.service';
 import { AlarmFeedService } from '../alarms/alarm-feed.service';
-import { buildCharts, type ChartView } from './chamber-view';
+import { runAlarmOf, type RunAlarmView } from '../alarms/run-alarm';
+import { buildCharts, buildMonitors, monitorModelKeys, type ChartView, type MonitorView } from './chamber-view';
 
 /** A chamber in the chamber list. */
 export interface ChamberListItem {
@@ -27,9 +29,14 @@ export interface ChamberDetail {
   readonly state: { ownerEpoch: number; ownerId: string; highWaterMark: number; updatedAt: string } | null;
   readonly hold: { holdId: string; ruleId: string; reason: string; runId: string; sequence: number; heldAt: string } | null;
   readonly runs: number;
+  /** The chamber monitor of each recipe that has one (T², SPE over the runs, the model's limits). */
+  readonly monitors: readonly MonitorView[];
   readonly charts: readonly ChartView[];
   readonly hiddenConstantCharts: number;
-  readonly alarms: readonly (Omit<AlarmRecord, 'raisedAt'> & { raisedAt: string })[];
+  /** Chamber-monitor indicators not in `charts`: without a violation in these runs (judged together in `monitors`), or beyond the 12 violated last. */
+  readonly hiddenMonitoredCharts: number;
+  /** Newest first; a run-level alarm of the chamber monitor carries `run` (its violations and contributors). */
+  readonly alarms: readonly (Omit<AlarmRecord, 'raisedAt'> & { raisedAt: string; run?: RunAlarmView })[];
 }
 
 /** Thrown for a malformed chamber key (HTTP 400 at the edge). */
@@ -38,6 +45,8 @@ export class InvalidChamberKeyError extends Error {
 }
 
 const METADATA_TTL_MS = 10_000;
+/** Charts of chamber-monitor indicators on a chamber's page (those violated last); `all` lists every one. */
+const MONITORED_CHARTS = 12;
 
 /** Reads a chamber's U-charts, limits, alarms and state from the store (read-only). */
 @Injectable()
@@ -99,7 +108,9 @@ export class ChamberService {
       db.chamberState.get(ref),
       db.chamberMetadata.get(ref),
     ]);
-    const { charts, hiddenConstant } = buildCharts(history, limits, { includeConstant: opts.includeConstant ?? false });
+    const all = opts.includeConstant ?? false;
+    const { charts, hiddenConstant, hiddenMonitored } = buildCharts(history, limits, { includeConstant: all, includeMonitored: all, maxMonitored: MONITORED_CHARTS });
+    const monitors = buildMonitors(history, await this.withMonitorModels(db, ref, history, limits), alarms);
     const map = this.cluster.currentMap();
     const moved = map?.lastMovedAt[key];
     return {
@@ -112,9 +123,28 @@ export class ChamberService {
       state: state ? { ownerEpoch: state.ownerEpoch, ownerId: state.ownerId, highWaterMark: state.highWaterMark, updatedAt: state.updatedAt.toISOString() } : null,
       hold: hold ? { holdId: hold.holdId, ruleId: hold.ruleId, reason: hold.reason, runId: hold.runId, sequence: hold.sequence, heldAt: hold.heldAt.toISOString() } : null,
       runs: history.length,
+      monitors,
       charts,
       hiddenConstantCharts: hiddenConstant,
-      alarms: alarms.map((a) => ({ ...a, raisedAt: a.raisedAt.toISOString() })),
+      hiddenMonitoredCharts: hiddenMonitored,
+      alarms: alarms.map((a) => {
+        const run = runAlarmOf(a.ruleId, a.details);
+        return { ...a, raisedAt: a.raisedAt.toISOString(), ...(run ? { run } : {}) };
+      }),
     };
+  }
+
+  /**
+   * `limits` plus, for a monitor whose current limit set is a pending re-baseline, its earlier
+   * versions: the model the runs so far were judged against stays on the charts during the new Phase I.
+   */
+  private async withMonitorModels(db: DefenderStore, ref: ChamberRef, history: readonly RunPointSet[], limits: readonly LimitSetRecord[]): Promise<LimitSetRecord[]> {
+    const current = new Map(limits.map((l) => [l.indicatorKey, l]));
+    const older = monitorModelKeys(history, limits).filter((key) => {
+      const l = current.get(key);
+      return l !== undefined && l.chartType !== MONITOR_CHART_TYPE;
+    });
+    const versions = await Promise.all(older.map((key) => db.uchart.limitSetHistory(ref, key)));
+    return [...limits, ...versions.flat()];
   }
 }

@@ -20,14 +20,14 @@ export function assetsDir(): string {
   return existsSync(here) ? here : join(__dirname, '..', '..', 'assets');
 }
 
-/** Serves the single-page dashboard (index.html, app.js, style.css), read once at start. */
+/** Serves the single-page dashboard (index.html, render.js, app.js, style.css), read once at start. */
 @Controller()
 export class StaticController implements OnModuleInit {
   private readonly files = new Map<string, Buffer>();
 
   onModuleInit(): void {
     const dir = assetsDir();
-    for (const name of ['index.html', 'app.js', 'style.css', 'favicon.svg']) {
+    for (const name of ['index.html', 'render.js', 'app.js', 'style.css', 'favicon.svg']) {
       const p = join(dir, name);
       if (existsSync(p)) this.files.set(name, readFileSync(p));
     }
