@@ -190,15 +190,17 @@ interface ArlEstimate {
   readonly censored: number;
 }
 
-/** Simulates `reps` run lengths of `strategy` under a mean shift of `shift` sigma. */
-function simulate(strategy: DefenseStrategy, shift: number, reps: number, seed: number): ArlEstimate {
-  const cfg = strategy.indicators[0];
-  const key = cfg.id;
-  const limits = { [key]: knownLimits(cfg.chart, 0, 1, { frozenAt: '1970-01-01T00:00:00.000Z' }) };
+/**
+ * Simulates `reps` run lengths of `strategy` (every indicator with known mean 0 and sigma 1, each fed its
+ * own normal value per run) under a mean shift of `shift` sigma; a run length is censored at `maxRun`.
+ */
+function simulate(strategy: DefenseStrategy, shift: number, reps: number, seed: number, maxRun = MAX_RUN): ArlEstimate {
+  const limits = Object.fromEntries(
+    strategy.indicators.map((c) => [c.id, knownLimits(c.chart, 0, 1, { frozenAt: '1970-01-01T00:00:00.000Z' })]),
+  );
   const keep = Math.max(requiredHistoryRuns(strategy), 2);
   const normal = new NormalSampler(new Xoshiro128(seed));
-  let sum = 0;
-  let sumSq = 0;
+  const lengths: number[] = [];
   let censored = 0;
   for (let r = 0; r < reps; r++) {
     const runs: RunRecord[] = [];
@@ -208,23 +210,20 @@ function simulate(strategy: DefenseStrategy, shift: number, reps: number, seed: 
       const history: ChamberHistory = { runs, limits };
       const run: NewRun = {
         runId: String(t),
-        readings: [{ key, indicatorId: key, svid: cfg.svid, value: shift + normal.next() }],
+        readings: strategy.indicators.map((c) => ({ key: c.id, indicatorId: c.id, svid: c.svid, value: shift + normal.next() })),
       };
       const e = evaluate(history, run, strategy);
       if (e.violations.length > 0) break;
-      if (t >= MAX_RUN) {
+      if (t >= maxRun) {
         censored++;
         break;
       }
       runs.push(e.record);
       if (runs.length > keep) runs.shift();
     }
-    sum += t;
-    sumSq += t * t;
+    lengths.push(t);
   }
-  const arl = sum / reps;
-  const variance = (sumSq - reps * arl * arl) / (reps - 1);
-  return { arl, se: Math.sqrt(variance / reps), censored };
+  return estimate(lengths, censored);
 }
 
 const fmt = (e: ArlEstimate) =>
@@ -238,34 +237,7 @@ function simulateChamberCharts(preset: Preset, k: number, reps: number, seed: nu
     indicators: Array.from({ length: k }, (_, j) => ({ id: `x${j}`, svid: `x${j}`, statistic: 'mean', ...preset.indicator })),
     escalation: [],
   });
-  const limits = Object.fromEntries(
-    strategy.indicators.map((c) => [c.id, knownLimits(c.chart, 0, 1, { frozenAt: '1970-01-01T00:00:00.000Z' })]),
-  );
-  const keep = Math.max(requiredHistoryRuns(strategy), 2);
-  const normal = new NormalSampler(new Xoshiro128(seed));
-  const lengths: number[] = [];
-  let censored = 0;
-  for (let r = 0; r < reps; r++) {
-    const runs: RunRecord[] = [];
-    let t = 0;
-    for (;;) {
-      t++;
-      const e = evaluate(
-        { runs, limits },
-        { runId: String(t), readings: strategy.indicators.map((c) => ({ key: c.id, indicatorId: c.id, svid: c.svid, value: normal.next() })) },
-        strategy,
-      );
-      if (e.violations.length > 0) break;
-      if (t >= MAX_CHAMBER_RUN) {
-        censored++;
-        break;
-      }
-      runs.push(e.record);
-      if (runs.length > keep) runs.shift();
-    }
-    lengths.push(t);
-  }
-  return estimate(lengths, censored);
+  return simulate(strategy, 0, reps, seed, MAX_CHAMBER_RUN);
 }
 
 /**
