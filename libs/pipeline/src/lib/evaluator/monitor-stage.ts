@@ -122,7 +122,7 @@ function modelPointOf(set: RunPointSet, modelKey: string): UChartPoint | undefin
 /**
  * Runs the strategy's monitor on one run: its indicators from the trace; in Phase I, the points only
  * (and the model once `baseline.minRuns` runs exist, which then judges this run already); after it,
- * the run judged against the model. `store(recipe, key)` maps a monitor key to its store key.
+ * the run judged against the model. `storeKey(key)` maps a monitor key to its store key (`<recipe>|<key>`).
  */
 export function runMonitorStage(args: {
   readonly strategy: DefenseStrategy & { readonly monitor: MonitorConfig };
