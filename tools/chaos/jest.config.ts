@@ -6,6 +6,8 @@ export default {
   globalSetup: '<rootDir>/../../tools/infra/src/jest/global-setup.ts',
   globalTeardown: '<rootDir>/../../tools/infra/src/jest/global-teardown.ts',
   globals: { infra: ['nats'] },
+  // Reports to tmp/chaos, not docs/chaos (a tracked directory written by `npm run chaos`).
+  setupFiles: ['<rootDir>/src/testing/report-dir.ts'],
   testTimeout: 600_000,
   maxWorkers: 1,
 };
