@@ -207,11 +207,22 @@ function rankOf(values: Float64Array, n: number): number {
 
 /** The scaling part of a stored model (plain JSON). */
 export interface StoredScaling {
+  /** Input variable names, in the order of the rows and of scored observations. */
   readonly names: readonly string[];
+  /** Indices (into `names`) of the variables in the model. */
   readonly kept: readonly number[];
   readonly dropped: readonly DroppedVariable[];
+  /** Phase I mean and sd (divisor m - 1) of the kept variables (autoscaling). */
   readonly mean: readonly number[];
   readonly sd: readonly number[];
+}
+
+/** What every stored multivariate model records of its Phase I besides the scaling. */
+export interface StoredPhaseOne extends StoredScaling {
+  /** Phase I runs m. */
+  readonly runs: number;
+  /** False-alarm probability of each limit. */
+  readonly alpha: number;
 }
 
 export interface StandardizedObservation {

@@ -12,8 +12,8 @@ import {
   standardizeObservation,
   validateAlpha,
   validateRows,
-  type DroppedVariable,
   type LimitMethod,
+  type StoredPhaseOne,
   type VariableContribution,
 } from './baseline-data';
 import { NotPositiveDefiniteError } from './errors';
@@ -51,23 +51,12 @@ export interface HotellingOptions {
  * A fitted Hotelling T² model. Plain JSON (numbers, strings, arrays; every number finite), so it can be
  * stored as is and scored later with {@link scoreHotelling}.
  */
-export interface HotellingModel {
+export interface HotellingModel extends StoredPhaseOne {
   readonly kind: 'hotelling-t2';
   readonly version: 1;
-  /** Input variable names, in the order of the rows and of scored observations. */
-  readonly names: readonly string[];
-  /** Indices (into `names`) of the variables in the model. */
-  readonly kept: readonly number[];
-  readonly dropped: readonly DroppedVariable[];
-  /** Phase I runs m. */
-  readonly runs: number;
-  readonly alpha: number;
   readonly covariance: CovarianceEstimator;
   /** Ledoit-Wolf shrinkage intensity delta in [0, 1] (0 for `sample`): R* = delta I + (1 - delta) R. */
   readonly shrinkage: number;
-  /** Phase I mean and sd (divisor m - 1) of the kept variables. */
-  readonly mean: readonly number[];
-  readonly sd: readonly number[];
   /** Positive eigenvalues of the Phase I correlation matrix R, descending (r of them). */
   readonly eigenvalues: readonly number[];
   /** Their unit eigenvectors, r arrays of length kept.length. */

@@ -12,8 +12,8 @@ import {
   standardizeObservation,
   validateAlpha,
   validateRows,
-  type DroppedVariable,
   type LimitMethod,
+  type StoredPhaseOne,
   type VariableContribution,
 } from './baseline-data';
 import {
@@ -65,20 +65,9 @@ export interface PcaOptions {
  * A fitted PCA monitoring model. Plain JSON (numbers, strings, arrays, null; every number finite), so
  * it can be stored as is and scored later with {@link scorePca}.
  */
-export interface PcaModel {
+export interface PcaModel extends StoredPhaseOne {
   readonly kind: 'pca';
   readonly version: 1;
-  /** Input variable names, in the order of the rows and of scored observations. */
-  readonly names: readonly string[];
-  /** Indices (into `names`) of the variables in the model. */
-  readonly kept: readonly number[];
-  readonly dropped: readonly DroppedVariable[];
-  /** Phase I runs m. */
-  readonly runs: number;
-  readonly alpha: number;
-  /** Phase I mean and sd (divisor m - 1) of the kept variables (autoscaling). */
-  readonly mean: readonly number[];
-  readonly sd: readonly number[];
   /** All positive eigenvalues of the Phase I correlation matrix, descending. */
   readonly eigenvalues: readonly number[];
   /** Retained components k. */
