@@ -1,5 +1,4 @@
 import { createTrace, IndicatorCalculator } from '@defender/uchart';
-import { STRATEGY_PRESETS, strategyPreset } from './presets';
 import {
   adaptCentre,
   fitMonitorModel,
@@ -70,15 +69,6 @@ describe('monitor configuration', () => {
     const few = validateStrategy({ schemaVersion: 1, name: 't', monitor: { baseline: { minRuns: 3 } } });
     expect(few.ok).toBe(false);
     if (!few.ok) expect(few.issues[0]?.path).toBe('monitor.baseline.minRuns');
-  });
-
-  it('ships presets that parse, with the budget each states', () => {
-    expect(STRATEGY_PRESETS.map((p) => p.name)).toEqual(['default', 'monitor', 'sensitive', 'quiet']);
-    expect(strategyPreset('monitor')?.strategy.budget.alarmArl).toBe(370);
-    expect(strategyPreset('sensitive')?.strategy.budget.alarmArl).toBe(100);
-    expect(strategyPreset('quiet')?.strategy.monitor?.baseline.minRuns).toBe(40);
-    expect(strategyPreset('default')?.strategy.monitor).toBeUndefined();
-    expect(strategyPreset('nope')).toBeUndefined();
   });
 });
 
