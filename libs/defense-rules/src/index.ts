@@ -45,7 +45,7 @@ export {
   type SkippedReading,
   type Violation,
 } from './lib/evaluate';
-export { DEFAULT_STRATEGY_DOCUMENT, MONITOR_STRATEGY_DOCUMENT } from './lib/default-strategy';
+export { DEFAULT_STRATEGY_DOCUMENT, WESTERN_ELECTRIC_STRATEGY_DOCUMENT } from './lib/default-strategy';
 export { STRATEGY_PRESETS, strategyPreset, type StrategyPreset } from './lib/presets';
 export {
   adaptCentre,

@@ -89,9 +89,9 @@ describeWithInfra(['nats'], 'run processing: exactly-once, ordered, fenced (mult
     const seqs: Record<string, number[]> = {};
     for (const tool of ['tool1', 'tool2', 'tool3']) {
       seqs[tool] = [];
-      for (let k = 0; k < 24; k++) {
-        // 22 in-control runs (baseline at 20), then a 15-sigma mean shift on run 23 and 24.
-        seqs[tool]!.push(await completeRun(store, nc, spec(tool, k, k >= 22 ? { shift: 15 } : {})));
+      for (let k = 0; k < 34; k++) {
+        // 31 in-control runs (the default strategy's Phase I is 30), then a 15-sigma shift on runs 32-34.
+        seqs[tool]!.push(await completeRun(store, nc, spec(tool, k, k >= 31 ? { shift: 15 } : {})));
       }
     }
     for (const tool of Object.keys(seqs)) {
@@ -99,10 +99,14 @@ describeWithInfra(['nats'], 'run processing: exactly-once, ordered, fenced (mult
       expectExactlyOnce(await committed(store, tool), seqs[tool]!);
       const alarms = await store.alarms.list({ toolId: tool, chamberId: 'ch1' }, { limit: 100 });
       expect(alarms.length).toBeGreaterThan(0);
-      // Both shifted runs alarmed on the mean of every SVID (a 15-sigma shift is beyond WE1 for sure);
-      // in-control runs may raise the occasional false alarm, which is the rules' nature, not a fault.
-      for (const seq of seqs[tool]!.slice(22)) {
-        for (const svid of SVIDS) expect(alarms.some((a) => a.sequence === seq && a.ruleId === 'WE1' && a.indicatorKey.endsWith(`mean/${svid}`))).toBe(true);
+      // Each shifted run raised one run-level alarm whose violations name both SVIDs (a 15-sigma shift
+      // is beyond any limit); an in-control run may raise the occasional false alarm, which is a
+      // chart's nature, not a fault.
+      for (const seq of seqs[tool]!.slice(31)) {
+        const run = alarms.filter((a) => a.sequence === seq);
+        expect(run.map((a) => a.ruleId)).toEqual(['RUN']);
+        const named = new Set(((run[0]!.details?.['violations'] ?? []) as { svid?: string; contributions?: { svid?: string }[] }[]).flatMap((v) => [v.svid, ...(v.contributions ?? []).map((c) => c.svid)]));
+        for (const svid of SVIDS) expect(named.has(svid)).toBe(true);
       }
       const identities = alarms.map((a) => `${a.sequence}|${a.ruleId}|${a.indicatorKey}`);
       expect(new Set(identities).size).toBe(identities.length);
@@ -114,7 +118,7 @@ describeWithInfra(['nats'], 'run processing: exactly-once, ordered, fenced (mult
     const info = await jsm.streams.info('defense-events', { subjects_filter: 'defense.alarms.>' });
     const alarmSubjects = Object.values(info.state.subjects ?? {}).reduce((a, b) => a + b, 0);
     expect(alarmSubjects).toBe(stored.length);
-    // Escalation: two alarmed runs within five -> the chamber is held.
+    // Escalation: three alarmed runs within five -> the chamber is held.
     expect(await store.alarms.hold({ toolId: 'tool1', chamberId: 'ch1' })).toMatchObject({ toolId: 'tool1' });
     const metrics = (await Promise.all(c.procs.filter((p) => p.name.startsWith('pod-')).map((p) => getJson(`${p.url}/metrics`)))).map((m) => m.text).join('\n');
     expect(metrics).toMatch(/defender_messages_processed_total\{outcome="applied",app="defender"\} \d+/);
@@ -222,7 +226,9 @@ describeWithInfra(['nats'], 'run processing: exactly-once, ordered, fenced (mult
   });
 
   it('bad input goes to dc.dead.<reason>, processes stay up, other chambers keep flowing', async () => {
-    const { c, store, nc } = await start(2, 2, { MAX_TRACE_POINTS: '1000000' });
+    const { c, store, nc } = await start(3, 2, { MAX_TRACE_POINTS: '1000000' });
+    // A strategy that fails validation is never replaced by another one: the chamber's runs are dead-lettered.
+    await store.strategies.put({ scope: 'tool3:ch1', version: 1, document: { schemaVersion: 1, name: 'broken', indicators: [{ id: 'bad id!', svid: '*', statistic: 'mean' }] }, createdAt: new Date(), author: 'e2e' });
     const subj = notificationSubject('tool1', 'ch1');
     const good = (k: number) => completeRun(store, nc, spec('tool2', k));
     const expected: [string, () => Promise<number>][] = [
@@ -235,6 +241,7 @@ describeWithInfra(['nats'], 'run processing: exactly-once, ordered, fenced (mult
       ['invalid-trace', () => completeRun(store, nc, spec('tool1', 95, { samples: 0 }))],
       ['no-indicators', () => completeRun(store, nc, spec('tool1', 96, { nanFraction: 1 }))],
       ['trace-too-large', () => publishRaw(nc, subj, JSON.stringify(notificationOf(spec('tool1', 97, { samples: 25_000_000 }))))],
+      ['invalid-strategy', () => completeRun(store, nc, spec('tool3', 99))],
     ];
     const deadSeqs: number[] = [];
     const goodSeqs: number[] = [];

@@ -16,7 +16,10 @@ import {
   type Evaluation,
   type NewRun,
 } from './evaluate';
-import { DEFAULT_STRATEGY, parseStrategy, type DefenseStrategy } from './strategy';
+import { WESTERN_ELECTRIC_STRATEGY_DOCUMENT } from './default-strategy';
+import { parseStrategy, type DefenseStrategy } from './strategy';
+
+const WESTERN_ELECTRIC = parseStrategy(WESTERN_ELECTRIC_STRATEGY_DOCUMENT);
 
 const at = '2024-05-01T00:00:00.000Z';
 const context = { toolId: 'ETCH01', chamberId: 'PM2', recipe: 'POLY_MAIN' };
@@ -278,7 +281,7 @@ describe('baseline lifecycle and trace readings', () => {
       svids: { a: Float64Array.of(1, 2, NaN, 4), b: Float64Array.of(NaN, NaN, NaN, NaN) },
     });
     const calc = new IndicatorCalculator();
-    expect(readingsFromTrace(trace, DEFAULT_STRATEGY, calc)).toEqual([
+    expect(readingsFromTrace(trace, WESTERN_ELECTRIC, calc)).toEqual([
       { key: 'mean/a', indicatorId: 'mean', svid: 'a', value: expect.closeTo(7 / 3, 12) },
       {
         key: 'mean/b',
@@ -310,7 +313,7 @@ describe('baseline lifecycle and trace readings', () => {
   });
 
   it('says how much history it needs', () => {
-    expect(requiredHistoryRuns(DEFAULT_STRATEGY)).toBe(20);
+    expect(requiredHistoryRuns(WESTERN_ELECTRIC)).toBe(20);
     expect(requiredHistoryRuns(strategyWith({ rules: ['nelson'], baseline: { minRuns: 5 } }))).toBe(15);
   });
 });

@@ -168,16 +168,7 @@ describe('parseStrategy', () => {
   });
 });
 
-describe('DEFAULT_STRATEGY and resolveStrategy', () => {
-  it('charts mean and std of every SVID with the Western Electric rules and escalates 2-in-5 to HOLD', () => {
-    expect(DEFAULT_STRATEGY.indicators.map((i) => [i.id, i.svid, i.statistic, i.chart.type])).toEqual([
-      ['mean', '*', 'mean', 'individuals'],
-      ['std', '*', 'std', 'individuals'],
-    ]);
-    expect(DEFAULT_STRATEGY.indicators[0].rules.map((r) => r.id)).toEqual(['WE1', 'WE2', 'WE3', 'WE4']);
-    expect(DEFAULT_STRATEGY.escalation).toEqual([{ alarms: 2, withinRuns: 5, action: 'HOLD_CHAMBER' }]);
-  });
-
+describe('resolveStrategy', () => {
   it('picks the most specific matching scope, else the default', () => {
     const mk = (name: string, scope: object): DefenseStrategy => parseStrategy({ ...minimal, name, scope });
     const all = [

@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { AlarmInput, ChamberRef, LimitSetRecord, RunNotification, TraceRecord } from '@defender/contracts';
-import { MONITOR_STRATEGY_DOCUMENT } from '@defender/defense-rules';
+import { DEFAULT_STRATEGY_DOCUMENT } from '@defender/defense-rules';
 import { Gaussian, rng } from '@defender/fab-sim';
 import { createRunEvaluator } from '@defender/pipeline';
 import { SqliteStore } from '@defender/store';
@@ -29,7 +29,7 @@ const STEPS = [
   { name: 'Ramp', startIndex: 0 },
   { name: 'Main', startIndex: 20 },
 ];
-const strategy = { ...MONITOR_STRATEGY_DOCUMENT, monitor: { baseline: { minRuns: PHASE_I } } };
+const strategy = { ...DEFAULT_STRATEGY_DOCUMENT, monitor: { baseline: { minRuns: PHASE_I } } };
 
 /**
  * One run: pressure and flow share a run offset (flow = 5 x pressure's), a setpoint holds 500 in Main.

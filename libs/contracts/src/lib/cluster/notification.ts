@@ -70,6 +70,7 @@ export const DEAD_LETTER_REASONS = [
   'corrupt-trace',
   'invalid-trace',
   'trace-too-large',
+  'invalid-strategy',
   'no-indicators',
   'processing-failed',
 ] as const;

@@ -74,39 +74,44 @@ function judged(v: Violation): string {
   }
 }
 
-/**
- * One stored alarm per violation, with full context: `ruleId` is the violation's rule (`N1`..`N8`,
- * `WE1`..`WE4`, `EWMA`, `CUSUM_UPPER` / `CUSUM_LOWER`, `SPEC_USL` / `SPEC_LSL`), `indicatorKey` the
- * point's key, `value` the judged value (the charted statistic, the EWMA, the CUSUM sum in sigma units
- * or the raw value for spec limits). `center` / `lcl` / `ucl` are the limits the value was compared
- * with: the point's control limits (EWMA: its exact limits at that point), the crossed spec limit for
- * `SPEC_*` (as `ucl` or `lcl`), only the centre for CUSUM (it compares with h, in `details.limits`).
- * `details`: description, run, sequence, chamber, recipe, the indicator (id, key, SVID, statistic,
- * window), every limit (version, centre, sigma, lcl, ucl, h, usl, lsl) and the points forming the
- * pattern, oldest first.
- */
-export function violationToAlarm(v: Violation, run: RunIdentity): AlarmInput {
-  const { toolId, chamberId } = run.chamber;
-  const ind = v.indicator;
-  const step = ind.window.kind === 'step' ? ind.window.step : undefined;
+/** A rule violation's limits as the alarm fields compare them: spec violations against the crossed spec limit. */
+function comparedLimits(v: Violation): { lcl?: number; ucl?: number; center?: number } {
   let lcl = v.limits.lcl;
   let ucl = v.limits.ucl;
   if (v.rule === 'SPEC_USL') ucl = v.limits.usl;
   if (v.rule === 'SPEC_LSL') lcl = v.limits.lsl;
   const center = v.limits.center;
-  const message = clip(
-    `${v.rule} on ${toolId}:${chamberId} run ${run.runId} (recipe ${run.recipe}, ${windowText(ind.window)}, ` +
-      `SVID ${ind.svid}, ${ind.statistic}): ${v.description}; ${judged(v)}`,
-    RECORD_LIMITS.message,
-  );
-  const details: JsonObject = {
-    description: v.description,
-    toolId,
-    chamberId,
-    runId: run.runId,
-    sequence: run.sequence,
-    recipe: run.recipe,
-    indicator: { key: ind.key, id: ind.id, svid: ind.svid, statistic: ind.statistic, window: windowJson(ind.window) },
+  return {
+    ...(lcl !== undefined && Number.isFinite(lcl) ? { lcl } : {}),
+    ...(ucl !== undefined && Number.isFinite(ucl) ? { ucl } : {}),
+    ...(center !== undefined && Number.isFinite(center) ? { center } : {}),
+  };
+}
+
+function ruleViolationText(v: Violation): string {
+  const ind = v.indicator;
+  return `${v.rule} on ${ind.svid} ${ind.statistic} (${windowText(ind.window)}): ${v.description}; ${judged(v)}`;
+}
+
+/**
+ * One violation of a per-indicator rule (`N1`..`N8`, `WE1`..`WE4`, `EWMA`, `CUSUM_UPPER` /
+ * `CUSUM_LOWER`, `SPEC_USL` / `SPEC_LSL`) as listed in a run alarm: the indicator (key, id, SVID,
+ * statistic, window), the judged value (the charted statistic, the EWMA, the CUSUM sum in sigma units or
+ * the raw value for spec limits), `lcl` / `ucl` / `center` as compared (the crossed spec limit for
+ * `SPEC_*`; only the centre for CUSUM, which compares with h), every limit, the action and the points
+ * forming the pattern, oldest first.
+ */
+function ruleViolationJson(v: Violation): JsonObject {
+  const ind = v.indicator;
+  return {
+    rule: v.rule,
+    indicatorKey: ind.key,
+    indicatorId: ind.id,
+    svid: ind.svid,
+    statistic: ind.statistic,
+    window: windowJson(ind.window),
+    value: finiteOrNull(v.value),
+    ...comparedLimits(v),
     limits: {
       version: v.limits.version,
       ...finiteFields({
@@ -119,22 +124,9 @@ export function violationToAlarm(v: Violation, run: RunIdentity): AlarmInput {
         lsl: v.limits.lsl,
       }),
     },
-    points: v.points.map((p) => ({ runId: p.runId, value: finiteOrNull(p.value) })),
-  };
-  return {
-    ruleId: v.rule,
-    indicatorKey: ind.key,
     action: v.action,
-    value: finiteOrNull(v.value),
-    ...(lcl !== undefined && Number.isFinite(lcl) ? { lcl } : {}),
-    ...(ucl !== undefined && Number.isFinite(ucl) ? { ucl } : {}),
-    ...(center !== undefined && Number.isFinite(center) ? { center } : {}),
-    recipe: run.recipe,
-    ...(step !== undefined ? { step } : {}),
-    svid: ind.svid,
-    statistic: ind.statistic,
-    message,
-    details,
+    description: v.description,
+    points: v.points.map((p) => ({ runId: p.runId, value: finiteOrNull(p.value) })),
   };
 }
 
@@ -221,30 +213,47 @@ function monitorViolationJson(v: MonitorViolation): JsonObject {
   };
 }
 
+/** What the chamber monitor said about a run, for its alarm. */
+export interface MonitorAlarmContext {
+  readonly modelKey: string;
+  readonly action: string;
+  readonly t2: number | null;
+  readonly spe: number | null;
+  readonly modelVersion: number | null;
+}
+
+const MONITOR_ORDER = { T2: 0, SPE: 1, MEWMA: 2, CONSTANT: 3, LIMIT: 4, RESIDUAL: 5 } as const;
+
 /**
- * The one alarm of a run the chamber monitor flagged: `ruleId` `RUN`, `indicatorKey` the model key,
- * `value` the run's T² (null before a PCA model), `ucl` the T² limit; `details.violations` lists every
- * violation (rule, indicator, value, limits, contributions), the message the worst first. The SVID and
- * statistic are those of the top contributor (or the first univariate violation).
+ * The one alarm of a run (`ruleId` `RUN`), whatever flagged it: every violation of the chamber
+ * monitor (T², SPE, MEWMA, CONSTANT, LIMIT, RESIDUAL, with contributions) and of the per-indicator
+ * rules (Western Electric, Nelson, EWMA, CUSUM, spec limits) in `details.violations`, the monitor's
+ * first (worst rule first), the message listing them all. The alarm's own fields summarise its lead
+ * violation: with a monitor violation, `indicatorKey` the model key, `value` the run's T² (null before
+ * a PCA model), `ucl` the T² limit, SVID and statistic those of the top contributor (or the first
+ * univariate violation); else the first rule violation's indicator, value and limits as compared.
+ * `action` is HOLD_CHAMBER when any violation's action is.
+ *
+ * @returns undefined when there is no violation (a run with none raises no alarm).
  */
-export function monitorAlarm(
-  violations: readonly MonitorViolation[],
+export function runAlarm(
+  ruleViolations: readonly Violation[],
+  monitorViolations: readonly MonitorViolation[],
   run: RunIdentity,
-  m: { readonly modelKey: string; readonly action: string; readonly t2: number | null; readonly spe: number | null; readonly modelVersion: number | null },
-): AlarmInput {
+  monitor: MonitorAlarmContext | undefined,
+): AlarmInput | undefined {
+  const monitored = monitor !== undefined && monitorViolations.length > 0 ? monitor : undefined;
+  const sorted = monitored ? [...monitorViolations].sort((a, b) => MONITOR_ORDER[a.rule] - MONITOR_ORDER[b.rule]) : [];
+  if (sorted.length === 0 && ruleViolations.length === 0) return undefined;
   const { toolId, chamberId } = run.chamber;
-  const order = { T2: 0, SPE: 1, MEWMA: 2, CONSTANT: 3, LIMIT: 4, RESIDUAL: 5 } as const;
-  const sorted = [...violations].sort((a, b) => order[a.rule] - order[b.rule]);
-  const lead = sorted[0];
-  const leadKey = lead?.contributions?.[0]?.key ?? lead?.key;
-  const parts = leadKey ? monitorParts(leadKey) : undefined;
-  const t2v = violations.find((v) => v.rule === 'T2');
-  const rules = [...new Set(sorted.map((v) => v.rule))].join('+');
+  const rules = [...new Set([...sorted.map((v) => v.rule), ...ruleViolations.map((v) => v.rule)])];
+  const count = sorted.length + ruleViolations.length;
   const message = clip(
-    `${rules} on ${toolId}:${chamberId} run ${run.runId} (recipe ${run.recipe}): ` +
-      `${sorted.length} violation${sorted.length === 1 ? '' : 's'}: ${sorted.map(monitorText).join('; ')}`,
+    `${rules.join('+')} on ${toolId}:${chamberId} run ${run.runId} (recipe ${run.recipe}): ` +
+      `${count} violation${count === 1 ? '' : 's'}: ${[...sorted.map(monitorText), ...ruleViolations.map(ruleViolationText)].join('; ')}`,
     RECORD_LIMITS.message,
   );
+  const hold = ruleViolations.some((v) => v.action === 'HOLD_CHAMBER') || monitored?.action === 'HOLD_CHAMBER';
   const details: JsonObject = {
     kind: 'run',
     toolId,
@@ -252,21 +261,35 @@ export function monitorAlarm(
     runId: run.runId,
     sequence: run.sequence,
     recipe: run.recipe,
-    modelVersion: m.modelVersion,
-    rules: [...new Set(sorted.map((v) => v.rule))],
-    t2: m.t2 === null ? null : finiteOrNull(m.t2),
-    spe: m.spe === null ? null : finiteOrNull(m.spe),
-    violations: sorted.map(monitorViolationJson),
+    modelVersion: monitored?.modelVersion ?? null,
+    rules,
+    t2: monitored?.t2 == null ? null : finiteOrNull(monitored.t2),
+    spe: monitored?.spe == null ? null : finiteOrNull(monitored.spe),
+    violations: [...sorted.map(monitorViolationJson), ...ruleViolations.map(ruleViolationJson)],
   };
+  const common = { ruleId: 'RUN', action: hold ? 'HOLD_CHAMBER' : 'ALARM', recipe: run.recipe, message, details };
+  if (monitored) {
+    const lead = sorted[0] as MonitorViolation;
+    const leadKey = lead.contributions?.[0]?.key ?? lead.key;
+    const parts = monitorParts(leadKey);
+    const t2v = sorted.find((v) => v.rule === 'T2');
+    return {
+      ...common,
+      indicatorKey: monitored.modelKey,
+      value: monitored.t2 === null ? null : finiteOrNull(monitored.t2),
+      ...(t2v?.limit !== undefined && Number.isFinite(t2v.limit) ? { ucl: t2v.limit } : {}),
+      ...(parts ? { svid: parts.svid, statistic: parts.statistic, step: parts.window } : {}),
+    };
+  }
+  const lead = ruleViolations[0] as Violation;
+  const ind = lead.indicator;
   return {
-    ruleId: 'RUN',
-    indicatorKey: m.modelKey,
-    action: m.action,
-    value: m.t2 === null ? null : finiteOrNull(m.t2),
-    ...(t2v?.limit !== undefined && Number.isFinite(t2v.limit) ? { ucl: t2v.limit } : {}),
-    recipe: run.recipe,
-    ...(parts ? { svid: parts.svid, statistic: parts.statistic, step: parts.window } : {}),
-    message,
-    details,
+    ...common,
+    indicatorKey: ind.key,
+    value: finiteOrNull(lead.value),
+    ...comparedLimits(lead),
+    ...(ind.window.kind === 'step' ? { step: ind.window.step } : {}),
+    svid: ind.svid,
+    statistic: ind.statistic,
   };
 }

@@ -20,13 +20,14 @@ export class InvalidTraceError extends Error {
 }
 
 /**
- * The chamber's stored defense strategy document is invalid and the evaluator was created with
- * `invalidStrategy: 'throw'` (the default is to evaluate with `DEFAULT_STRATEGY` and report the
- * document in `skipped`). `issues` lists every problem; the defense-rules `StrategyValidationError`
- * is the `cause`.
+ * The chamber's stored defense strategy document is invalid. The run is not judged by any other
+ * strategy (that would hide the mistake behind alarms nobody configured): a worker dead-letters it
+ * with {@link InvalidStrategyDocumentError.deadLetterReason}, so it can be replayed once the strategy
+ * is fixed. `issues` lists every problem; the defense-rules `StrategyValidationError` is the `cause`.
  */
 export class InvalidStrategyDocumentError extends Error {
   override readonly name = 'InvalidStrategyDocumentError';
+  readonly deadLetterReason: DeadLetterReason = 'invalid-strategy';
   readonly issues: readonly StrategyIssue[];
 
   constructor(issues: readonly StrategyIssue[], options?: { cause?: unknown }) {

@@ -3,7 +3,7 @@
  * as the store would (testing/harness): Phase I, the model as a limit set, one run-level alarm listing
  * every violation, escalation to a hold, and what the store accepts.
  */
-import { MONITOR_STRATEGY_DOCUMENT } from '@defender/defense-rules';
+import { DEFAULT_STRATEGY_DOCUMENT } from '@defender/defense-rules';
 import { describeFlags, POINT_FLAGS } from './flags';
 import { MONITOR_CHART_TYPE } from './monitor-stage';
 import { PENDING_BASELINE_CHART_TYPE, rebaselineRecords } from './rebaseline';
@@ -31,7 +31,7 @@ function run(i: number, rand: () => number, fault?: { readonly pressureStep?: nu
 }
 
 describe('chamber monitor in the run evaluator', () => {
-  const doc = { ...MONITOR_STRATEGY_DOCUMENT, monitor: { baseline: { minRuns: 30 }, mewma: false } };
+  const doc = { ...DEFAULT_STRATEGY_DOCUMENT, monitor: { baseline: { minRuns: 30 }, mewma: false } };
 
   it('collects Phase I, stores the model once, then judges each run with at most one alarm', () => {
     const rand = mulberry32(11);

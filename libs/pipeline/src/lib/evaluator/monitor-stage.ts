@@ -17,6 +17,7 @@ import {
   type DefenseStrategy,
   type MonitorConfig,
   type MonitorModel,
+  type MonitorSpec,
   type MonitorViolation,
 } from '@defender/defense-rules';
 import type { IndicatorCalculator, Trace } from '@defender/uchart';
@@ -110,6 +111,26 @@ function neededKeys(model: MonitorModel): ReadonlySet<string> {
   return set;
 }
 
+/** What a Phase I run stores of a window whose samples are all equal (see {@link runMonitorStage}). */
+const CONSTANT_STATISTICS: ReadonlySet<string> = new Set(['mean', 'min', 'max']);
+
+function windowOf(spec: MonitorSpec): string {
+  return `${spec.svid}\u0000${spec.windowName}`;
+}
+
+/** One `range` spec per (SVID, window) of `specs`, in first-seen order. */
+function windowRanges(specs: readonly MonitorSpec[]): MonitorSpec[] {
+  const seen = new Set<string>();
+  const out: MonitorSpec[] = [];
+  for (const spec of specs) {
+    const w = windowOf(spec);
+    if (seen.has(w)) continue;
+    seen.add(w);
+    out.push({ ...spec, key: '', statistic: 'range' });
+  }
+  return out;
+}
+
 /** The model's point of a run (written last, so searched from the end). */
 function modelPointOf(set: RunPointSet, modelKey: string): UChartPoint | undefined {
   for (let i = set.points.length - 1; i >= 0; i--) {
@@ -168,11 +189,29 @@ export function runMonitorStage(args: {
     keys.push(key);
     wanted.push(spec);
   }
-  const computed = monitorValues(args.trace, wanted, args.calculator);
-  const values = new Map<string, number>();
-  computed.forEach((v, i) => {
-    if (v !== undefined) values.set(keys[i] as string, v);
+  // Phase I also needs each window's range, to tell constant windows (setpoints, states) apart.
+  const ranges = needed ? [] : windowRanges(wanted);
+  const computed = monitorValues(args.trace, ranges.length > 0 ? [...wanted, ...ranges] : wanted, args.calculator);
+  const constant = new Set<string>();
+  ranges.forEach((r, i) => {
+    if (computed[wanted.length + i] === 0) constant.add(windowOf(r));
   });
+  const values = new Map<string, number>();
+  for (let i = 0; i < wanted.length; i++) {
+    const v = computed[i];
+    const spec = wanted[i] as MonitorSpec;
+    // A window whose samples are all equal is stored by its level and extremes only: every other
+    // statistic of it follows from them and the window's duration (which the sensors of the window
+    // carry), and a chamber has 10-30x more such SVID windows than analog ones.
+    if (v !== undefined && (!constant.has(windowOf(spec)) || CONSTANT_STATISTICS.has(spec.statistic))) values.set(keys[i] as string, v);
+  }
+
+  // A run none of whose monitored indicators has a value (every sample missing) is neither Phase I
+  // material nor judgeable: no point, so that a worker dead-letters it when nothing else charted it.
+  if (values.size === 0) {
+    skipped.push({ indicatorKey: modelKey, reason: 'no-value: no monitored indicator has a value in this run' });
+    return { modelKey, points: [], violations: [], model, skipped, t2: null, spe: null };
+  }
 
   let newLimitSet: LimitSetRecord | undefined;
   if (!model && !unreadable) {

@@ -97,9 +97,10 @@ describe('createRunEvaluator: baseline, alarms and escalation over stored histor
     chamber.process(pressureRun('run-6', 10.05), RECIPE, doc);
     const limits = chamber.limits[0];
     const shifted = chamber.process(pressureRun('run-7', 13), RECIPE, doc).evaluation;
+    // One alarm for the run, listing its violation with every limit and the points of the pattern.
     expect(shifted.alarms).toEqual([
       {
-        ruleId: 'WE1',
+        ruleId: 'RUN',
         indicatorKey: KEY,
         action: 'ALARM',
         value: expect.closeTo(13, 12),
@@ -111,18 +112,37 @@ describe('createRunEvaluator: baseline, alarms and escalation over stored histor
         svid: 'pressure',
         statistic: 'mean',
         message: expect.stringMatching(
-          /^WE1 on ETCH01:PM2 run run-7 \(recipe POLY, step main, SVID pressure, mean\): one point beyond the control limits; value 13 \(LCL 9\.33\d*, centre 10, UCL 10\.66\d*, limits v1\)$/,
+          /^WE1 on ETCH01:PM2 run run-7 \(recipe POLY\): 1 violation: WE1 on pressure mean \(step main\): one point beyond the control limits; value 13 \(LCL 9\.33\d*, centre 10, UCL 10\.66\d*, limits v1\)$/,
         ),
         details: {
-          description: 'one point beyond the control limits',
+          kind: 'run',
           toolId: 'ETCH01',
           chamberId: 'PM2',
           runId: 'run-7',
           sequence: 7,
           recipe: RECIPE,
-          indicator: { key: KEY, id: 'p-main', svid: 'pressure', statistic: 'mean', window: { kind: 'step', step: 'main' } },
-          limits: { version: 1, center: limits.center, sigma: limits.sigma, lcl: limits.lcl, ucl: limits.ucl },
-          points: [{ runId: 'run-7', value: expect.closeTo(13, 12) }],
+          modelVersion: null,
+          rules: ['WE1'],
+          t2: null,
+          spe: null,
+          violations: [
+            {
+              rule: 'WE1',
+              indicatorKey: KEY,
+              indicatorId: 'p-main',
+              svid: 'pressure',
+              statistic: 'mean',
+              window: { kind: 'step', step: 'main' },
+              value: expect.closeTo(13, 12),
+              lcl: limits.lcl,
+              ucl: limits.ucl,
+              center: limits.center,
+              limits: { version: 1, center: limits.center, sigma: limits.sigma, lcl: limits.lcl, ucl: limits.ucl },
+              action: 'ALARM',
+              description: 'one point beyond the control limits',
+              points: [{ runId: 'run-7', value: expect.closeTo(13, 12) }],
+            },
+          ],
         },
       },
     ]);
@@ -136,8 +156,9 @@ describe('createRunEvaluator: baseline, alarms and escalation over stored histor
     // The only memory of run 7's alarm is the RUN_ALARMED bit of its stored point.
     const again = chamber.process(pressureRun('run-9', 13.5), RECIPE, doc);
     expect(again.input.history.map((h) => h.runId)).toContain('run-7');
-    expect(again.evaluation.alarms.map((a) => a.ruleId)).toEqual(['WE1', 'WE2']);
-    expect(again.evaluation.alarms[1].details?.['points']).toEqual([
+    expect(again.evaluation.alarms.map((a) => [a.ruleId, a.details?.['rules']])).toEqual([['RUN', ['WE1', 'WE2']]]);
+    const violations = again.evaluation.alarms[0]?.details?.['violations'] as { points: unknown }[];
+    expect(violations[1]?.points).toEqual([
       { runId: 'run-7', value: expect.closeTo(13, 12) },
       { runId: 'run-9', value: expect.closeTo(13.5, 12) },
     ]);
@@ -157,7 +178,7 @@ describe('createRunEvaluator: baseline, alarms and escalation over stored histor
     chamber.process(pressureRun('run-6', 13), RECIPE, doc);
     for (let i = 7; i <= 10; i++) chamber.process(pressureRun(`run-${i}`, 10), RECIPE, doc);
     const r = chamber.process(pressureRun('run-11', 13), RECIPE, doc).evaluation;
-    expect(r.alarms.map((a) => a.ruleId)).toEqual(['WE1']);
+    expect(r.alarms.map((a) => [a.ruleId, a.details?.['rules']])).toEqual([['RUN', ['WE1']]]);
     expect(r.hold).toBeUndefined();
   });
 
@@ -166,11 +187,9 @@ describe('createRunEvaluator: baseline, alarms and escalation over stored histor
     const chamber = new SimulatedChamber(evaluator);
     PHASE_ONE.forEach((m, i) => chamber.process(pressureRun(`run-${i + 1}`, m), RECIPE, hold));
     const r = chamber.process(pressureRun('run-6', 25), RECIPE, hold).evaluation;
-    expect(r.alarms.map((a) => [a.ruleId, a.action])).toEqual([
-      ['SPEC_USL', 'HOLD_CHAMBER'],
-      ['WE1', 'HOLD_CHAMBER'],
-    ]);
-    expect(r.alarms[0]).toMatchObject({ value: 25, ucl: 20, details: { limits: { version: 1, usl: 20 } } });
+    expect(r.alarms.map((a) => [a.ruleId, a.action, a.details?.['rules']])).toEqual([['RUN', 'HOLD_CHAMBER', ['SPEC_USL', 'WE1']]]);
+    // The alarm's own fields are its first violation's, as compared: the spec limit crossed.
+    expect(r.alarms[0]).toMatchObject({ value: 25, ucl: 20, details: { violations: [{ rule: 'SPEC_USL', ucl: 20, limits: { version: 1, usl: 20 } }, { rule: 'WE1' }] } });
     expect(r.alarms[0].message).toContain('value 25 > USL 20');
     expect(r.hold).toEqual({
       holdId: 'hold:ETCH01:PM2:6',
@@ -334,22 +353,8 @@ describe('createRunEvaluator: strategy documents', () => {
   const invalid = { schemaVersion: 1, name: 'broken', indicators: [{ id: 'bad id!', svid: 'a', statistic: 'mean' }] };
   const trace = traceOf('run-1', { a: [1, 2, 3], b: [4, 5, 7] });
 
-  it('evaluates with the default strategy and reports an invalid stored document in skipped', () => {
-    const r = new SimulatedChamber(createRunEvaluator()).process(trace, RECIPE, invalid).evaluation;
-    expect(r.points.map((p) => p.indicatorKey)).toEqual(['POLY|mean/a', 'POLY|mean/b', 'POLY|std/a', 'POLY|std/b']);
-    expect(r.skipped).toEqual([
-      {
-        indicatorKey: '*',
-        reason: expect.stringMatching(
-          /^invalid-strategy: evaluated with the default strategy; invalid defense strategy: indicators\.0\.id: /,
-        ),
-      },
-    ]);
-    expect(createRunEvaluator({ minHistoryRuns: 1 }).historyRuns(invalid)).toBe(20 + 20);
-  });
-
-  it("throws InvalidStrategyDocumentError with invalidStrategy: 'throw'", () => {
-    const evaluator = createRunEvaluator({ invalidStrategy: 'throw', minHistoryRuns: 1 });
+  it('never judges a run by another strategy when the stored one is invalid: InvalidStrategyDocumentError, dead-letter reason invalid-strategy', () => {
+    const evaluator = createRunEvaluator({ minHistoryRuns: 1 });
     const chamber = new SimulatedChamber(evaluator);
     let caught: unknown;
     try {
@@ -360,10 +365,21 @@ describe('createRunEvaluator: strategy documents', () => {
     expect(caught).toBeInstanceOf(InvalidStrategyDocumentError);
     const err = caught as InvalidStrategyDocumentError;
     expect(err.name).toBe('InvalidStrategyDocumentError');
+    expect(err.deadLetterReason).toBe('invalid-strategy');
     expect(err.issues.map((i) => i.path)).toEqual(['indicators.0.id']);
+    expect(err.message).toMatch(/^stored defense strategy is invalid: indicators\.0\.id: /);
     expect(err.cause).toBeInstanceOf(StrategyValidationError);
-    expect(() => evaluator.historyRuns({ schemaVersion: 2 })).toThrow(/unsupported version 2/);
+    expect(() => chamber.process(trace, RECIPE, { schemaVersion: 2 })).toThrow(/unsupported version 2/);
+    // The history a worker reads before evaluating: enough for any strategy the chamber may get once fixed.
+    expect(evaluator.historyRuns(invalid)).toBe(90 + 20);
     expect(evaluator.historyRuns(strategy())).toBe(8 + 20); // WE4 looks at 8 runs
+  });
+
+  it('gives no point for a run whose every sample is missing under the default strategy (a worker dead-letters it)', () => {
+    const r = new SimulatedChamber(createRunEvaluator()).process(traceOf('run-1', { a: [NaN, NaN, NaN], b: [NaN, NaN, NaN] }), RECIPE, undefined).evaluation;
+    expect(r.points).toEqual([]);
+    expect(r.alarms).toEqual([]);
+    expect(r.skipped).toEqual([{ indicatorKey: 'POLY|m:model', reason: 'no-value: no monitored indicator has a value in this run' }]);
   });
 
   it('uses no stored strategy, JSON text, and out-of-scope documents as documented', () => {
@@ -371,26 +387,30 @@ describe('createRunEvaluator: strategy documents', () => {
     const keys = (doc: unknown, recipe = RECIPE) =>
       new SimulatedChamber(evaluator).process(trace, recipe, doc).evaluation.points.map((p) => p.indicatorKey);
     const own = { schemaVersion: 1, name: 'own', indicators: [{ id: 'x', svid: 'b', statistic: 'max' }] };
-    expect(keys(undefined)).toEqual(['POLY|mean/a', 'POLY|mean/b', 'POLY|std/a', 'POLY|std/b']);
+    // No strategy: the chamber monitor (the default), which stores every indicator in Phase I and its model point.
+    const monitored = keys(undefined);
+    expect(monitored).toContain('POLY|m:model');
+    expect(monitored).toEqual(expect.arrayContaining(['POLY|m/a@seg4of4:mean', 'POLY|m/b@seg4of4:max']));
+    expect(monitored.every((k) => k.startsWith('POLY|m'))).toBe(true);
     expect(keys(JSON.stringify(own))).toEqual(['POLY|x']);
     const scoped = { ...own, scope: { recipe: 'OTHER' } };
-    expect(keys(scoped)).toEqual(['POLY|mean/a', 'POLY|mean/b', 'POLY|std/a', 'POLY|std/b']);
+    expect(keys(scoped)).toEqual(monitored);
     expect(keys(scoped, 'OTHER')).toEqual(['OTHER|x']);
-    // A scoped document may leave some runs to the default strategy: enough history for both.
+    // A scoped document may leave some runs to the default strategy: enough history for both (the
+    // monitor extends its Phase I to 90 runs).
     expect(evaluator.historyRuns(own)).toBe(20 + 20);
     expect(evaluator.historyRuns({ ...own, indicators: [{ ...own.indicators[0], baseline: { minRuns: 5 } }] })).toBe(8 + 20);
-    expect(evaluator.historyRuns({ ...scoped, indicators: [{ ...own.indicators[0], baseline: { minRuns: 5 } }] })).toBe(20 + 20);
-    expect(createRunEvaluator({ extraHistoryRuns: 0, minHistoryRuns: 1 }).historyRuns(undefined)).toBe(20);
+    expect(evaluator.historyRuns({ ...scoped, indicators: [{ ...own.indicators[0], baseline: { minRuns: 5 } }] })).toBe(90 + 20);
+    expect(createRunEvaluator({ extraHistoryRuns: 0, minHistoryRuns: 1 }).historyRuns(undefined)).toBe(90);
     // By default at least 100 runs, so that each of several recipes finds its Phase I points.
-    expect(createRunEvaluator().historyRuns(undefined)).toBe(100);
-    expect(createRunEvaluator().historyRuns({ ...own, indicators: [{ ...own.indicators[0], baseline: { minRuns: 90 } }] })).toBe(110);
+    expect(createRunEvaluator().historyRuns(own)).toBe(100);
+    expect(createRunEvaluator().historyRuns(undefined)).toBe(110);
   });
 
   it('rejects options out of their domain', () => {
     expect(() => createRunEvaluator({ extraHistoryRuns: -1 })).toThrow(EvaluatorConfigError);
     expect(() => createRunEvaluator({ minHistoryRuns: 0 })).toThrow('minHistoryRuns must be an integer >= 1, got 0');
     expect(() => createRunEvaluator({ strategyCacheSize: 0 })).toThrow('strategyCacheSize must be an integer >= 1, got 0');
-    expect(() => createRunEvaluator({ invalidStrategy: 'ignore' as 'throw' })).toThrow(EvaluatorConfigError);
   });
 });
 
@@ -445,7 +465,7 @@ describe('createRunEvaluator: traces and limits it cannot use', () => {
     expect(out.flatMap((e) => e.newLimitSets)).toEqual([]);
     expect(out[0].skipped).toEqual([{ indicatorKey: KEY, reason: 'unreadable-limits: limits v3 (xbar-r): chart type "xbar-r" is unknown' }]);
     expect(out[7].points[0].limitsVersion).toBeUndefined();
-    expect(out[7].alarms.map((a) => a.ruleId)).toEqual(['SPEC_USL']);
+    expect(out[7].alarms.map((a) => [a.ruleId, a.details?.['rules']])).toEqual([['RUN', ['SPEC_USL']]]);
   });
 });
 

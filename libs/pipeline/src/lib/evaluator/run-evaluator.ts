@@ -26,23 +26,16 @@ import {
   type Trace,
 } from '@defender/uchart';
 import type { EvaluationInput, RunEvaluation, RunEvaluator } from '../ports';
-import { holdFor, holdIdOf, monitorAlarm, violationToAlarm, type RunIdentity } from './alarms';
+import { holdFor, holdIdOf, runAlarm, type RunIdentity } from './alarms';
 import { monitorPoint, runMonitorStage, type MonitorStageResult } from './monitor-stage';
 import { pendingBaselineOf, type PendingBaseline } from './rebaseline';
 import { decodeHistory, decodeLimits, encodeLimits, encodePoint } from './codec';
 import { EvaluatorConfigError, InvalidStrategyDocumentError, InvalidTraceError } from './errors';
 import { POINT_FLAGS, ruleFlag } from './flags';
-import { requiredRuns, StrategyCache, strategyForRun, type StoredStrategy } from './strategy';
+import { requiredRuns, StrategyCache, strategyForRun } from './strategy';
 
 /** Options of {@link createRunEvaluator}. */
 export interface RunEvaluatorOptions {
-  /**
-   * What to do when the chamber's stored strategy document fails validation:
-   * - `default` (the default): evaluate with `DEFAULT_STRATEGY`, so the chamber stays defended, and
-   *   report the document in `skipped` as `{ indicatorKey: '*', reason: 'invalid-strategy: ...' }`;
-   * - `throw`: throw {@link InvalidStrategyDocumentError} from `evaluate` and `historyRuns`.
-   */
-  readonly invalidStrategy?: 'default' | 'throw';
   /**
    * Runs of history requested beyond the strategy's `requiredHistoryRuns` (integer >= 0, default 20):
    * room for runs that lack an indicator (all its samples NaN, dead-lettered runs) inside the
@@ -92,7 +85,6 @@ class DefenseRunEvaluator implements RunEvaluator {
   private readonly strategies: StrategyCache;
   private readonly extraHistoryRuns: number;
   private readonly minHistoryRuns: number;
-  private readonly throwOnInvalidStrategy: boolean;
 
   constructor(options: RunEvaluatorOptions) {
     const extra = options.extraHistoryRuns ?? DEFAULT_EXTRA_HISTORY_RUNS;
@@ -107,19 +99,14 @@ class DefenseRunEvaluator implements RunEvaluator {
     if (!(Number.isSafeInteger(cacheSize) && cacheSize >= 1)) {
       throw new EvaluatorConfigError(`strategyCacheSize must be an integer >= 1, got ${cacheSize}`);
     }
-    const mode = options.invalidStrategy ?? 'default';
-    if (mode !== 'default' && mode !== 'throw') {
-      throw new EvaluatorConfigError(`invalidStrategy must be 'default' or 'throw', got ${String(mode)}`);
-    }
     this.extraHistoryRuns = extra;
     this.minHistoryRuns = min;
-    this.throwOnInvalidStrategy = mode === 'throw';
     this.calculator = options.calculator ?? new IndicatorCalculator();
     this.strategies = new StrategyCache(cacheSize);
   }
 
   historyRuns(strategyDoc: unknown): number {
-    return Math.max(this.minHistoryRuns, requiredRuns(this.stored(strategyDoc)) + this.extraHistoryRuns);
+    return Math.max(this.minHistoryRuns, requiredRuns(this.strategies.get(strategyDoc)) + this.extraHistoryRuns);
   }
 
   evaluate(input: EvaluationInput): RunEvaluation {
@@ -129,13 +116,9 @@ class DefenseRunEvaluator implements RunEvaluator {
     const run: RunIdentity = { chamber, sequence: input.sequence, runId, recipe };
     const skipped: { indicatorKey: string; reason: string }[] = [];
 
-    const stored = this.stored(input.strategy);
-    if (stored.kind === 'invalid') {
-      skipped.push({
-        indicatorKey: '*',
-        reason: `invalid-strategy: evaluated with the default strategy; ${new StrategyValidationError(stored.issues).message}`,
-      });
-    }
+    const stored = this.strategies.get(input.strategy);
+    // Never fail open: a chamber whose strategy is invalid is not judged by another one.
+    if (stored.kind === 'invalid') throw new InvalidStrategyDocumentError(stored.issues, { cause: new StrategyValidationError(stored.issues) });
     const strategy = strategyForRun(stored, { chamber: chamberKey(chamber), recipe });
     const trace = toTrace(input.trace, chamber, runId);
 
@@ -265,7 +248,6 @@ class DefenseRunEvaluator implements RunEvaluator {
       points.push(encodePoint(r.key, p, flags));
     }
     for (const s of evaluation.skipped) skipped.push({ indicatorKey: s.key, reason: `${s.reason}: ${s.detail}` });
-    const alarms = evaluation.violations.map((v) => violationToAlarm(v, run));
     if (monitor) {
       const bits = new Map<string, number>();
       for (const v of monitor.violations) bits.set(v.key, (bits.get(v.key) ?? 0) | POINT_FLAGS.VIOLATION | ruleFlag(v.rule));
@@ -274,18 +256,17 @@ class DefenseRunEvaluator implements RunEvaluator {
         if (monitor.newLimitSet && p.limitsVersion !== undefined) flags |= POINT_FLAGS.NEW_LIMITS;
         points.push(monitorPoint(p, flags));
       }
-      if (monitorAlarmed && strategy.monitor) {
-        alarms.push(
-          monitorAlarm(monitor.violations, run, {
-            modelKey: monitor.modelKey,
-            action: strategy.monitor.action,
-            t2: monitor.t2,
-            spe: monitor.spe,
-            modelVersion: monitor.model?.version ?? null,
-          }),
-        );
-      }
     }
+    // One alarm per run, listing every violation of the rules and of the monitor.
+    const alarm = runAlarm(
+      evaluation.violations,
+      monitor?.violations ?? [],
+      run,
+      monitor && strategy.monitor
+        ? { modelKey: monitor.modelKey, action: strategy.monitor.action, t2: monitor.t2, spe: monitor.spe, modelVersion: monitor.model?.version ?? null }
+        : undefined,
+    );
+    const alarms = alarm ? [alarm] : [];
 
     return {
       points,
@@ -294,14 +275,6 @@ class DefenseRunEvaluator implements RunEvaluator {
       newLimitSets,
       skipped,
     };
-  }
-
-  private stored(doc: unknown): StoredStrategy {
-    const stored = this.strategies.get(doc);
-    if (stored.kind === 'invalid' && this.throwOnInvalidStrategy) {
-      throw new InvalidStrategyDocumentError(stored.issues, { cause: new StrategyValidationError(stored.issues) });
-    }
-    return stored;
   }
 }
 
@@ -314,8 +287,9 @@ class DefenseRunEvaluator implements RunEvaluator {
  *
  * `evaluate(input)`:
  * 1. strategy: the stored document validated with the defense-rules schema and resolved for the
- *    chamber and recipe; missing, out of scope or invalid -> `DEFAULT_STRATEGY` (invalid: see
- *    {@link RunEvaluatorOptions.invalidStrategy});
+ *    chamber and recipe; missing or out of scope -> `DEFAULT_STRATEGY` (the chamber monitor); an
+ *    invalid document is never replaced: {@link InvalidStrategyDocumentError}, which a worker
+ *    dead-letters with reason `invalid-strategy`;
  * 2. trace: the `TraceRecord` as a uchart trace (validated; NaN / ±Infinity samples count as missing);
  *    readings per indicator, keyed `<recipe>|<key>` ({@link storeIndicatorKey});
  * 3. history: committed runs decoded oldest first (dead-lettered runs, with no points, left out) and
@@ -327,7 +301,7 @@ class DefenseRunEvaluator implements RunEvaluator {
  *    `CHART_KEYS`), one alarm per violation, a hold when HOLD_CHAMBER is returned, and `skipped`.
  *
  * @throws {@link InvalidTraceError} when the trace fails validation or belongs to another run.
- * @throws {@link InvalidStrategyDocumentError} for an invalid stored strategy with `invalidStrategy: 'throw'`.
+ * @throws {@link InvalidStrategyDocumentError} for an invalid stored strategy (the run is dead-lettered, not judged).
  * @throws {@link EvaluatorConfigError} (from this factory) for options out of their domain.
  */
 export function createRunEvaluator(options: RunEvaluatorOptions = {}): RunEvaluator {
