@@ -98,7 +98,7 @@ The docs/benchmarks.md section is written only with the defaults (no --strategy,
 --charts, --no-write), so \`npm run arl\` reproduces it.
 `;
 
-interface Args {
+export interface Args {
   readonly reps: number;
   readonly refReps: number;
   readonly chamberReps: number;
@@ -110,11 +110,16 @@ interface Args {
   readonly strategies: readonly string[];
 }
 
-class UsageError extends Error {
+/** A wrong command line: exit code 2 with the usage. */
+export class UsageError extends Error {
   override readonly name = 'UsageError';
 }
 
-function args(argv: readonly string[]): Args | 'help' {
+/**
+ * Parses the command line (without node and the script); 'help' for -h/--help.
+ * @throws UsageError or parseArgs' error (unknown option, missing value, a positional argument).
+ */
+export function parseCommandLine(argv: readonly string[]): Args | 'help' {
   const { values } = parseArgs({
     args: [...argv],
     options: {
@@ -290,7 +295,7 @@ function estimate(lengths: readonly number[], censored: number): ArlEstimate {
 function main(): void {
   let parsed: Args | 'help';
   try {
-    parsed = args(process.argv.slice(2));
+    parsed = parseCommandLine(process.argv.slice(2));
   } catch (err) {
     process.stderr.write(`${(err as Error).message}\n\n${USAGE}`);
     process.exitCode = 2;
@@ -398,4 +403,4 @@ function main(): void {
   }
 }
 
-main();
+if (require.main === module) main();

@@ -13,6 +13,16 @@ import {
 import { HashRing } from '@defender/hashing';
 import { loadavg } from 'node:os';
 import { percentile, table, writeBenchmarkSection } from './report';
+import { handleBenchCommandLine } from './cli';
+
+handleBenchCommandLine(`Usage: npm run bench:assignment
+
+Chamber assignment: compute time (median, p95) and balance / movement of each strategy over fab
+scenarios (seeded). Writes the \`assignment\` section of docs/benchmarks.md. No options or parameters.
+
+Options:
+  -h, --help          this text
+`);
 
 const WARMUP_RUNS = 25;
 const MEASURED_RUNS = 60;

@@ -21,6 +21,17 @@ import {
 } from '@defender/infra-harness';
 import { ElectionClient, LeaderElection } from '@defender/election';
 import { percentile, table, writeBenchmarkSection } from './report';
+import { handleBenchCommandLine } from './cli';
+
+handleBenchCommandLine(`Usage: npm run bench:election
+
+Leader failover through the election agents with real processes and a private nats-server: crash
+(SIGKILL of the leader), graceful (SIGTERM) and agent replica SIGKILL. Writes the \`election\` section
+of docs/benchmarks.md. No options or parameters.
+
+Options:
+  -h, --help          this text
+`);
 
 const AGENT_ENTRY = 'apps/election-agent/src/main.ts';
 const CANDIDATE_ENTRY = 'apps/election-agent/src/testing/candidate.process.ts';

@@ -41,6 +41,7 @@ import type { DefenderStore } from '@defender/contracts';
 import { imageRuntimeEnv, startNatsServer, type NatsServerHandle } from '@defender/infra-harness';
 import { SqliteStore } from '@defender/store';
 import { percentile, table, writeBenchmarkSection } from './report';
+import { handleBenchCommandLine } from './cli';
 import { BenchCluster, getJson, missingBundles } from './pipeline/cluster';
 import { cpuMsOf, envList, gaugesBy, loadAverage, memoryBreakdownOf, memoryOf, parseCounter, saveHeapSnapshot, type MemoryBreakdown } from './pipeline/observe';
 import { judgeStep, nextSpeed, type StepVerdict } from './fab-replay/sustain';
@@ -61,6 +62,38 @@ import { seedChambers, weightStats } from '@defender/fab-sim';
 
 // ---------------------------------------------------------------------------------------------
 // Parameters
+
+handleBenchCommandLine(`Usage: npm run bench:fab      (heavy: flock /tmp/defender-heavy.lock npm run bench:fab)
+
+Whole-fab replay against a real cluster of built processes (private nats-server, election agent,
+assignment controller, 2 defenders on one SQLite file): the speed (simulated seconds per wall second)
+a fab of FAB_CHAMBERS chambers sustains, and the defenders' memory. Tens of minutes. Writes the
+\`fab-replay\` section of docs/benchmarks.md (FAB_SECTION to change). Needs the built apps:
+npx nx run-many -t build -p defender assignment-controller election-agent
+
+Parameters (environment):
+  FAB_QUICK=1 | BENCH_QUICK=1   smoke run: 60 chambers, short steps; writes docs only with FAB_WRITE=1
+  FAB_CHAMBERS                  chambers (5000)
+  FAB_WARMUP_RUNS               Phase I runs per chamber before measuring (21)
+  FAB_STEP_SECONDS              measurement window per speed step (60)
+  FAB_SPEED_START, FAB_SPEED_MAX, FAB_SPEED_GROWTH, FAB_REFINE
+                                first and highest speed, growth per step, bisection steps (4, 64, 2, 2)
+  FAB_SEED                      fab and schedule seed (1)
+  FAB_CONCURRENCY               runs the publisher writes at once (4)
+  FAB_WARMUP_BACKLOG            most warm-up runs in flight (300)
+  FAB_PREWRITE=0|1              write a step's traces before its window (1)
+  FAB_WRITE=0|1                 write docs/benchmarks.md
+  FAB_LOG_DIR, FAB_LOG_LEVEL    processes' output folder, the apps' LOG_LEVEL (warn)
+  FAB_RESULT_FILE               raw results as JSON (tmp/fab-replay-result.json)
+  FAB_REPORT_FROM=<json>        only re-render the report from a saved result (no cluster)
+  FAB_DEFENDER_ENV=K=V,...      extra defender environment (FAB_DEFENDER_ENV_0, _1: one defender only)
+  FAB_PEAK_DETAIL_MB            break a defender's memory down at each new peak from this VmRSS (200)
+  FAB_SECTION=<name>            the docs/benchmarks.md section to write (fab-replay)
+  FAB_HEAP_SNAPSHOTS=<dir>      a V8 heap snapshot of each defender after the warm-up and the last step
+
+Options:
+  -h, --help                    this text
+`);
 
 const QUICK = process.env['FAB_QUICK'] === '1' || process.env['BENCH_QUICK'] === '1';
 function num(name: string, dflt: number, min = 0): number {

@@ -2,12 +2,13 @@
 // BENCH_HEAP_SNAPSHOTS of the benches): self size and count per node type and per constructor or
 // string kind, largest first. Answers "what fills the heap" without Chrome DevTools.
 //
-// Run: node -r ./tools/scripts/register.js tools/bench/heap-summary.ts <file.heapsnapshot> [top=30]
+// Run: node -r ./tools/scripts/register.js tools/bench/heap-summary.ts <file.heapsnapshot> [top=30]   (--help)
 //
 // The file is scanned as bytes (a snapshot of a few hundred MB of heap exceeds V8's string limit, so
 // it cannot go through JSON.parse whole): the small header is parsed as JSON, the `nodes` array as
 // numbers, `edges` is skipped, and `strings` is parsed element by element.
 import { readFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
 
 interface Header {
   snapshot: {
@@ -163,10 +164,40 @@ export function summarize(buf: Buffer): { total: number; nodes: number; byType: 
   };
 }
 
-function main(): void {
-  const [file, topArg] = process.argv.slice(2);
-  if (!file) throw new Error('usage: heap-summary.ts <file.heapsnapshot> [top]');
+const USAGE = `Usage: node -r ./tools/scripts/register.js tools/bench/heap-summary.ts <file.heapsnapshot> [top]
+
+What fills a V8 heap snapshot: self size and count per node type, per constructor or string kind and per
+first strong retainer, largest first; the first \`top\` rows of each (default 30).
+
+Options:
+  -h, --help          this text
+`;
+
+/** The command line: a snapshot file and an optional row count, or 'help'. @throws Error for anything else. */
+export function parseCommandLine(argv: readonly string[]): { file: string; top: number } | 'help' {
+  const { values, positionals } = parseArgs({ args: [...argv], options: { help: { type: 'boolean', short: 'h' } }, strict: true, allowPositionals: true });
+  if (values.help) return 'help';
+  const [file, topArg, ...extra] = positionals;
+  if (!file) throw new Error('a heap snapshot file is required');
+  if (extra.length > 0) throw new Error(`unexpected argument "${extra[0]}"`);
   const top = Number(topArg ?? 30);
+  if (!Number.isInteger(top) || top < 1) throw new Error(`top must be a positive integer, got "${topArg}"`);
+  return { file, top };
+}
+
+function main(): void {
+  let cli;
+  try {
+    cli = parseCommandLine(process.argv.slice(2));
+  } catch (err) {
+    process.stderr.write(`${(err as Error).message}\n\n${USAGE}`);
+    process.exit(2);
+  }
+  if (cli === 'help') {
+    process.stdout.write(USAGE);
+    return;
+  }
+  const { file, top } = cli;
   const s = summarize(readFileSync(file));
   const mb = (b: number) => (b / 1024 / 1024).toFixed(1).padStart(8);
   console.log(`${file}: ${s.nodes.toLocaleString('en-US')} nodes, ${mb(s.total).trim()} MB self size`);

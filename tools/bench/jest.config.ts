@@ -2,5 +2,6 @@ export default {
   displayName: 'benchmarks',
   preset: '../../jest.preset.js',
   rootDir: __dirname,
-  // Pure logic of the benchmarks only (the benches themselves are scripts, not tests).
+  // Pure logic of the benchmarks and the scripts' command lines (the benches themselves are scripts, not tests).
+  testTimeout: 180_000,
 };

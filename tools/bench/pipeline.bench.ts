@@ -33,6 +33,7 @@ import {
 } from '@defender/infra-harness';
 import { CassandraStore, SqliteStore } from '@defender/store';
 import { percentile, table, writeBenchmarkSection } from './report';
+import { handleBenchCommandLine } from './cli';
 import { BenchCluster, bundleOf, getJson, missingBundles, type Proc } from './pipeline/cluster';
 import {
   cpuMsOf,
@@ -52,6 +53,28 @@ import { makeTrace, notificationOf, svidNames, type RunSpec } from './pipeline/r
 
 // ---------------------------------------------------------------------------------------------
 // Parameters
+
+handleBenchCommandLine(`Usage: npm run bench:pipeline
+
+Run pipeline against a real cluster of built processes (private nats-server, election agent,
+assignment controller, one then two defenders): notification -> stored point and -> alarm latency
+(p50 / p99) for typical and heavy runs with the SQLite and the Cassandra store, runs per second per
+defender at saturation, defender RSS. Writes the \`pipeline\` section of docs/benchmarks.md. Needs the
+built apps: npx nx run-many -t build -p defender assignment-controller election-agent
+Cassandra: a private node from the harness, or CASSANDRA_HOSTS.
+
+Parameters (environment):
+  BENCH_QUICK=1                 short run; writes docs only with BENCH_WRITE=1
+  BENCH_BACKENDS                sqlite,cassandra
+  BENCH_TYPICAL_CHAMBERS, BENCH_LATENCY_CHAMBERS, BENCH_HEAVY_CHAMBERS
+  BENCH_WARMUP_RUNS, BENCH_TYPICAL_RUNS, BENCH_HEAVY_RUNS, BENCH_THROUGHPUT_RUNS, BENCH_HEAVY_BURST_RUNS
+  BENCH_TWO_DEFENDERS=0|1, BENCH_PROFILE=0|1, BENCH_SHIFT_SVIDS, BENCH_GAP_MS, BENCH_QUIET_SECONDS
+  BENCH_PROCESS_TIMEOUT_SECONDS, BENCH_WRITE=0|1, BENCH_KEEP_PROFILES=<dir>, BENCH_LOG_DIR=<dir>,
+  BENCH_LOG_LEVEL, BENCH_CONTROLLER_LOG_LEVEL, BENCH_DEFENDER_ENV=K=V,..., BENCH_DEBUG=1
+
+Options:
+  -h, --help                    this text
+`);
 
 const QUICK = process.env['BENCH_QUICK'] === '1';
 function int(name: string, dflt: number): number {

@@ -12,6 +12,19 @@ import type { DefenderStore, RunPointSet, SampleArray, TraceRecord, UChartPoint 
 import { startCassandra, type CassandraHandle } from '@defender/infra-harness';
 import { CassandraStore, SqliteStore, UChartHistoryCache } from '@defender/store';
 import { percentile, table, writeBenchmarkSection } from './report';
+import { handleBenchCommandLine } from './cli';
+
+handleBenchCommandLine(`Usage: npm run bench:store
+
+Store throughput: write and read of 30 K / 120 K / 3.6 M-point traces and of a U-chart history, for
+the Cassandra and the SQLite adapter. Writes the \`store\` section of docs/benchmarks.md.
+
+Environment:
+  CASSANDRA_HOSTS     use this Cassandra (else a private node from the test harness is started)
+
+Options:
+  -h, --help          this text
+`);
 
 const READ_TARGET_MS = 1000;
 

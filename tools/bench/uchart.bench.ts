@@ -16,6 +16,16 @@ import {
   type Trace,
 } from '@defender/uchart';
 import { percentile, table, writeBenchmarkSection } from './report';
+import { handleBenchCommandLine } from './cli';
+
+handleBenchCommandLine(`Usage: npm run bench:uchart
+
+U-chart statistics throughput and memory on traces up to 3.6 M points (run with node --expose-gc, as
+npm run does). Writes the \`uchart\` section of docs/benchmarks.md. No options or parameters.
+
+Options:
+  -h, --help          this text
+`);
 
 const TARGET_MS = 20;
 

@@ -134,7 +134,9 @@ main(process.argv.slice(2)).then(
   (code) => process.exit(code),
   (err: unknown) => {
     if (err instanceof UsageError) {
-      process.stderr.write(`${err.message ? `${err.message}\n\n` : ''}${USAGE}`);
+      // No message: --help, asked for (stdout, exit 0); else a wrong command line (stderr, exit 2).
+      if (!err.message) process.stdout.write(USAGE);
+      else process.stderr.write(`fab-sim: ${err.message}\n\n${USAGE}`);
       process.exit(err.message ? 2 : 0);
     }
     process.stderr.write(`fab-sim: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);

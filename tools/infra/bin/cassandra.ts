@@ -9,31 +9,75 @@
  * Exit codes: 0 ok, 1 failure, 2 usage, 3 java/mvn missing.
  */
 import { existsSync, readFileSync } from 'node:fs';
-import { CassandraUnavailableError, ensureCassandraArtifacts, startCassandra } from '../src/cassandra';
+import { parseArgs } from 'node:util';
+import {
+  CASSANDRA_DEFAULT_VERSION,
+  CassandraUnavailableError,
+  ensureCassandraArtifacts,
+  startCassandra,
+} from '../src/cassandra';
 
-const USAGE = 'usage: cassandra.ts <fetch|start> [--version X.Y.Z] [--heap-mb N]';
+export const USAGE = `Usage: cassandra.ts <fetch|start> [options]
+  (npm run infra:cassandra = start; npx nx run infra-harness:fetch-cassandra = fetch)
 
-function parseArgs(argv: string[]): { command: string; version?: string; heapMb?: number } {
-  const [command, ...rest] = argv;
-  if (command !== 'fetch' && command !== 'start') throw new UsageError(USAGE);
-  const out: { command: string; version?: string; heapMb?: number } = { command };
-  for (let i = 0; i < rest.length; i++) {
-    const flag = rest[i];
-    const value = rest[i + 1];
-    if (value === undefined) throw new UsageError(`${flag} needs a value\n${USAGE}`);
-    if (flag === '--version') out.version = value;
-    else if (flag === '--heap-mb') out.heapMb = Number(value);
-    else throw new UsageError(`unknown option ${flag}\n${USAGE}`);
-    i++;
-  }
-  return out;
+Commands:
+  fetch               fetch the jars into .cache/cassandra/<version>/ (CI pre-warm; no-op when cached)
+  start               run a private single node in the foreground until Ctrl-C / SIGTERM, then stop it
+                      cleanly; prints the CASSANDRA_HOSTS / CASSANDRA_LOCAL_DC to export
+
+Options:
+  --version X.Y.Z     Cassandra version (default CASSANDRA_VERSION, else ${CASSANDRA_DEFAULT_VERSION})
+  --heap-mb N         the node's heap in MiB, at least 256 (start only; default CASSANDRA_HEAP_MB, else 512)
+  -h, --help          this text
+
+Exit codes: 0 ok, 1 failure, 2 usage, 3 java/mvn missing.
+`;
+
+/** A wrong command line: exit code 2 with the usage. */
+export class UsageError extends Error {
+  override readonly name = 'UsageError';
 }
 
-class UsageError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'UsageError';
+export type Invocation =
+  | { readonly command: 'help' }
+  | { readonly command: 'fetch' | 'start'; readonly version?: string; readonly heapMb?: number };
+
+/** Parses the command line (without node and the script). @throws UsageError */
+export function parseCommandLine(argv: readonly string[]): Invocation {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: [...argv],
+      allowPositionals: true,
+      strict: true,
+      options: {
+        version: { type: 'string' },
+        'heap-mb': { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+      },
+    });
+  } catch (err) {
+    throw new UsageError((err as Error).message, { cause: err });
   }
+  const { values: v, positionals } = parsed;
+  if (v.help) return { command: 'help' };
+  const [command, ...extra] = positionals;
+  if (command !== 'fetch' && command !== 'start')
+    throw new UsageError(
+      command === undefined
+        ? 'a command is required: fetch or start'
+        : `unknown command "${command}" (fetch or start)`,
+    );
+  if (extra.length > 0) throw new UsageError(`unexpected argument "${extra[0]}"`);
+  const heapMb = v['heap-mb'] === undefined ? undefined : Number(v['heap-mb']);
+  if (heapMb !== undefined && !(Number.isInteger(heapMb) && heapMb >= 256))
+    throw new UsageError(`--heap-mb must be an integer >= 256, got "${v['heap-mb']}"`);
+  if (heapMb !== undefined && command === 'fetch') throw new UsageError('--heap-mb applies to start only');
+  return {
+    command,
+    ...(v.version !== undefined ? { version: v.version } : {}),
+    ...(heapMb !== undefined ? { heapMb } : {}),
+  };
 }
 
 function isRunning(pid: number): boolean {
@@ -50,7 +94,11 @@ const log = (line: string): void => {
 };
 
 async function main(): Promise<number> {
-  const args = parseArgs(process.argv.slice(2));
+  const args = parseCommandLine(process.argv.slice(2));
+  if (args.command === 'help') {
+    process.stdout.write(USAGE);
+    return 0;
+  }
   if (args.command === 'fetch') {
     const t0 = Date.now();
     const { version, classpathDir } = await ensureCassandraArtifacts({ version: args.version, log });
@@ -100,14 +148,15 @@ async function main(): Promise<number> {
   });
 }
 
-main().then(
-  (code) => process.exit(code),
-  (err: unknown) => {
-    if (err instanceof UsageError) {
-      process.stderr.write(`${err.message}\n`);
-      process.exit(2);
-    }
-    process.stderr.write(`${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
-    process.exit(err instanceof CassandraUnavailableError ? 3 : 1);
-  },
-);
+if (require.main === module)
+  main().then(
+    (code) => process.exit(code),
+    (err: unknown) => {
+      if (err instanceof UsageError) {
+        process.stderr.write(`cassandra.ts: ${err.message}\n\n${USAGE}`);
+        process.exit(2);
+      }
+      process.stderr.write(`${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+      process.exit(err instanceof CassandraUnavailableError ? 3 : 1);
+    },
+  );

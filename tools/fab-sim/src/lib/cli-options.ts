@@ -6,7 +6,7 @@ export class UsageError extends Error {
   override readonly name = 'UsageError';
 }
 
-export const USAGE = `usage: fab-sim <describe|seed|run> [options]
+export const USAGE = `Usage: fab-sim <describe|seed|run> [options]
 
   describe                 print the generated fab (no servers needed)
   seed                     write the fab's chambers to chamber_metadata (what the controller assigns)
@@ -47,6 +47,8 @@ connections (defaults from the apps' variables):
   --cassandra-hosts H:P,.. CASSANDRA_HOSTS (127.0.0.1)
   --cassandra-dc DC        CASSANDRA_LOCAL_DC (datacenter1)
   --cassandra-keyspace K   CASSANDRA_KEYSPACE (defense_system)
+
+  -h, --help               this text
 `;
 
 export interface CliOptions {

@@ -1,0 +1,56 @@
+import { spawnSync } from 'node:child_process';
+import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { benchArgs } from './cli';
+
+const REPO = join(__dirname, '..', '..');
+const BENCHES = readdirSync(__dirname)
+  .filter((f) => f.endsWith('.bench.ts'))
+  .sort();
+/** The scripts run from the command line: every bench, `npm run bench` and the heap snapshot summary. */
+const SCRIPTS = [...BENCHES, 'run-all.ts', 'heap-summary.ts'];
+/** Those whose only option is --help (parameters from the environment); detection.bench.ts has its own. */
+const HELP_ONLY = SCRIPTS.filter((f) => f !== 'detection.bench.ts' && f !== 'heap-summary.ts');
+
+const run = (script: string, ...args: string[]) =>
+  spawnSync(
+    process.execPath,
+    ['-r', join(REPO, 'tools/scripts/register.js'), join(__dirname, script), ...args],
+    {
+      cwd: REPO,
+      encoding: 'utf8',
+      timeout: 120_000,
+      // A bench that ignored --help would run for minutes: the timeout ends it, and the test fails.
+      killSignal: 'SIGKILL',
+    },
+  );
+
+describe('bench command lines', () => {
+  it('take -h/--help and nothing else', () => {
+    expect(benchArgs([])).toBe('run');
+    expect(benchArgs(['--help'])).toBe('help');
+    expect(benchArgs(['-h'])).toBe('help');
+    expect(() => benchArgs(['--quick'])).toThrow(/Unknown option '--quick'/);
+    expect(() => benchArgs(['sqlite'])).toThrow(/Unexpected argument 'sqlite'/);
+  });
+
+  it.each(SCRIPTS)('%s --help prints usage and exits 0 without running', (script) => {
+    const r = run(script, '--help');
+    expect(r.signal).toBeNull();
+    expect(r.status).toBe(0);
+    expect(r.stdout).toMatch(/^Usage: /);
+  });
+
+  it.each(HELP_ONLY)('%s with an unknown option exits 2 with the message and the usage', (script) => {
+    const r = run(script, '--bogus');
+    expect(r.signal).toBeNull();
+    expect(r.status).toBe(2);
+    expect(r.stderr).toMatch(/Unknown option '--bogus'[\s\S]*Usage: /);
+  });
+
+  it('heap-summary.ts without a snapshot file exits 2 with the usage', () => {
+    const r = run('heap-summary.ts');
+    expect(r.status).toBe(2);
+    expect(r.stderr).toMatch(/a heap snapshot file is required[\s\S]*Usage: /);
+  });
+});

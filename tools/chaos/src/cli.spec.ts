@@ -1,0 +1,67 @@
+import { spawnSync } from 'node:child_process';
+import { join } from 'node:path';
+import { parseCommandLine, UsageError } from './cli';
+import { DEFAULT_SOAK } from './lib/soak';
+import { SUITES } from './lib/suites';
+
+const REPO = join(__dirname, '..', '..', '..');
+const names = SUITES.map((d) => d.name);
+
+describe('chaos command line', () => {
+  it.each([
+    [['soak'], {}, { command: 'soak', seconds: DEFAULT_SOAK.seconds, seed: DEFAULT_SOAK.seed }],
+    [['soak'], { CHAOS_SOAK_SECONDS: '30' }, { command: 'soak', seconds: 30, seed: DEFAULT_SOAK.seed }],
+    [
+      ['soak', '--seconds', '5', '--seed', '9'],
+      { CHAOS_SOAK_SECONDS: '30' },
+      { command: 'soak', seconds: 5, seed: 9 },
+    ],
+    [['suite'], {}, { command: 'suite', suites: names, defaults: false }],
+    [['suite', 'all', '--defaults'], {}, { command: 'suite', suites: names, defaults: true }],
+    [['suite', names[0]!], {}, { command: 'suite', suites: [names[0]], defaults: false }],
+    [['--help'], {}, { command: 'help', exitCode: 0 }],
+    [['soak', '-h'], {}, { command: 'help', exitCode: 0 }],
+    [[], {}, { command: 'help', exitCode: 2 }],
+  ])('%j (env %j)', (argv, env, expected) => {
+    expect(parseCommandLine(argv, env)).toEqual(expected);
+  });
+
+  it.each([
+    [['soak', '--minutes', '5'], /Unknown option '--minutes'/],
+    [['soak', '--seconds'], /argument missing/],
+    [['soak', '--seconds', '0'], /--seconds must be > 0/],
+    [['soak', 'now'], /soak takes no arguments/],
+    [['soak', '--defaults'], /--defaults applies to suite only/],
+    [['suite', 'nope'], /unknown suite nope/],
+    [['suite', 'all', '--seed', '3'], /apply to soak only/],
+    [['suite', 'all', 'more'], /suite takes one suite/],
+    [['run'], /unknown command run/],
+  ])('%j is a usage error', (argv, message) => {
+    expect(() => parseCommandLine(argv, {})).toThrow(UsageError);
+    expect(() => parseCommandLine(argv, {})).toThrow(message);
+  });
+
+  // The process: --help neither builds a cluster nor writes a report.
+  const run = (...args: string[]) =>
+    spawnSync(
+      process.execPath,
+      ['-r', join(REPO, 'tools/scripts/register.js'), join(REPO, 'tools/chaos/src/cli.ts'), ...args],
+      { cwd: REPO, encoding: 'utf8', timeout: 60_000 },
+    );
+
+  it.each([[['--help']], [['-h']], [['soak', '--help']]])(
+    'the process: %j prints usage and exits 0',
+    (args) => {
+      const r = run(...args);
+      expect(r.status).toBe(0);
+      expect(r.stdout).toMatch(/^Usage: npm run chaos/);
+      expect(r.stderr).toBe('');
+    },
+  );
+
+  it('the process: an unknown option exits 2 with the message and the usage', () => {
+    const r = run('soak', '--minutes', '5');
+    expect(r.status).toBe(2);
+    expect(r.stderr).toMatch(/Unknown option '--minutes'[\s\S]*Usage: npm run chaos/);
+  });
+});
