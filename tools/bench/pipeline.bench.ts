@@ -97,7 +97,8 @@ const P = {
   typicalChambers: int('BENCH_TYPICAL_CHAMBERS', QUICK ? 4 : 8),
   latencyChambers: int('BENCH_LATENCY_CHAMBERS', QUICK ? 2 : 4),
   heavyChambers: int('BENCH_HEAVY_CHAMBERS', QUICK ? 1 : 2),
-  warmupRuns: int('BENCH_WARMUP_RUNS', 21),
+  // The default strategy's Phase I (30 runs) and one more, so every chamber is judged by its model.
+  warmupRuns: int('BENCH_WARMUP_RUNS', 31),
   typicalRuns: int('BENCH_TYPICAL_RUNS', QUICK ? 20 : 100),
   heavyRuns: int('BENCH_HEAVY_RUNS', QUICK ? 4 : 12),
   throughputRuns: int('BENCH_THROUGHPUT_RUNS', QUICK ? 4 : 10),
@@ -119,7 +120,7 @@ for (const b of P.backends)
 if (P.latencyChambers > P.typicalChambers)
   throw new Error('BENCH_LATENCY_CHAMBERS must not exceed BENCH_TYPICAL_CHAMBERS');
 
-/** Mean shift of the excursion, in units of the sample noise (sd 1): far beyond WE1 for the run mean. */
+/** Mean shift of the excursion, in units of the sample noise (sd 1): far beyond any limit of the run mean. */
 const SHIFT = 15;
 const RECIPE = 'ETCH-A';
 const DEBUG_TOKEN = 'bench-pipeline-debug-token';
@@ -401,7 +402,7 @@ class Bench {
     }
   }
 
-  /** 21+ in-control runs per chamber so every chamber has frozen limits before measuring. */
+  /** 31+ in-control runs per chamber so every chamber has its monitor model before measuring. */
   async warmUp(): Promise<void> {
     this.setPhase('warm-up');
     const t0 = performance.now();
@@ -1125,7 +1126,7 @@ function report(results: BackendResult[], started: number): { body: string; summ
   const body = [
     'A real cluster of built processes (`dist/apps/*/main.js`): a private nats-server, 1 election agent, 1 assignment controller and 1 defender ' +
       '(a 2nd joins for the last burst), default defender settings (`MAX_CONCURRENT_MESSAGES` 10, `PROCESS_TIMEOUT_SECONDS` ' +
-      `${P.processTimeoutSeconds ?? 5}, cache 100 MB, default strategy: WE rules on mean and std of every SVID, limits frozen after 20 runs).`,
+      `${P.processTimeoutSeconds ?? 5}, cache 100 MB, default strategy: the chamber monitor over every SVID x time segment x statistic, its model fitted on 30 runs).`,
     '',
     results.map((r) => `- ${STORE_NAME[r.backend]}: ${r.detail}.`).join('\n'),
     `- Chambers: ${P.typicalChambers} typical (100 SVIDs x 1 Hz x 1,200 s) and ${P.heavyChambers} heavy (200 SVIDs x 10 Hz x 1,800 s). ` +

@@ -7,6 +7,7 @@ import { dirname, join, resolve } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { connect } from '@nats-io/transport-node';
 import type { DefenderStore } from '@defender/contracts';
+import { DEFAULT_STRATEGY } from '@defender/defense-rules';
 import { openStore, type StoreConfig } from '@defender/store';
 import { parseCli, UsageError, USAGE, type CliOptions } from './lib/cli-options';
 import { planExcursions } from './lib/excursions';
@@ -109,13 +110,14 @@ async function main(argv: string[]): Promise<number> {
           concurrency: o.concurrency,
           maxBacklog: o.maxBacklog,
           settleTimeoutMs: o.settleTimeoutSeconds * 1000,
-          phaseOneRuns: 20,
+          // The chambers run the default strategy: its Phase I runs are never judged.
+          phaseOneRuns: DEFAULT_STRATEGY.monitor?.baseline.minRuns ?? 0,
           graceRuns: 3,
         },
         { store, nc, log, onProgress: (p) => renderer.update(p), signal: abort.signal },
       );
       const result = await sim.run();
-      process.stderr.write(summaryText(result, fab, { speed: o.speed, store: storeLabel }) + '\n');
+      process.stderr.write(summaryText(result, { speed: o.speed, store: storeLabel }) + '\n');
       if (o.json) process.stdout.write(JSON.stringify(result) + '\n');
       if (o.minDetection !== undefined && result.score.injected > 0 && result.score.detected / result.score.injected < o.minDetection) {
         log(`fab-sim: detection ${result.score.detected}/${result.score.injected} is below --min-detection ${o.minDetection}`);

@@ -46,8 +46,9 @@ if (unavailable && !infraRequired()) {
       log: () => undefined,
     });
     await fab.start();
-    // 9 chambers x 26 runs as fast as the cluster takes them: Phase I (20 runs) completes everywhere.
-    const sim = fab.startSimulator('run', ['--no-seed', '--size', 'tiny', '--runs', '26', '--speed', 'max', '--excursions', '2', '--excursion-after', '22', '--progress', 'none', '--settle-timeout', '120'], false);
+    // 9 chambers x 36 runs as fast as the cluster takes them: the default strategy's Phase I (30 runs)
+    // completes everywhere and the monitor judges the rest.
+    const sim = fab.startSimulator('run', ['--no-seed', '--size', 'tiny', '--runs', '36', '--speed', 'max', '--excursions', '2', '--excursion-after', '31', '--progress', 'none', '--settle-timeout', '120'], false);
     const res = await sim.exited;
     if (res.code !== 0) throw new Error(`fab-sim exited with ${res.signal ?? res.code}: ${sim.tail(30)}`);
     browser = await chromium.launch({ executablePath: chromiumPath!, args: CHROMIUM_ARGS });
@@ -76,21 +77,21 @@ if (unavailable && !infraRequired()) {
     await page.screenshot({ path: join(SHOTS, 'cluster.png'), fullPage: true });
   });
 
-  it("renders a chamber's U-charts with centre line and control limits, and its alarms", async () => {
+  it("renders a chamber's monitor: T² and SPE charts with their limits after Phase I", async () => {
     const { chambers } = (await getJson(`${fab!.dashboardUrl}api/v1/chambers`)).body as { chambers: { key: string }[] };
     const key = chambers[0]!.key;
     await page.goto(`${fab!.dashboardUrl}#/chamber/${encodeURIComponent(key)}`);
     await page.waitForSelector(`[data-testid="chamber-head"][data-chamber="${key}"]`, { timeout: 30_000 });
-    const chart = page.locator('svg[data-testid="uchart"][data-has-limits="true"]').first();
+    // The chamber monitor's T² chart: its limit line, the Phase I band and the judged runs' points.
+    const chart = page.locator('svg[data-testid="monitor-chart"][data-stat="T2"]').first();
     await chart.waitFor({ timeout: 30_000 });
-    const y = async (cls: string) => Number(await chart.locator(`line.${cls}`).getAttribute('y1'));
-    const [ucl, cl, lcl] = [await y('ucl'), await y('center'), await y('lcl')];
-    // SVG y grows downwards: UCL above the centre line above LCL.
-    expect(ucl).toBeLessThan(cl);
-    expect(cl).toBeLessThan(lcl);
-    expect(await chart.locator('circle.pt').count()).toBeGreaterThanOrEqual(20);
-    const limits = await page.locator('[data-testid="chart"] .sub').first().textContent();
-    expect(limits).toMatch(/limits v1: CL .* UCL .* LCL/);
+    const limit = Number(await chart.getAttribute('data-limit'));
+    expect(limit).toBeGreaterThan(0);
+    expect(await chart.locator('line.ucl').count()).toBe(1);
+    expect(await chart.locator('rect.phase1').count()).toBe(1);
+    expect(await chart.locator('circle.pt').count()).toBeGreaterThanOrEqual(5);
+    const sub = await page.locator('[data-testid="monitor"] .sub').first().textContent();
+    expect(sub).toMatch(/^model v\d+: T² ≤ .* SPE ≤ .* indicators charted/);
     await page.screenshot({ path: join(SHOTS, 'chamber.png'), fullPage: true });
   });
 

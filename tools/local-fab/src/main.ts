@@ -14,7 +14,7 @@ const USAGE = `usage: bash tools/local-fab/start.sh [options] [-- fab-sim option
   --size NAME          fab size: tiny (4 tools), small (20), medium (100), large (500), fab (1600); default small
   --tools N            exact number of tools
   --speed X|max        simulated seconds per second after the Phase I warm-up (default 100)
-  --runs N             runs per chamber (default 50)
+  --runs N             runs per chamber (default 80)
   --seed N             fab seed (default 1)
   --cassandra          store on a local Apache Cassandra node instead of SQLite (fetched on first use)
   --port N             dashboard port (default 8090, or a free one when taken; 0: any free port)

@@ -22,13 +22,13 @@ fab:
                                        (1-2 Hz, 180-420 s) of the same tool types, for detection studies
 
 run:
-  --runs N                 runs per chamber (default 50)
-  --warmup-runs N          first runs per chamber published at full speed: the Phase I history (default 20)
+  --runs N                 runs per chamber (default 80)
+  --warmup-runs N          first runs per chamber published at full speed: the Phase I history (default 30, the default strategy's Phase I)
   --speed X|max            simulated seconds per second after the warm-up (default 100)
   --excursions N           chambers with an injected excursion (default 20% of chambers, at least 4)
   --excursion-kinds LIST   ${EXCURSION_KINDS.join(',')} (default all, in turn)
   --excursion-sizes LIST   sizes in sigma units of the statistic each excursion moves, in turn (default 1,2,3)
-  --excursion-after N      earliest run index of an excursion (default 25: after Phase I's 20 runs)
+  --excursion-after N      earliest run index of an excursion (default 35: after Phase I's 30 runs)
   --out DIR                ground truth and summary.json (default tmp/fab-sim/<session>)
   --session ID             run-id prefix (default: random)
   --keep-traces N          processed traces kept per chamber (default 5; older ones are deleted)
@@ -176,13 +176,13 @@ export function parseCli(argv: readonly string[], env: NodeJS.ProcessEnv): CliOp
     seed: int('seed', v.seed, 1, 0, 2 ** 32 - 1),
     sensors,
     profile,
-    runs: int('runs', v.runs, 50, 1, 100_000),
-    warmupRuns: int('warmup-runs', v['warmup-runs'], 20, 0, 100_000),
+    runs: int('runs', v.runs, 80, 1, 100_000),
+    warmupRuns: int('warmup-runs', v['warmup-runs'], 30, 0, 100_000),
     speed,
     excursions: v.excursions === undefined ? undefined : int('excursions', v.excursions, 0, 0, 100_000),
     kinds,
     sizes,
-    excursionAfter: int('excursion-after', v['excursion-after'], 25, 0, 100_000),
+    excursionAfter: int('excursion-after', v['excursion-after'], 35, 0, 100_000),
     out: v.out,
     session,
     keepTraces: int('keep-traces', v['keep-traces'], 5, 0, 100_000),

@@ -1,6 +1,6 @@
 import { EXCURSION_KINDS } from './excursions';
 import { weightStats, type FabSpec } from './fab';
-import { expectedFalseAlarmRunRate } from './score';
+import { DEFAULT_STRATEGY } from '@defender/defense-rules';
 import type { Progress, SimulationResult } from './simulator';
 
 const nf = new Intl.NumberFormat('en-US');
@@ -77,16 +77,15 @@ export function fabOverview(fab: FabSpec): string {
   const lines = [
     `fab: ${num(fab.tools.length)} tools, ${num(fab.chambers.length)} chambers (seed ${fab.seed}); weight per run ${compact(w.min)}-${compact(w.max)} samples, median ${compact(w.median)}, p90 ${compact(w.p90)}; the heaviest 10% of chambers carry ${(w.top10Share * 100).toFixed(0)}% of the load`,
     `      ${[...byType.entries()].map(([t, e]) => `${t} ${e.tools}/${e.chambers}`).join(' · ')}  (tools/chambers)`,
-    `      ${num(sensors)} analog sensors charted by the default strategy (mean and std each); ${num(fab.chambers.reduce((a, c) => a + c.svidCount, 0) - sensors)} setpoint/state SVIDs (constant per step: no limits)`,
+    `      ${num(sensors)} analog sensors charted by the default strategy (the chamber monitor: every recipe step x statistic); ${num(fab.chambers.reduce((a, c) => a + c.svidCount, 0) - sensors)} setpoint/state SVIDs (constant per step: checked for a change, not charted)`,
   ];
   return lines.join('\n');
 }
 
 /** The end-of-run summary. */
-export function summaryText(r: SimulationResult, fab: FabSpec, ctx: { speed: number | 'max'; store: string }): string {
+export function summaryText(r: SimulationResult, ctx: { speed: number | 'max'; store: string }): string {
   const s = r.score;
-  const chartsPerChamber = fab.chambers.reduce((a, c) => a + 2 * c.sensors.length, 0) / Math.max(1, fab.chambers.length);
-  const expected = expectedFalseAlarmRunRate(chartsPerChamber);
+  const arl = DEFAULT_STRATEGY.budget.alarmArl;
   const pct = (x: number) => `${(x * 100).toFixed(1)}%`;
   const lines: string[] = [];
   lines.push('');
@@ -109,7 +108,7 @@ export function summaryText(r: SimulationResult, fab: FabSpec, ctx: { speed: num
     const where = `${e.svid}${e.svid2 ? `/${e.svid2}` : ''}${e.step ? ` in ${e.step}` : ''}`;
     lines.push(`    missed: ${e.id} ${e.kind} ${e.size} sd (${e.target.statistic}) on ${e.chamber} ${where}, runs ${e.startRun + 1}-${e.endRun + 1}`);
   }
-  lines.push(`  false alarms      ${num(s.falseAlarms)} alarms on ${num(s.falseAlarmRuns)} of ${num(s.inControlRuns)} in-control runs after Phase I (${pct(s.falseAlarmRunRate)}; WE rules on ${chartsPerChamber.toFixed(1)} charts/chamber expect ~${pct(expected)} with known limits)`);
+  lines.push(`  false alarms      ${num(s.falseAlarms)} alarms on ${num(s.falseAlarmRuns)} of ${num(s.inControlRuns)} in-control runs after Phase I (${pct(s.falseAlarmRunRate)}; the default strategy's budget: 1 alarmed run in ${num(arl)}, ${pct(1 / arl)})`);
   lines.push(`  holds             ${num(r.holdsPlaced)} placed by escalation; ${num(r.chambersOnHold)} chambers on hold now`);
   const d = r.detection;
   lines.push(

@@ -1,5 +1,5 @@
 import type { Excursion } from './excursions';
-import { expectedFalseAlarmRunRate, scoreDetection, type ObservedAlarm } from './score';
+import { alarmSvids, scoreDetection, type ObservedAlarm } from './score';
 
 const x = (id: string, chamber: string, kind: Excursion['kind'], startRun: number, endRun: number, svid = 'P', svid2?: string): Excursion => {
   const [toolId, chamberId] = chamber.split(':') as [string, string];
@@ -69,8 +69,22 @@ describe('scoreDetection', () => {
     expect(s.falseAlarms).toBe(1);
   });
 
-  it('expects about 1.1% alarmed runs per WE chart with exact limits', () => {
-    expect(expectedFalseAlarmRunRate(1)).toBeCloseTo(0.0109, 4);
-    expect(expectedFalseAlarmRunRate(6)).toBeCloseTo(0.0637, 3);
+  it('counts a run-level alarm for every SVID its violations and their contributors name', () => {
+    const ex = x('x9', 'E:1', 'mean-shift', 30, 33, 'Q');
+    const run = (run: number, details: unknown): ObservedAlarm => ({ ...alarm('E:1', run, 'P', 'RUN'), details });
+    const s = scoreDetection({
+      excursions: [ex],
+      alarms: [
+        run(31, { violations: [{ rule: 'T2', contributions: [{ svid: 'P' }, { svid: 'Q' }] }] }),
+        run(40, { violations: [{ rule: 'LIMIT', svid: 'Q' }] }),
+      ],
+      runOf,
+      publishedRuns: new Map([['E:1', 50]]),
+      phaseOneRuns: 20,
+      graceRuns: 3,
+    });
+    expect(s.excursions.map((e) => [e.detected, e.delayRuns])).toEqual([[true, 1]]);
+    expect(s.falseAlarms).toBe(1);
+    expect(alarmSvids({ ...alarm('E:1', 1, 'P', 'RUN'), details: { violations: [{ svid: 'R', contributions: [{ svid: 'S' }, {}] }, 'junk'] } })).toEqual(new Set(['P', 'R', 'S']));
   });
 });

@@ -10,6 +10,25 @@ export interface ObservedAlarm {
   readonly svid?: string;
   readonly statistic?: string;
   readonly value?: number | null;
+  /** A run-level alarm's details: `violations`, each with its SVID and contributions (see {@link alarmSvids}). */
+  readonly details?: unknown;
+}
+
+/**
+ * The SVIDs an alarm names: its own, and for a run-level alarm every SVID of its violations and of
+ * their listed contributors (the indicators that drove a T² or SPE signal).
+ */
+export function alarmSvids(a: ObservedAlarm): ReadonlySet<string> {
+  const out = new Set<string>();
+  if (a.svid) out.add(a.svid);
+  const details = a.details as { violations?: unknown } | null | undefined;
+  const violations = details && Array.isArray(details.violations) ? (details.violations as unknown[]) : [];
+  for (const v of violations) {
+    const o = v as { svid?: unknown; contributions?: unknown } | null;
+    if (typeof o?.svid === 'string') out.add(o.svid);
+    if (Array.isArray(o?.contributions)) for (const c of o.contributions as { svid?: unknown }[]) if (typeof c?.svid === 'string') out.add(c.svid);
+  }
+  return out;
 }
 
 export interface ExcursionResult {
@@ -50,8 +69,8 @@ export interface ScoreInput {
 }
 
 /**
- * Scores alarms against the injected excursions: an excursion is detected by the first alarm on its
- * SVID (or, for a correlated pair, on either of its two SVIDs) from its first run to `graceRuns`
+ * Scores alarms against the injected excursions: an excursion is detected by the first alarm that
+ * names its SVID ({@link alarmSvids}; for a correlated pair, either of its two SVIDs) from its first run to `graceRuns`
  * after its last; every other alarm is a false alarm.
  */
 export function scoreDetection(input: ScoreInput): DetectionScore {
@@ -66,8 +85,9 @@ export function scoreDetection(input: ScoreInput): DetectionScore {
     const idx = input.runOf(a.toolId, a.chamberId, a.runId);
     if (idx === undefined) continue;
     alarms++;
+    const named = alarmSvids(a);
     const hit = (windows.get(chamber) ?? []).find(
-      (x) => (a.svid === x.svid || (x.svid2 !== undefined && a.svid === x.svid2)) && idx >= x.startRun && idx <= x.endRun + input.graceRuns,
+      (x) => (named.has(x.svid) || (x.svid2 !== undefined && named.has(x.svid2))) && idx >= x.startRun && idx <= x.endRun + input.graceRuns,
     );
     if (!hit) {
       falseAlarms++;
@@ -116,13 +136,4 @@ export function scoreDetection(input: ScoreInput): DetectionScore {
     falseAlarmRunRate: inControl > 0 ? falseRuns.size / inControl : 0,
     alarms,
   };
-}
-
-/**
- * Probability that a run of a chamber with `charts` in-control individuals charts raises at least one
- * Western Electric alarm (the four rules together: in-control ARL 91.75 runs per chart, known limits).
- * Limits estimated from 20 runs raise it somewhat.
- */
-export function expectedFalseAlarmRunRate(charts: number): number {
-  return 1 - (1 - 1 / 91.75) ** charts;
 }
