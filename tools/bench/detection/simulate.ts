@@ -182,7 +182,7 @@ export function runPreset(
   preset: { readonly name: string; readonly document: unknown },
   onChamber?: (done: number, total: number) => void,
 ): PresetResult {
-  const evaluator = createRunEvaluator({ invalidStrategy: 'throw' });
+  const evaluator = createRunEvaluator();
   const outcomes: RunOutcome[] = [];
   const byChamber = new Map<string, Excursion[]>();
   for (const x of scenario.excursions) byChamber.set(x.chamber, [...(byChamber.get(x.chamber) ?? []), x]);
