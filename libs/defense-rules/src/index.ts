@@ -47,8 +47,9 @@ export {
 } from './lib/evaluate';
 export { DEFAULT_STRATEGY_DOCUMENT, WESTERN_ELECTRIC_STRATEGY_DOCUMENT } from './lib/default-strategy';
 export { STRATEGY_PRESETS, strategyPreset, type StrategyPreset } from './lib/presets';
+export { levelCentre, levelTerms, nextLevelOffsets, type LevelTerms } from './lib/level-centre';
+export { calibratedFamilyWidth, fitGumbel, gumbelQuantile, leaveOneOutMaxima, type GumbelFit } from './lib/family-limits';
 export {
-  adaptCentre,
   DEFAULT_MONITOR_STATISTICS,
   fitMonitorModel,
   MONITOR_MODEL_KEY,

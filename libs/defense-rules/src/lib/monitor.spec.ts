@@ -1,6 +1,5 @@
 import { createTrace, IndicatorCalculator } from '@defender/uchart';
 import {
-  adaptCentre,
   fitMonitorModel,
   MonitorBaselineError,
   monitorKey,
@@ -209,15 +208,5 @@ describe('fitMonitorModel and scoreMonitorRun', () => {
     // Budget 1 %; the limits are conservative by construction (the larger of theory and leave-one-out).
     expect(alarms / runs).toBeLessThan(0.02);
     expect(alarms).toBeGreaterThan(0);
-  });
-
-  it('follows slow drift with the adapted centre', () => {
-    const keys = ['a', 'b', 'c'];
-    const rows = correlatedRows(30, 3, 4);
-    const model = fitMonitorModel(rows, keys, rows.map((_, i) => `r${i}`), cfg, budget);
-    const moved = Array.from({ length: 200 }, () => keys.map((k, j) => ({ indicatorKey: k, value: (model.center[j] as number) + 1 })));
-    const centre = adaptCentre(model, 0.05, moved);
-    centre.forEach((c, j) => expect(c).toBeCloseTo((model.center[j] as number) + 1, 3));
-    expect(adaptCentre(model, 0.05, [])).toEqual(model.center);
   });
 });

@@ -16,10 +16,12 @@
  *   the distribution-theory one and the leave-one-out calibrated one), optionally a MEWMA on the
  *   standardised scores, and per indicator a raw and a residual limit (prediction limits for a new
  *   run, which account for a short Phase I).
- * - Centre: slow in-control drift (ageing between maintenances) is followed by an EWMA of the runs
- *   that raised no alarm (`adapt`); the covariance stays that of Phase I.
+ * - Centre: slow in-control drift (ageing between maintenances) is followed by an EWMA of each SVID's
+ *   level offset over the runs that raised no alarm (`adapt`, level-centre.ts); the covariance stays
+ *   that of Phase I.
  * - Budget: the strategy's in-control ARL for an alarm (default 370 runs) is split evenly over the
- *   enabled charts; within the univariate family, evenly over its tests (Bonferroni), so the chamber
+ *   enabled charts; within the univariate family, half to the raw and half to the residual limits,
+ *   each family's width the larger of Bonferroni and its Phase I calibration (family-limits.ts), so the chamber
  *   as a whole — not each chart — meets it.
  *
  * Pure and deterministic; the model is plain JSON (stored as a limit set).
@@ -39,6 +41,7 @@ import {
   type Trace,
   type WindowSpec,
 } from '@defender/uchart';
+import { calibratedFamilyWidth, leaveOneOutMaxima } from './family-limits';
 
 /**
  * A monitored statistic: one of the uchart statistics, or the difference `a-b` of two of them (a
@@ -95,8 +98,9 @@ export interface MonitorConfig {
    */
   readonly baseline: { readonly minRuns: number; readonly extendTo: number | false };
   /**
-   * Slow in-control drift (tool ageing between maintenances) followed by an EWMA of the centre over
-   * the runs that raised no alarm (weight `lambda` per run), or off (the Phase I mean stays the centre).
+   * Slow in-control drift (tool ageing between maintenances) followed by an EWMA of each SVID's level
+   * offset over the runs that raised no alarm (weight `lambda` per run; level-centre.ts), or off (the
+   * Phase I mean stays the centre).
    */
   readonly adapt: { readonly lambda: number } | false;
   /** Univariate limits per indicator (a share of the budget). */
@@ -306,11 +310,6 @@ export function fitMonitorModel(
     spe: share,
     mewma: cfg.mewma ? share : 0,
   };
-  // The univariate family: a raw and a residual limit per indicator share the univariate budget.
-  const univariateWidth = cfg.univariate
-    ? tTwoSided(alpha.univariate / (2 * variables.length), n - 1) * Math.sqrt(1 + 1 / n)
-    : 0;
-
   // Phase I values the run did not have are imputed at the indicator's mean (at most 20 % of them).
   const charted = rows.map((r) =>
     columns.map((j, c) => {
@@ -318,12 +317,21 @@ export function fitMonitorModel(
       return Number.isFinite(v) ? v : (center[c] as number);
     }),
   );
+  // The univariate family: a raw and a residual limit per indicator share the univariate budget, half
+  // each. Each family's half-width is the larger of the Bonferroni prediction limit (exact for normal
+  // indicators with estimated parameters) and the one calibrated on Phase I's largest deviations,
+  // which follows skewed and extreme-value statistics (family-limits.ts).
+  const familyAlpha = alpha.univariate / 2;
+  const theoryWidth = cfg.univariate ? tTwoSided(familyAlpha / variables.length, n - 1) * Math.sqrt(1 + 1 / n) : 0;
+  const univariateWidth = cfg.univariate ? Math.max(theoryWidth, calibratedFamilyWidth(leaveOneOutMaxima(charted), familyAlpha).width) : 0;
+
   const pca = fitPca(charted, variables, cfg, alpha.t2);
   let residual: MonitorModel['residual'] = null;
   if (cfg.univariate && pca) {
     // In-sample residuals understate a new run's: scale by the leave-one-out SPE over the in-sample SPE.
     const sums = new Map<string, number>();
-    for (const row of charted) for (const c of scorePca(pca, row).contributions.spe) sums.set(c.name, (sums.get(c.name) ?? 0) + c.value);
+    const perRun = charted.map((row) => scorePca(pca, row).contributions.spe);
+    for (const contribs of perRun) for (const c of contribs) sums.set(c.name, (sums.get(c.name) ?? 0) + c.value);
     const loo = pca.phaseOne.looSpe;
     const inSample = pca.phaseOne.spe.reduce((a, b) => a + b, 0);
     const inflation = loo && inSample > 0 ? Math.max(1, loo.reduce((a, b) => a + b, 0) / inSample) : 1;
@@ -333,7 +341,19 @@ export function fitMonitorModel(
       // A residual at numerical noise level (an indicator the components explain exactly) is not charted.
       if (sd > 1e-6) scale[name] = sd;
     }
-    residual = { width: tTwoSided(alpha.univariate / (2 * variables.length), n - 1) * Math.sqrt(1 + 1 / n), scale };
+    // Each Phase I run's largest standardised residual, for the family's calibrated width. A run's
+    // in-sample residuals understate what a new run shows: each is scaled by the run's leave-one-out
+    // SPE over its in-sample SPE.
+    const maxima = perRun.map((contribs, i) => {
+      const inSpe = pca.phaseOne.spe[i] as number;
+      const looSpe = loo?.[i];
+      const factor = looSpe !== undefined && inSpe > 0 ? Math.sqrt(Math.max(1, looSpe / inSpe)) : 1;
+      return factor * contribs.reduce((m, c) => {
+        const sd = scale[c.name];
+        return sd === undefined ? m : Math.max(m, Math.sqrt(c.value) / sd);
+      }, 0);
+    });
+    residual = { width: Math.max(theoryWidth, calibratedFamilyWidth(maxima, familyAlpha).width), scale };
   }
   let mewma: MonitorModel['mewma'] = null;
   if (cfg.mewma && pca) {
@@ -426,28 +446,6 @@ function top(contribs: readonly { name: string; value: number }[], total: number
     .sort((a, b) => b.value - a.value)
     .slice(0, TOP_CONTRIBUTIONS)
     .map((c) => ({ key: c.name, share: total > 0 ? c.value / total : 0 }));
-}
-
-/**
- * The adapted centre after `runs` (oldest first; each the indicator values of a run that raised no
- * alarm): an EWMA with weight `lambda` per run, starting at the Phase I mean. Indicators a run lacks
- * keep their centre for that run; values of other keys are ignored.
- */
-export function adaptCentre(
-  model: MonitorModel,
-  lambda: number,
-  runs: Iterable<readonly { readonly indicatorKey: string; readonly value: number }[]>,
-): number[] {
-  const centre = [...model.center];
-  const index = new Map(model.variables.map((k, j) => [k, j]));
-  for (const run of runs) {
-    for (const p of run) {
-      const j = index.get(p.indicatorKey);
-      if (j === undefined || !Number.isFinite(p.value)) continue;
-      centre[j] = (1 - lambda) * (centre[j] as number) + lambda * p.value;
-    }
-  }
-  return centre;
 }
 
 /**

@@ -111,6 +111,30 @@ describe('chamber monitor in the run evaluator', () => {
     expect(params.notCharted.some((n) => n.key === 'R1|m/SP_001@Main:mean')).toBe(true);
   });
 
+  it("carries the adaptive centre in each judged run's points: after the extension, the previous run is all the history a run needs", () => {
+    const rand = mulberry32(21);
+    const chamber = new SimulatedChamber(createRunEvaluator());
+    const extending = { ...doc, monitor: { baseline: { minRuns: 30, extendTo: 40 }, mewma: false } };
+    // A slow level drift of both sensors, followed by the centre.
+    const drifting = (i: number) => {
+      const t = run(i, rand);
+      const shift = (xs: ArrayLike<number>, by: number) => Float64Array.from(xs, (x) => x + by);
+      return { ...t, svids: new Map([...t.svids].map(([k, xs]) => [k, k === 'SP_001' ? xs : shift(xs, 0.02 * i)])) };
+    };
+    const evaluator = createRunEvaluator();
+    let last;
+    for (let i = 0; i < 70; i++) last = chamber.process(drifting(i), 'R1', extending);
+    const points = last!.evaluation.points;
+    const offset = points.find((p) => p.indicatorKey === 'R1|m/Pressure@*:offset');
+    expect(offset?.limitsVersion).toBe(2);
+    expect(offset?.value).toBeGreaterThan(0.1); // the drift since the extension's Phase I, followed
+    expect(points.some((p) => p.indicatorKey === 'R1|m/Flow@*:offset')).toBe(true);
+    // The same run judged with the whole history and with only the run before it: the same records.
+    const judged = chamber.process(drifting(70), 'R1', extending);
+    expect(judged.input.history.length).toBeGreaterThan(40);
+    expect(evaluator.evaluate({ ...judged.input, history: judged.input.history.slice(-1) })).toEqual(judged.evaluation);
+  });
+
   it('keeps recipes apart: each recipe has its own Phase I and model', () => {
     const rand = mulberry32(12);
     const chamber = new SimulatedChamber(createRunEvaluator());

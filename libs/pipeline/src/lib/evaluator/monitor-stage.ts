@@ -7,8 +7,10 @@ import {
   type UChartPoint,
 } from '@defender/contracts';
 import {
-  adaptCentre,
   fitMonitorModel,
+  levelCentre,
+  levelTerms,
+  nextLevelOffsets,
   MONITOR_MODEL_KEY,
   MonitorBaselineError,
   monitorSpecs,
@@ -16,6 +18,7 @@ import {
   scoreMonitorRun,
   type DefenseStrategy,
   type MonitorConfig,
+  type LevelTerms,
   type MonitorModel,
   type MonitorSpec,
   type MonitorViolation,
@@ -131,13 +134,50 @@ function windowRanges(specs: readonly MonitorSpec[]): MonitorSpec[] {
   return out;
 }
 
-/** The model's point of a run (written last, so searched from the end). */
-function modelPointOf(set: RunPointSet, modelKey: string): UChartPoint | undefined {
-  for (let i = set.points.length - 1; i >= 0; i--) {
-    const p = set.points[i] as UChartPoint;
+/** The model's point among a run's points (written last, so searched from the end). */
+function modelPointIn(points: readonly UChartPoint[], modelKey: string): UChartPoint | undefined {
+  for (let i = points.length - 1; i >= 0; i--) {
+    const p = points[i] as UChartPoint;
     if (p.indicatorKey === modelKey) return p;
   }
   return undefined;
+}
+
+/**
+ * The points of history runs, each decoded at most once per evaluation (a cached run decodes its
+ * points anew on every read of `points`, and a run of a chamber with a hundred sensors has thousands).
+ */
+class DecodedHistory {
+  private readonly decoded = new Map<RunPointSet, readonly UChartPoint[]>();
+
+  points(set: RunPointSet): readonly UChartPoint[] {
+    let pts = this.decoded.get(set);
+    if (!pts) {
+      pts = set.points;
+      this.decoded.set(set, pts);
+    }
+    return pts;
+  }
+
+  modelPoint(set: RunPointSet, modelKey: string): UChartPoint | undefined {
+    return modelPointIn(this.points(set), modelKey);
+  }
+}
+
+/** Store key suffix of an SVID's level offset (the adaptive centre's state), a point of every judged run. */
+function levelKey(svid: string): string {
+  return `m/${svid}@*:offset`;
+}
+
+const LEVELS = new WeakMap<MonitorModel, LevelTerms>();
+
+function levelsOf(model: MonitorModel): LevelTerms {
+  let l = LEVELS.get(model);
+  if (!l) {
+    l = levelTerms(model.variables, model.center);
+    LEVELS.set(model, l);
+  }
+  return l;
 }
 
 /**
@@ -155,6 +195,8 @@ export function runMonitorStage(args: {
   readonly limits: readonly LimitSetRecord[];
   readonly storeKey: (key: string) => string;
   readonly now: Date;
+  /** The run's recipe: history runs of other recipes are skipped without decoding them. */
+  readonly recipe?: string;
 }): MonitorStageResult {
   const cfg = args.strategy.monitor;
   const skipped: { indicatorKey: string; reason: string }[] = [];
@@ -213,6 +255,7 @@ export function runMonitorStage(args: {
     return { modelKey, points: [], violations: [], model, skipped, t2: null, spe: null };
   }
 
+  const decoded = new DecodedHistory();
   let newLimitSet: LimitSetRecord | undefined;
   if (!model && !unreadable) {
     // Phase I: this run and the earlier runs of the recipe with a model point judged by no model.
@@ -220,7 +263,8 @@ export function runMonitorStage(args: {
     const phase: RunPointSet[] = [];
     for (let i = args.history.length - 1; i >= 0; i--) {
       const set = args.history[i] as RunPointSet;
-      const p = modelPointOf(set, modelKey);
+      if (args.recipe !== undefined && set.recipe !== undefined && set.recipe !== args.recipe) continue;
+      const p = decoded.modelPoint(set, modelKey);
       if (!p) continue;
       if (p.limitsVersion !== undefined) break;
       if (!pending?.excludeRunIds.includes(set.runId)) phase.push(set);
@@ -234,7 +278,7 @@ export function runMonitorStage(args: {
       const runIds: string[] = [];
       for (const set of phase) {
         const row = new Array<number>(keys.length).fill(NaN);
-        for (const p of set.points) {
+        for (const p of decoded.points(set)) {
           const j = index.get(p.indicatorKey);
           if (j !== undefined) row[j] = p.value;
         }
@@ -260,17 +304,32 @@ export function runMonitorStage(args: {
   if (model && !newLimitSet && extendTo !== false && model.baselineRunIds.length < extendTo) {
     const current = model;
     const phaseOne = new Set(current.baselineRunIds);
-    const usable = args.history.filter((set) => {
-      const mp = modelPointOf(set, modelKey);
-      if (!mp) return false;
-      if (mp.limitsVersion === undefined) return phaseOne.has(set.runId);
-      return mp.limitsVersion === current.version && (mp.flags & POINT_FLAGS.RUN_ALARMED) === 0;
+    // Runs of the recipe after the model's last Phase I run were judged by it (a newer version would
+    // be the current model). Counting the ones without an alarm needs no decoding when the history
+    // says which runs alarmed (`flagsUnion`); the points are read once there are enough.
+    let last = -1;
+    args.history.forEach((set, i) => {
+      if (phaseOne.has(set.runId)) last = i;
     });
+    const candidates = args.history.filter(
+      (set, i) =>
+        (phaseOne.has(set.runId) || (i > last && (args.recipe === undefined || set.recipe === undefined || set.recipe === args.recipe))) &&
+        (set.flagsUnion === undefined || (set.flagsUnion & POINT_FLAGS.RUN_ALARMED) === 0),
+    );
+    const usable =
+      candidates.length < extendTo
+        ? []
+        : candidates.filter((set) => {
+            const mp = decoded.modelPoint(set, modelKey);
+            if (!mp) return false;
+            if (mp.limitsVersion === undefined) return phaseOne.has(set.runId);
+            return mp.limitsVersion === current.version && (mp.flags & POINT_FLAGS.RUN_ALARMED) === 0;
+          });
     if (usable.length >= extendTo) {
       const index = new Map(current.variables.map((k, j) => [k, j]));
       const rows = usable.map((set) => {
         const row = new Array<number>(current.variables.length).fill(NaN);
-        for (const p of set.points) {
+        for (const p of decoded.points(set)) {
           const j = index.get(p.indicatorKey);
           if (j !== undefined) row[j] = p.value;
         }
@@ -295,30 +354,43 @@ export function runMonitorStage(args: {
     return { modelKey, points, violations: [], model: null, skipped, t2: null, spe: null };
   }
 
-  const previous = (() => {
+  // The previous run of the recipe judged by this model: its model point carries the MEWMA state and
+  // its level points the adaptive centre's state (runs judged by an older version start afresh).
+  const judgedModel = model;
+  const previousPoints = (() => {
     for (let i = args.history.length - 1; i >= 0; i--) {
-      const p = modelPointOf(args.history[i] as RunPointSet, modelKey);
-      if (p) return p.limitsVersion === model.version ? p : undefined;
+      const set = args.history[i] as RunPointSet;
+      if (args.recipe !== undefined && set.recipe !== undefined && set.recipe !== args.recipe) continue;
+      const pts = decoded.points(set);
+      const p = modelPointIn(pts, modelKey);
+      if (p) return p.limitsVersion === judgedModel.version ? pts : undefined;
     }
     return undefined;
   })();
+  const previous = previousPoints ? modelPointIn(previousPoints, modelKey) : undefined;
   const prevState = model.mewma && previous?.chart
     ? model.mewma.scoreScale.map((_, a) => previous.chart?.[`z${a}`] ?? 0)
     : null;
-  let centre: readonly number[] | undefined;
-  if (cfg.adapt) {
-    // The runs judged by this model that raised no alarm, oldest first.
-    const version = model.version;
-    const runs = args.history.filter((set) => {
-      const mp = modelPointOf(set, modelKey);
-      return mp !== undefined && mp.limitsVersion === version && (mp.flags & POINT_FLAGS.RUN_ALARMED) === 0;
-    });
-    centre = adaptCentre(model, cfg.adapt.lambda, runs.map((set) => set.points));
+  const levels = cfg.adapt ? levelsOf(model) : undefined;
+  const offsets = new Map<string, number>();
+  if (levels && previousPoints) {
+    const wanted = new Map(levels.svids.map((svid) => [args.storeKey(levelKey(svid)), svid]));
+    for (const p of previousPoints) {
+      const svid = wanted.get(p.indicatorKey);
+      if (svid !== undefined && Number.isFinite(p.value)) offsets.set(svid, p.value);
+    }
   }
+  const centre = levels ? levelCentre(model.center, levels, offsets) : undefined;
   const score = scoreMonitorRun(model, values, modelKey, prevState, centre);
   for (const key of model.variables) {
     const v = values.get(key);
     if (v !== undefined) points.push({ key, value: v, limitsVersion: model.version });
+  }
+  if (cfg.adapt && levels) {
+    // The centre's state after this run: moved toward the run's level only when it raised no alarm.
+    const row = model.variables.map((key) => values.get(key) ?? NaN);
+    const next = score.violations.length === 0 ? nextLevelOffsets(model.center, levels, offsets, row, cfg.adapt.lambda) : offsets;
+    for (const svid of levels.svids) points.push({ key: args.storeKey(levelKey(svid)), value: next.get(svid) ?? 0, limitsVersion: model.version });
   }
   const chart: Record<string, number> = {};
   if (score.spe !== null) chart['spe'] = score.spe;

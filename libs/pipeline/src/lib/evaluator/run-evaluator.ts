@@ -211,6 +211,7 @@ class DefenseRunEvaluator implements RunEvaluator {
         limits: input.limits,
         storeKey: (key) => storeIndicatorKey(recipe, key),
         now: input.now,
+        recipe,
       });
       skipped.push(...monitor.skipped);
       if (monitor.newLimitSet) newLimitSets.push(monitor.newLimitSet);
