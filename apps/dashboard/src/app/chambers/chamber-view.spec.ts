@@ -1,5 +1,5 @@
 import type { AlarmRecord, LimitSetRecord, RunPointSet } from '@defender/contracts';
-import { POINT_FLAGS } from '@defender/pipeline';
+import { MONITOR_PART_CHART_TYPE, POINT_FLAGS } from '@defender/pipeline';
 import { buildCharts, buildMonitors, parseIndicatorKey } from './chamber-view';
 import { indicatorLabel, parseMonitorKey } from './monitor-keys';
 
@@ -125,6 +125,17 @@ describe('the chamber monitor in the chamber view', () => {
       [3, 30, 9, ['T2', 'SPE', 'LIMIT'], false, true, false],
       [4, 1.1, 0.5, ['CONSTANT'], false, true, true],
     ]);
+  });
+
+  it("reads a model stored in parts from its head's summary, and draws no chart for its parts", () => {
+    const head: LimitSetRecord = {
+      ...model(1, true),
+      params: { parts: 2, digest: '0123456789abcdef', summary: { charted: 4400, notCharted: { constant: 3 }, t2: 14.2, spe: 6.5, components: 4, explainedVariance: 0.4, mewma: null } },
+    };
+    const part = (i: number): LimitSetRecord => ({ ...model(1, true), indicatorKey: `R|m:model/part${i}`, chartType: MONITOR_PART_CHART_TYPE, ucl: null, params: { text: '{' } });
+    const [m] = buildMonitors(runs, [part(1), part(2), head], [constantAlarm]);
+    expect(m?.limits).toMatchObject({ version: 1, t2: 14.2, spe: 6.5, mewma: null, components: 4, explainedVariance: 0.4, charted: 4400, notCharted: { constant: 3 } });
+    expect(buildCharts(runs, [part(1), part(2), head], { includeMonitored: true }).charts.map((c) => c.indicatorKey)).not.toContain('R|m:model/part1');
   });
 
   it('a model without a PCA part has no T² / SPE; a pending re-baseline keeps the older model on the charts', () => {

@@ -1,5 +1,5 @@
 import type { AlarmRecord, LimitSetRecord, RunPointSet } from '@defender/contracts';
-import { describeFlags, MONITOR_CHART_TYPE, PENDING_BASELINE_CHART_TYPE, POINT_FLAGS } from '@defender/pipeline';
+import { describeFlags, MONITOR_CHART_TYPE, MONITOR_PART_CHART_TYPE, PENDING_BASELINE_CHART_TYPE, POINT_FLAGS } from '@defender/pipeline';
 import { runAlarmOf } from '../alarms/run-alarm';
 import { finiteOrNull, jsonObject } from '../json-fields';
 import { MODEL_SUFFIX, monitorRecipeOf, parseMonitorKey, type MonitorKeyParts } from './monitor-keys';
@@ -118,7 +118,8 @@ export function buildCharts(
       else byKey.set(p.indicatorKey, [pt]);
     }
   }
-  const limitByKey = new Map(limits.map((l) => [l.indicatorKey, l]));
+  // Parts of a monitor model stored in parts are no chart.
+  const limitByKey = new Map(limits.filter((l) => l.chartType !== MONITOR_PART_CHART_TYPE).map((l) => [l.indicatorKey, l]));
   for (const key of limitByKey.keys()) if (!byKey.has(key) && !key.endsWith(MODEL_SUFFIX)) byKey.set(key, []);
   const charts: ChartView[] = [];
   const monitored: ChartView[] = [];
@@ -219,6 +220,30 @@ export interface MonitorView {
 
 function monitorLimitsOf(rec: LimitSetRecord): MonitorLimits {
   // The model is JSON written by the evaluator; a field this build does not know reads as absent.
+  const base = {
+    version: rec.version,
+    createdAt: rec.createdAt.toISOString(),
+    baselineRuns: rec.baseline.runIds.length,
+    excludedRuns: rec.baseline.excludedRunIds.length,
+    reason: rec.baseline.reason,
+  };
+  // A model too large for one limit set is stored in parts; its head carries a summary.
+  const summary = jsonObject(rec.params['summary']);
+  if (summary) {
+    const counts = jsonObject(summary['notCharted']) ?? {};
+    const notCharted: Record<string, number> = {};
+    for (const [reason, n] of Object.entries(counts)) if (typeof n === 'number' && Number.isFinite(n)) notCharted[reason] = n;
+    return {
+      ...base,
+      t2: finiteOrNull(summary['t2']) ?? rec.ucl,
+      spe: finiteOrNull(summary['spe']),
+      mewma: finiteOrNull(summary['mewma']),
+      components: finiteOrNull(summary['components']),
+      explainedVariance: finiteOrNull(summary['explainedVariance']),
+      charted: finiteOrNull(summary['charted']) ?? 0,
+      notCharted,
+    };
+  }
   const model = jsonObject(rec.params['model']);
   const pca = jsonObject(model?.['pca']);
   const limits = jsonObject(pca?.['limits']);
@@ -233,11 +258,7 @@ function monitorLimitsOf(rec: LimitSetRecord): MonitorLimits {
   }
   const variables = model?.['variables'];
   return {
-    version: rec.version,
-    createdAt: rec.createdAt.toISOString(),
-    baselineRuns: rec.baseline.runIds.length,
-    excludedRuns: rec.baseline.excludedRunIds.length,
-    reason: rec.baseline.reason,
+    ...base,
     t2: finiteOrNull(limits?.['t2']) ?? rec.ucl,
     spe: finiteOrNull(limits?.['spe']),
     mewma: finiteOrNull(jsonObject(model?.['mewma'])?.['limit']),

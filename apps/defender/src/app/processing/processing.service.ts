@@ -120,7 +120,9 @@ export class ProcessingService implements ChamberWork, OnApplicationBootstrap, O
           duplicateWindowSeconds: 3600,
         });
         this.reader ??= await NotificationReader.open(nc, this.config.NATS_STREAM_NAME);
-        this.cache ??= new UChartHistoryCache({ source: store.uchart, sizeMb: this.config.CACHE_SIZE_MB });
+        // The cache keeps as many runs per chamber as the default strategy reads (a history call asking
+        // for more bypasses it and decodes every point of every run from the store).
+        this.cache ??= new UChartHistoryCache({ source: store.uchart, sizeMb: this.config.CACHE_SIZE_MB, runsPerChamber: this.evaluator.historyRuns(undefined) });
         await this.startFeed(nc);
         this.logger.log({ msg: 'processing ready', maxConcurrent: this.config.MAX_CONCURRENT_MESSAGES });
         return;

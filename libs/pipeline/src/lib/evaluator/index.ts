@@ -20,3 +20,4 @@ export {
   type RebaselineRequest,
 } from './rebaseline';
 export { MONITOR_CHART_TYPE } from './monitor-stage';
+export { MONITOR_PART_CHART_TYPE } from './chart-types';

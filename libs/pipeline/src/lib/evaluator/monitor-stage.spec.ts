@@ -5,6 +5,7 @@
  */
 import { DEFAULT_STRATEGY_DOCUMENT } from '@defender/defense-rules';
 import { describeFlags, POINT_FLAGS } from './flags';
+import { MONITOR_PART_CHART_TYPE } from './chart-types';
 import { MONITOR_CHART_TYPE } from './monitor-stage';
 import { PENDING_BASELINE_CHART_TYPE, rebaselineRecords } from './rebaseline';
 import { createRunEvaluator } from './run-evaluator';
@@ -133,6 +134,46 @@ describe('chamber monitor in the run evaluator', () => {
     const judged = chamber.process(drifting(70), 'R1', extending);
     expect(judged.input.history.length).toBeGreaterThan(40);
     expect(evaluator.evaluate({ ...judged.input, history: judged.input.history.slice(-1) })).toEqual(judged.evaluation);
+  });
+
+  it('stores a model too large for one limit set in parts (head last), reads it back whole, and refuses a missing part', () => {
+    const rand = mulberry32(31);
+    const wide = (i: number) => {
+      const svids: Record<string, number[]> = {};
+      const offset = normal(rand);
+      for (let k = 0; k < 64; k++) svids[`S${String(k).padStart(2, '0')}`] = Array.from({ length: 40 }, () => 100 + k + offset + normal(rand));
+      return traceOf(`run-${i}`, svids);
+    };
+    const chamber = new SimulatedChamber(createRunEvaluator());
+    let fitted;
+    for (let i = 0; i < 30; i++) fitted = chamber.process(wide(i), 'R1', doc);
+    const sets = fitted!.evaluation.newLimitSets;
+    expect(sets.length).toBeGreaterThan(2);
+    const head = sets.at(-1)!;
+    expect(head).toMatchObject({ indicatorKey: 'R1|m:model', chartType: MONITOR_CHART_TYPE, version: 1, params: { parts: sets.length - 1 } });
+    expect(head.params['summary']).toMatchObject({ charted: expect.any(Number) as number, components: expect.any(Number) as number });
+    expect(sets.slice(0, -1).map((l) => [l.indicatorKey, l.chartType, l.version])).toEqual(
+      sets.slice(0, -1).map((_, i) => [`R1|m:model/part${i + 1}`, MONITOR_PART_CHART_TYPE, 1]),
+    );
+    // Every record is what the store accepts (the harness validates), each far below its 1 MiB limit.
+    for (const l of sets) expect(JSON.stringify(l.params).length).toBeLessThan(1 << 20);
+
+    const judged = chamber.process(wide(30), 'R1', doc).evaluation;
+    expect(judged.skipped).toEqual([]);
+    expect(judged.points.find((p) => p.indicatorKey === 'R1|m:model')?.limitsVersion).toBe(1);
+
+    // Parts that do not add up to the head's model (decoded models are remembered by their digest, so
+    // a head with another digest is read anew): the model cannot be read, and the run says so.
+    const input = chamber.process(wide(31), 'R1', doc).input;
+    const otherHead = (limits: typeof input.limits) => limits.map((l) => (l.indicatorKey === 'R1|m:model' ? { ...l, params: { ...l.params, digest: '0123456789abcdef' } } : l));
+    const unreadable = (limits: typeof input.limits) => createRunEvaluator().evaluate({ ...input, limits }).skipped;
+    expect(unreadable(otherHead(input.limits))).toContainEqual({ indicatorKey: 'R1|m:model', reason: 'unreadable-limits: the parts of model v1 do not match its digest' });
+    expect(unreadable(otherHead(input.limits.filter((l) => l.indicatorKey !== 'R1|m:model/part2')))).toContainEqual({
+      indicatorKey: 'R1|m:model',
+      reason: `unreadable-limits: part 2 of ${sets.length - 1} of model v1 is missing`,
+    });
+    // A re-baseline replaces the model, not its parts one by one.
+    expect(rebaselineRecords(chamber.chamber, chamber.limits, { reason: 'PM', requestedBy: 'alice', excludeRunIds: [] }, new Date(0)).map((r) => r.indicatorKey)).toEqual(['R1|m:model']);
   });
 
   it('keeps recipes apart: each recipe has its own Phase I and model', () => {

@@ -24,6 +24,8 @@ import {
   type MonitorViolation,
 } from '@defender/defense-rules';
 import type { IndicatorCalculator, Trace } from '@defender/uchart';
+import { xxh64Hex } from '@defender/hashing';
+import { MONITOR_PART_CHART_TYPE } from './chart-types';
 import { POINT_FLAGS } from './flags';
 import { pendingBaselineOf, type PendingBaseline } from './rebaseline';
 
@@ -38,27 +40,47 @@ export interface MonitorStageResult {
   readonly points: { readonly key: string; readonly value: number; readonly limitsVersion?: number; readonly chart?: Record<string, number> }[];
   readonly violations: readonly MonitorViolation[];
   readonly model: MonitorModel | null;
-  /** Set when this run completed Phase I. */
-  readonly newLimitSet?: LimitSetRecord;
+  /** The model's limit sets (in the order to store them) when this run completed Phase I or extended it. */
+  readonly newLimitSets: readonly LimitSetRecord[];
   readonly skipped: { indicatorKey: string; reason: string }[];
   readonly t2: number | null;
   readonly spe: number | null;
 }
 
-const DECODED = new WeakMap<object, MonitorModel>();
+/**
+ * Characters of the model's JSON per part. A limit set's params serialise to at most 1 MiB
+ * (contracts RECORD_LIMITS.jsonBytes) and a part's text is escaped once more inside them; a chamber
+ * with a hundred sensors has thousands of indicators, several MB of model.
+ */
+const PART_CHARS = 400_000;
 
-/** The monitor model of a limit set (decoded once per stored params object), or why it cannot be read. */
-function decodeModel(rec: LimitSetRecord): MonitorModel | string {
-  const hit = DECODED.get(rec.params);
-  if (hit && hit.version === rec.version) return hit;
-  const decoded = decodeModelOnce(rec);
-  if (typeof decoded !== 'string') DECODED.set(rec.params, decoded);
-  return decoded;
+/** Store key of part `i` (1-based) of the model stored under `modelKey`. */
+export function modelPartKey(modelKey: string, i: number): string {
+  return `${modelKey}/part${i}`;
 }
 
-function decodeModelOnce(rec: LimitSetRecord): MonitorModel | string {
-  if (rec.chartType !== MONITOR_CHART_TYPE) return `limit set is a ${rec.chartType} chart, not a monitor`;
-  const m = rec.params['model'] as unknown;
+/** What a reader without the model (the dashboard) needs of a model stored in parts. */
+function modelSummary(model: MonitorModel): JsonObject {
+  const notCharted: Record<string, number> = {};
+  for (const nc of model.notCharted) notCharted[nc.reason] = (notCharted[nc.reason] ?? 0) + 1;
+  return {
+    charted: model.variables.length,
+    notCharted,
+    t2: model.pca ? model.pca.limits.t2 : null,
+    spe: model.pca ? model.pca.limits.spe : null,
+    components: model.pca ? model.pca.components : null,
+    explainedVariance: model.pca ? model.pca.explainedVariance : null,
+    mewma: model.mewma ? model.mewma.limit : null,
+  };
+}
+
+/** Decoded models by chamber, key, version and content digest: a model in parts is parsed once. */
+const DECODED = new Map<string, MonitorModel>();
+const DECODED_MAX = 256;
+/** Models stored whole, by their params object (the store hands out the same object while cached). */
+const DECODED_WHOLE = new WeakMap<object, MonitorModel>();
+
+function checkedModel(m: unknown, version: number): MonitorModel | string {
   if (typeof m !== 'object' || m === null) return 'params.model is missing';
   const model = m as MonitorModel;
   if (
@@ -72,9 +94,60 @@ function decodeModelOnce(rec: LimitSetRecord): MonitorModel | string {
   ) {
     return 'params.model is not a monitor model of this version';
   }
-  return { ...model, version: rec.version };
+  return { ...model, version };
 }
 
+/**
+ * The monitor model of the limit set `rec` (its parts, when it has them, from `limits`: the same
+ * version of each part key, joined and checked against the head's digest), or why it cannot be read.
+ */
+function decodeModel(rec: LimitSetRecord, limits: readonly LimitSetRecord[]): MonitorModel | string {
+  if (rec.chartType !== MONITOR_CHART_TYPE) return `limit set is a ${rec.chartType} chart, not a monitor`;
+  const parts = rec.params['parts'];
+  if (parts === undefined) {
+    const hit = DECODED_WHOLE.get(rec.params);
+    if (hit && hit.version === rec.version) return hit;
+    const model = checkedModel(rec.params['model'], rec.version);
+    if (typeof model !== 'string') DECODED_WHOLE.set(rec.params, model);
+    return model;
+  }
+  const digest = rec.params['digest'];
+  if (!(typeof parts === 'number' && Number.isSafeInteger(parts) && parts >= 1) || typeof digest !== 'string') {
+    return 'params.parts / params.digest of a model in parts are invalid';
+  }
+  const id = `${rec.toolId}:${rec.chamberId}|${rec.indicatorKey}|${rec.version}|${digest}`;
+  const hit = DECODED.get(id);
+  if (hit) return hit;
+  const texts: string[] = [];
+  for (let i = 1; i <= parts; i++) {
+    const key = modelPartKey(rec.indicatorKey, i);
+    const part = limits.find((l) => l.indicatorKey === key && l.version === rec.version && l.chartType === MONITOR_PART_CHART_TYPE);
+    const text = part?.params['text'];
+    if (typeof text !== 'string') return `part ${i} of ${parts} of model v${rec.version} is missing`;
+    texts.push(text);
+  }
+  const json = texts.join('');
+  if (xxh64Hex(json) !== digest) return `the parts of model v${rec.version} do not match its digest`;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(json);
+  } catch {
+    return `the parts of model v${rec.version} are not JSON`;
+  }
+  const model = checkedModel(parsed, rec.version);
+  if (typeof model !== 'string') {
+    if (DECODED.size >= DECODED_MAX) DECODED.delete(DECODED.keys().next().value as string);
+    DECODED.set(id, model);
+  }
+  return model;
+}
+
+/**
+ * The limit sets of a fitted model, in the order to store them: the model itself as `params.model`
+ * of one limit set under `key` when it fits, else its JSON in parts (`<key>/part<i>`, chart type
+ * {@link MONITOR_PART_CHART_TYPE}, same version) first and then the head under `key` with the
+ * number of parts, their digest and a summary. A reader that sees the head finds every part.
+ */
 function encodeModel(
   chamber: ChamberRef,
   key: string,
@@ -82,20 +155,27 @@ function encodeModel(
   now: Date,
   reason: 'initial' | 'manual' | 'extended',
   excludedRunIds: readonly string[],
-): LimitSetRecord {
-  return {
+): LimitSetRecord[] {
+  const record = (indicatorKey: string, chartType: string, params: JsonObject): LimitSetRecord => ({
     ...chamber,
-    indicatorKey: key,
+    indicatorKey,
     version: model.version,
-    chartType: MONITOR_CHART_TYPE,
+    chartType,
     center: 0,
     sigma: null,
     lcl: null,
-    ucl: model.pca ? model.pca.limits.t2 : null,
-    params: { model: model as unknown as JsonObject },
+    ucl: chartType === MONITOR_CHART_TYPE && model.pca ? model.pca.limits.t2 : null,
+    params,
     baseline: { reason, runIds: [...model.baselineRunIds], excludedRunIds: [...excludedRunIds] },
     createdAt: now,
-  };
+  });
+  const json = JSON.stringify(model);
+  if (json.length <= PART_CHARS) return [record(key, MONITOR_CHART_TYPE, { model: model as unknown as JsonObject })];
+  const parts: LimitSetRecord[] = [];
+  for (let at = 0, i = 1; at < json.length; at += PART_CHARS, i++) {
+    parts.push(record(modelPartKey(key, i), MONITOR_PART_CHART_TYPE, { text: json.slice(at, at + PART_CHARS) }));
+  }
+  return [...parts, record(key, MONITOR_CHART_TYPE, { parts: parts.length, digest: xxh64Hex(json), summary: modelSummary(model) })];
 }
 
 const NEEDED = new WeakMap<MonitorModel, ReadonlySet<string>>();
@@ -208,7 +288,7 @@ export function runMonitorStage(args: {
   let unreadable = false;
   const pending: PendingBaseline | undefined = newest ? pendingBaselineOf(newest) : undefined;
   if (newest && !pending) {
-    const decoded = decodeModel(newest);
+    const decoded = decodeModel(newest, args.limits);
     if (typeof decoded === 'string') {
       unreadable = true;
       skipped.push({ indicatorKey: modelKey, reason: `unreadable-limits: ${decoded}` });
@@ -252,11 +332,11 @@ export function runMonitorStage(args: {
   // material nor judgeable: no point, so that a worker dead-letters it when nothing else charted it.
   if (values.size === 0) {
     skipped.push({ indicatorKey: modelKey, reason: 'no-value: no monitored indicator has a value in this run' });
-    return { modelKey, points: [], violations: [], model, skipped, t2: null, spe: null };
+    return { modelKey, points: [], violations: [], model, newLimitSets: [], skipped, t2: null, spe: null };
   }
 
   const decoded = new DecodedHistory();
-  let newLimitSet: LimitSetRecord | undefined;
+  let newLimitSets: LimitSetRecord[] = [];
   if (!model && !unreadable) {
     // Phase I: this run and the earlier runs of the recipe with a model point judged by no model.
     // After a re-baseline request, only the runs after it (judged by no model) and not excluded.
@@ -289,7 +369,7 @@ export function runMonitorStage(args: {
       runIds.push(args.runId);
       try {
         model = fitMonitorModel(rows, keys, runIds, { ...cfg, baseline: { ...cfg.baseline, minRuns } }, args.strategy.budget, pending?.version ?? 1);
-        newLimitSet = encodeModel(args.chamber, modelKey, model, args.now, pending ? 'manual' : 'initial', pending?.excludeRunIds ?? []);
+        newLimitSets = encodeModel(args.chamber, modelKey, model, args.now, pending ? 'manual' : 'initial', pending?.excludeRunIds ?? []);
       } catch (err) {
         if (!(err instanceof MonitorBaselineError)) throw err;
         skipped.push({ indicatorKey: modelKey, reason: `baseline-refused: ${err.message}` });
@@ -301,7 +381,7 @@ export function runMonitorStage(args: {
   // Phase I and the runs it judged since without an alarm, when there are that many (version + 1): limits
   // from 30 runs miss part of a tool's in-control variation (a maintenance cycle), limits from ~90 do not.
   const extendTo = cfg.baseline.extendTo;
-  if (model && !newLimitSet && extendTo !== false && model.baselineRunIds.length < extendTo) {
+  if (model && newLimitSets.length === 0 && extendTo !== false && model.baselineRunIds.length < extendTo) {
     const current = model;
     const phaseOne = new Set(current.baselineRunIds);
     // Runs of the recipe after the model's last Phase I run were judged by it (a newer version would
@@ -339,7 +419,7 @@ export function runMonitorStage(args: {
         const refit = fitMonitorModel(rows, current.variables, usable.map((set) => set.runId), { ...cfg, baseline: { ...cfg.baseline, minRuns: extendTo } }, args.strategy.budget, current.version + 1);
         // Indicators not charted in Phase I stay so (later runs do not store them).
         model = { ...refit, notCharted: [...current.notCharted, ...refit.notCharted] };
-        newLimitSet = encodeModel(args.chamber, modelKey, model, args.now, 'extended', []);
+        newLimitSets = encodeModel(args.chamber, modelKey, model, args.now, 'extended', []);
       } catch (err) {
         if (!(err instanceof MonitorBaselineError)) throw err;
         skipped.push({ indicatorKey: modelKey, reason: `extension-refused: ${err.message}` });
@@ -351,7 +431,7 @@ export function runMonitorStage(args: {
   if (!model) {
     for (const [key, value] of values) points.push({ key, value });
     points.push({ key: modelKey, value: 0 });
-    return { modelKey, points, violations: [], model: null, skipped, t2: null, spe: null };
+    return { modelKey, points, violations: [], model: null, newLimitSets, skipped, t2: null, spe: null };
   }
 
   // The previous run of the recipe judged by this model: its model point carries the MEWMA state and
@@ -403,7 +483,7 @@ export function runMonitorStage(args: {
     points,
     violations: score.violations,
     model,
-    ...(newLimitSet ? { newLimitSet } : {}),
+    newLimitSets,
     skipped,
     t2: score.t2,
     spe: score.spe,

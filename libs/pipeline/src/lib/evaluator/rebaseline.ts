@@ -1,4 +1,5 @@
 import type { ChamberRef, JsonObject, LimitSetRecord } from '@defender/contracts';
+import { MONITOR_PART_CHART_TYPE } from './chart-types';
 
 /**
  * Limit-set chart type of a re-baseline request: the indicator (or the chamber monitor's model) starts a
@@ -57,7 +58,8 @@ export function rebaselineRecords(
     ...(request.minRuns !== undefined ? { minRuns: request.minRuns } : {}),
   };
   return current
-    .filter((rec) => rec.chartType !== PENDING_BASELINE_CHART_TYPE)
+    // A part of a model stored in parts is replaced with its model, never pending on its own.
+    .filter((rec) => rec.chartType !== PENDING_BASELINE_CHART_TYPE && rec.chartType !== MONITOR_PART_CHART_TYPE)
     .filter((rec) => request.recipe === undefined || rec.indicatorKey.startsWith(`${request.recipe}|`))
     .map((rec) => ({
       toolId: chamber.toolId,

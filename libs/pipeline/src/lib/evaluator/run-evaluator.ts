@@ -214,7 +214,7 @@ class DefenseRunEvaluator implements RunEvaluator {
         recipe,
       });
       skipped.push(...monitor.skipped);
-      if (monitor.newLimitSet) newLimitSets.push(monitor.newLimitSet);
+      newLimitSets.push(...monitor.newLimitSets);
     }
     const monitorAlarmed = (monitor?.violations.length ?? 0) > 0;
 
@@ -254,7 +254,7 @@ class DefenseRunEvaluator implements RunEvaluator {
       for (const v of monitor.violations) bits.set(v.key, (bits.get(v.key) ?? 0) | POINT_FLAGS.VIOLATION | ruleFlag(v.rule));
       for (const p of monitor.points) {
         let flags = runFlags | (bits.get(p.key) ?? 0);
-        if (monitor.newLimitSet && p.limitsVersion !== undefined) flags |= POINT_FLAGS.NEW_LIMITS;
+        if (monitor.newLimitSets.length > 0 && p.limitsVersion !== undefined) flags |= POINT_FLAGS.NEW_LIMITS;
         points.push(monitorPoint(p, flags));
       }
     }
