@@ -19,12 +19,21 @@ export {
   type TraceInput,
 } from './lib/trace';
 export { resolveWindow, type SampleRange, type WindowSpec } from './lib/window';
-export { computeBaseStatistics, createBaseStatistics, type BaseStatistics } from './lib/statistics';
+export {
+  computeBaseStatistics,
+  computeShapeStatistics,
+  createBaseStatistics,
+  createShapeStatistics,
+  MOVING_AVERAGE_SECONDS,
+  type BaseStatistics,
+  type ShapeStatistics,
+} from './lib/statistics';
 export { computePercentiles, floydRivestSelect, SelectionScratch, type Percentiles } from './lib/selection';
 export {
   IndicatorCalculator,
   medianFilter3,
   PERCENTILE_STATISTICS,
+  SHAPE_STATISTICS,
   STATISTICS,
   statisticValue,
   type IndicatorOutcome,

@@ -65,6 +65,25 @@ describe('IndicatorCalculator', () => {
     expect(out[4]).toMatchObject({ n: 1, nMissing: 9 });
   });
 
+  it('computes the shape statistics per window, and no point where a window is too short for them', () => {
+    const specs: IndicatorSpec[] = [
+      { svid: 'pressure', window: { kind: 'step', step: 'a' }, statistic: 'noise' },
+      { svid: 'pressure', window: { kind: 'step', step: 'a' }, statistic: 'ma_max' },
+      { svid: 'pressure', window: { kind: 'step', step: 'b' }, statistic: 'ma_min' },
+      { svid: 'pressure', window: { kind: 'step', step: 'b', trimStartSeconds: 3 }, statistic: 'ma_min' },
+      { svid: 'once', window: { kind: 'context' }, statistic: 'noise' },
+    ];
+    // Step a: 1..5, differences of 1 -> sqrt(pi) / 2; one average of 5 samples at 1 Hz: 3.
+    // Step b: 6..10, average 8; trimmed to 9, 10 it has no 5 samples.
+    expect(calc.compute(trace, specs).map((o) => (o.kind === 'point' ? o.value : o.reason))).toEqual([
+      Math.sqrt(Math.PI) / 2,
+      3,
+      8,
+      'insufficient-samples',
+      'insufficient-samples',
+    ]);
+  });
+
   it('resolves equal segments of a trace without step markers', () => {
     const out = calc.compute(trace, [
       { svid: 'pressure', window: { kind: 'segment', index: 0, of: 3 }, statistic: 'mean' },

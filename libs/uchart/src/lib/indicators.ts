@@ -1,10 +1,20 @@
 import { UnknownStepError } from './errors';
 import { computePercentiles, SelectionScratch, type Percentiles } from './selection';
-import { computeBaseStatistics, createBaseStatistics, type BaseStatistics } from './statistics';
+import {
+  computeBaseStatistics,
+  computeShapeStatistics,
+  createBaseStatistics,
+  type BaseStatistics,
+  type ShapeStatistics,
+} from './statistics';
 import type { SampleArray, Trace } from './trace';
 import { resolveWindow, type SampleRange, type WindowSpec } from './window';
 
-/** The statistics an indicator can chart (see {@link BaseStatistics} and {@link Percentiles}). */
+/**
+ * The statistics an indicator can chart (see {@link BaseStatistics}, {@link Percentiles} and
+ * {@link ShapeStatistics}: `noise` is its successive-difference noise sd, `ma_max` / `ma_min` its
+ * extremes of a moving average over `MOVING_AVERAGE_SECONDS`).
+ */
 export const STATISTICS = [
   'n',
   'n_missing',
@@ -21,6 +31,9 @@ export const STATISTICS = [
   'median',
   'p05',
   'p95',
+  'noise',
+  'ma_max',
+  'ma_min',
 ] as const;
 
 /** One of {@link STATISTICS}. `slope` is per second, `integral` value x seconds, `duration` seconds. */
@@ -28,6 +41,9 @@ export type StatisticName = (typeof STATISTICS)[number];
 
 /** The order statistics, computed by selection only when an indicator asks for one. */
 export const PERCENTILE_STATISTICS: readonly StatisticName[] = ['median', 'p05', 'p95'];
+
+/** The shape statistics, computed in a pass of their own only when an indicator asks for one. */
+export const SHAPE_STATISTICS: readonly StatisticName[] = ['noise', 'ma_max', 'ma_min'];
 
 /**
  * A filter applied to an SVID's samples before its statistics: `median3` replaces every sample by the
@@ -87,11 +103,15 @@ export type IndicatorOutcome =
       readonly nMissing: number;
     };
 
-/** Reads one statistic out of computed statistics (NaN when undefined for the window). */
+/**
+ * Reads one statistic out of computed statistics (NaN when undefined for the window, or when its
+ * percentiles / shape statistics were not computed).
+ */
 export function statisticValue(
   stats: BaseStatistics,
   percentiles: Percentiles | undefined,
   name: StatisticName,
+  shape?: ShapeStatistics,
 ): number {
   switch (name) {
     case 'n':
@@ -124,11 +144,22 @@ export function statisticValue(
       return percentiles?.p05 ?? NaN;
     case 'p95':
       return percentiles?.p95 ?? NaN;
+    case 'noise':
+      return shape?.noise ?? NaN;
+    case 'ma_max':
+      return shape?.maMax ?? NaN;
+    case 'ma_min':
+      return shape?.maMin ?? NaN;
   }
 }
 
 type GroupResult =
-  | { readonly ok: true; readonly stats: BaseStatistics; readonly pct: Percentiles | undefined }
+  | {
+      readonly ok: true;
+      readonly stats: BaseStatistics;
+      readonly pct: Percentiles | undefined;
+      readonly shape: ShapeStatistics | undefined;
+    }
   | {
       readonly ok: false;
       readonly reason: NoPointReason;
@@ -156,27 +187,39 @@ export class IndicatorCalculator {
 
   /**
    * One outcome per spec, in order. Each (SVID, window) pair is computed once however many
-   * statistics ask for it, and percentiles only when one is asked for. Never throws for a bad run:
-   * an unknown SVID or step, an empty window, no valid sample (NaN / Inf everywhere), or fewer than
-   * two valid samples for `std` / `slope` yield `no-point` with a reason.
+   * statistics ask for it, and percentiles or shape statistics only when one is asked for. Never
+   * throws for a bad run: an unknown SVID or step, an empty window, no valid sample (NaN / Inf
+   * everywhere), or too few valid samples for a statistic (two for `std` / `slope`, two adjacent
+   * for `noise`, a moving average's worth of consecutive ones for `ma_max` / `ma_min`) yield
+   * `no-point` with a reason.
    *
    * @throws `ChartConfigError` only for an invalid window spec (a negative or non-finite trim),
    *   which strategy validation rules out.
    */
   compute(trace: Trace, specs: readonly IndicatorSpec[]): IndicatorOutcome[] {
-    type Group = { svid: string; window: WindowSpec; filter: SampleFilter | undefined; wantsPercentiles: boolean; result?: GroupResult };
+    type Group = {
+      svid: string;
+      window: WindowSpec;
+      filter: SampleFilter | undefined;
+      wantsPercentiles: boolean;
+      wantsShape: boolean;
+      result?: GroupResult;
+    };
     const groups = new Map<string, Group>();
     const groupOf: Group[] = specs.map((s) => {
       const key = `${s.svid}\u0000${windowKey(s.window)}\u0000${s.filter ?? ''}`;
-      const wants = PERCENTILE_STATISTICS.includes(s.statistic);
+      const wantsPercentiles = PERCENTILE_STATISTICS.includes(s.statistic);
+      const wantsShape = SHAPE_STATISTICS.includes(s.statistic);
       let g = groups.get(key);
-      if (g) g.wantsPercentiles ||= wants;
-      else groups.set(key, (g = { svid: s.svid, window: s.window, filter: s.filter, wantsPercentiles: wants }));
+      if (g) {
+        g.wantsPercentiles ||= wantsPercentiles;
+        g.wantsShape ||= wantsShape;
+      } else groups.set(key, (g = { svid: s.svid, window: s.window, filter: s.filter, wantsPercentiles, wantsShape }));
       return g;
     });
     this.filteredSvid = undefined;
     for (const g of groups.values())
-      g.result = this.computeGroup(trace, g.svid, g.window, g.filter, g.wantsPercentiles);
+      g.result = this.computeGroup(trace, g.svid, g.window, g.filter, g.wantsPercentiles, g.wantsShape);
     this.filteredSvid = undefined;
 
     return specs.map((s, i): IndicatorOutcome => {
@@ -193,7 +236,7 @@ export class IndicatorCalculator {
           nMissing: stats.nMissing,
         };
       }
-      const value = statisticValue(stats, r.pct, s.statistic);
+      const value = statisticValue(stats, r.pct, s.statistic, r.shape);
       if (!Number.isFinite(value)) {
         return {
           kind: 'no-point',
@@ -225,6 +268,7 @@ export class IndicatorCalculator {
     window: WindowSpec,
     filter: SampleFilter | undefined,
     wantsPercentiles: boolean,
+    wantsShape: boolean,
   ): GroupResult {
     const raw = trace.svids.get(svid);
     if (!raw)
@@ -249,6 +293,7 @@ export class IndicatorCalculator {
     }
     const stats = computeBaseStatistics(values, trace.timing, range, createBaseStatistics());
     const pct = wantsPercentiles && stats.n > 0 ? computePercentiles(values, range, this.scratch) : undefined;
-    return { ok: true, stats, pct };
+    const shape = wantsShape && stats.n > 0 ? computeShapeStatistics(values, trace.timing, range) : undefined;
+    return { ok: true, stats, pct, shape };
   }
 }

@@ -243,3 +243,122 @@ function explicitKernel(
   out.integral = 0.5 * integ + k * lastTau;
   out.durationSeconds = t[end - 1] - t[start];
 }
+
+/**
+ * Length of the moving average behind `ma_max` / `ma_min`, seconds (5-10 samples at the 1-2 Hz of
+ * most chambers, 50 at 10 Hz). A pulse or dropout at least this long moves the average by its full
+ * height while the sample noise in it shrinks by sqrt(samples); a 3 s pulse keeps 3/5 of it. Measured
+ * on bench:detection (docs/adr/0005-chamber-monitor.md): 3 s, matched to the shortest pulse, caught
+ * no more and raised more false alarms (the extremes of short averages of skewed sample noise have a
+ * long tail); 10 s diluted the pulses.
+ */
+export const MOVING_AVERAGE_SECONDS = 5;
+
+const SQRT_PI = Math.sqrt(Math.PI);
+
+/**
+ * Shape statistics of one SVID over one window, for transients the base statistics see poorly.
+ * Missing samples (NaN, ±Infinity) break adjacency: no difference or average spans one.
+ */
+export interface ShapeStatistics {
+  /**
+   * Within-run noise sd from successive differences: `sqrt(pi) / 2 x sum |x[i+1] - x[i]| / m` over
+   * the `m` pairs of adjacent samples that are both valid. For white Gaussian noise of sd s,
+   * `E|x[i+1] - x[i]| = 2 s / sqrt(pi)`, so it estimates s; around a slowly varying profile (a ramp,
+   * a settling transient, a level) it leaves the profile out, which `std` includes. Absolute rather
+   * than squared differences: skewed or heavy-tailed sample noise gives the squared form a long
+   * right tail from run to run (measured: more false alarms, no more detection). NaN when m = 0.
+   */
+  noise: number;
+  /**
+   * Samples per moving average: `max(1, round(MOVING_AVERAGE_SECONDS x rate))`, the rate being the
+   * frequency for regular timing, the window's mean rate `(n - 1) / (t_last - t_first)` over its
+   * `n` samples for explicit times (1 sample when the window spans no time).
+   */
+  maSamples: number;
+  /**
+   * Largest mean of `maSamples` consecutive samples of the window, all valid (a scan statistic: a
+   * short pulse moves it by its full height while the noise it carries is averaged down); NaN when
+   * the window has no such run of valid samples.
+   */
+  maMax: number;
+  /** Smallest mean of `maSamples` consecutive valid samples (a short dropout); NaN like `maMax`. */
+  maMin: number;
+}
+
+/** A fresh, reusable output record for {@link computeShapeStatistics}. */
+export function createShapeStatistics(): ShapeStatistics {
+  return { noise: NaN, maSamples: 0, maMax: NaN, maMin: NaN };
+}
+
+/** Samples per second of `[start, end)` (see `ShapeStatistics.maSamples`); NaN when it spans no time. */
+function movingAverageRate(timing: SampleTiming, start: number, end: number): number {
+  if (timing.kind === 'regular') return timing.frequencyHz;
+  const span = end - start >= 2 ? timing.timesSeconds[end - 1] - timing.timesSeconds[start] : 0;
+  return span > 0 ? (end - start - 1) / span : NaN;
+}
+
+/**
+ * Computes the {@link ShapeStatistics} of `values[range.start, range.end)` in one pass, reading the
+ * samples in place and allocating nothing (only the result record, and not even that when `out` is
+ * given). The moving sum is kept of `x - K`, K the window's first valid sample, as in
+ * {@link computeBaseStatistics}.
+ *
+ * @param values samples of one SVID (NaN / ±Infinity = missing).
+ * @param timing the trace's sample times (they set the moving average's length).
+ * @param range half-open sample range; defaults to the whole array, clamped to it.
+ * @param out optional record to fill and return.
+ */
+export function computeShapeStatistics(
+  values: SampleArray,
+  timing: SampleTiming,
+  range?: SampleRange,
+  out: ShapeStatistics = createShapeStatistics(),
+): ShapeStatistics {
+  const start = Math.max(0, range?.start ?? 0);
+  const end = Math.min(values.length, range?.end ?? values.length);
+  const rate = movingAverageRate(timing, start, end);
+  const w = Number.isFinite(rate) ? Math.max(1, Math.round(MOVING_AVERAGE_SECONDS * rate)) : 1;
+  out.maSamples = w;
+  let k = 0;
+  for (let i = start; i < end; i++) {
+    if (values[i] - values[i] === 0) {
+      k = values[i];
+      break;
+    }
+  }
+  let sad = 0;
+  let pairs = 0;
+  let sum = 0;
+  // Invalid samples among the last w, and the maximum / minimum of the moving sum.
+  let invalid = 0;
+  let maxSum = -Infinity;
+  let minSum = Infinity;
+  let prev = NaN;
+  for (let i = start; i < end; i++) {
+    const x = values[i];
+    const valid = x - x === 0;
+    if (valid) {
+      sum += x - k;
+      if (prev - prev === 0) {
+        const d = x - prev;
+        sad += d < 0 ? -d : d;
+        pairs++;
+      }
+    } else invalid++;
+    prev = x;
+    if (i - start >= w) {
+      const y = values[i - w];
+      if (y - y === 0) sum -= y - k;
+      else invalid--;
+    }
+    if (i - start >= w - 1 && invalid === 0) {
+      if (sum > maxSum) maxSum = sum;
+      if (sum < minSum) minSum = sum;
+    }
+  }
+  out.noise = pairs > 0 ? (SQRT_PI / 2) * (sad / pairs) : NaN;
+  out.maMax = maxSum === -Infinity ? NaN : k + maxSum / w;
+  out.maMin = minSum === Infinity ? NaN : k + minSum / w;
+  return out;
+}
