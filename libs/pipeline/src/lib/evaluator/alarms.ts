@@ -224,11 +224,22 @@ export interface MonitorAlarmContext {
 
 const MONITOR_ORDER = { T2: 0, SPE: 1, MEWMA: 2, CONSTANT: 3, LIMIT: 4, RESIDUAL: 5 } as const;
 
+/** Violations a run alarm lists (worst first); the rest are counted in `details.byRule`. */
+export const MAX_LISTED_VIOLATIONS = 100;
+
+/** How far beyond its limit a monitor violation is (1 at the limit; a changed constant ranks first). */
+function severity(v: MonitorViolation): number {
+  if (v.rule === 'CONSTANT') return Infinity;
+  if (v.rule === 'LIMIT' && v.center !== undefined && v.ucl !== undefined && v.ucl > v.center) return Math.abs(v.value - v.center) / (v.ucl - v.center);
+  return v.limit !== undefined && v.limit > 0 ? v.value / v.limit : 0;
+}
+
 /**
- * The one alarm of a run (`ruleId` `RUN`), whatever flagged it: every violation of the chamber
+ * The one alarm of a run (`ruleId` `RUN`), whatever flagged it: the violations of the chamber
  * monitor (T², SPE, MEWMA, CONSTANT, LIMIT, RESIDUAL, with contributions) and of the per-indicator
  * rules (Western Electric, Nelson, EWMA, CUSUM, spec limits) in `details.violations`, the monitor's
- * first (worst rule first), the message listing them all. The alarm's own fields summarise its lead
+ * first (worst rule first, then furthest beyond its limit), at most {@link MAX_LISTED_VIOLATIONS} of
+ * them; `details.violationCount` and `details.byRule` count every one; the message lists them too. The alarm's own fields summarise its lead
  * violation: with a monitor violation, `indicatorKey` the model key, `value` the run's T² (null before
  * a PCA model), `ucl` the T² limit, SVID and statistic those of the top contributor (or the first
  * univariate violation); else the first rule violation's indicator, value and limits as compared.
@@ -243,14 +254,22 @@ export function runAlarm(
   monitor: MonitorAlarmContext | undefined,
 ): AlarmInput | undefined {
   const monitored = monitor !== undefined && monitorViolations.length > 0 ? monitor : undefined;
-  const sorted = monitored ? [...monitorViolations].sort((a, b) => MONITOR_ORDER[a.rule] - MONITOR_ORDER[b.rule]) : [];
+  const sorted = monitored ? [...monitorViolations].sort((a, b) => MONITOR_ORDER[a.rule] - MONITOR_ORDER[b.rule] || severity(b) - severity(a)) : [];
   if (sorted.length === 0 && ruleViolations.length === 0) return undefined;
   const { toolId, chamberId } = run.chamber;
   const rules = [...new Set([...sorted.map((v) => v.rule), ...ruleViolations.map((v) => v.rule)])];
   const count = sorted.length + ruleViolations.length;
+  // A run far out of control can violate thousands of indicator limits: the worst are listed, every
+  // one is counted by rule, so the alarm stays far below the store's and NATS's size limits.
+  const listedMonitor = sorted.slice(0, MAX_LISTED_VIOLATIONS);
+  const listedRules = ruleViolations.slice(0, MAX_LISTED_VIOLATIONS - listedMonitor.length);
+  const byRule: Record<string, number> = {};
+  for (const v of [...sorted, ...ruleViolations]) byRule[v.rule] = (byRule[v.rule] ?? 0) + 1;
+  const unlisted = count - listedMonitor.length - listedRules.length;
   const message = clip(
     `${rules.join('+')} on ${toolId}:${chamberId} run ${run.runId} (recipe ${run.recipe}): ` +
-      `${count} violation${count === 1 ? '' : 's'}: ${[...sorted.map(monitorText), ...ruleViolations.map(ruleViolationText)].join('; ')}`,
+      `${count} violation${count === 1 ? '' : 's'}: ${[...listedMonitor.map(monitorText), ...listedRules.map(ruleViolationText)].join('; ')}` +
+      (unlisted > 0 ? `; and ${unlisted} more` : ''),
     RECORD_LIMITS.message,
   );
   const hold = ruleViolations.some((v) => v.action === 'HOLD_CHAMBER') || monitored?.action === 'HOLD_CHAMBER';
@@ -265,7 +284,9 @@ export function runAlarm(
     rules,
     t2: monitored?.t2 == null ? null : finiteOrNull(monitored.t2),
     spe: monitored?.spe == null ? null : finiteOrNull(monitored.spe),
-    violations: [...sorted.map(monitorViolationJson), ...ruleViolations.map(ruleViolationJson)],
+    violationCount: count,
+    byRule,
+    violations: [...listedMonitor.map(monitorViolationJson), ...listedRules.map(ruleViolationJson)],
   };
   const common = { ruleId: 'RUN', action: hold ? 'HOLD_CHAMBER' : 'ALARM', recipe: run.recipe, message, details };
   if (monitored) {

@@ -176,6 +176,27 @@ describe('chamber monitor in the run evaluator', () => {
     expect(rebaselineRecords(chamber.chamber, chamber.limits, { reason: 'PM', requestedBy: 'alice', excludeRunIds: [] }, new Date(0)).map((r) => r.indicatorKey)).toEqual(['R1|m:model']);
   });
 
+  it('lists at most 100 violations of a run, the worst first, and counts every one by rule', () => {
+    const rand = mulberry32(41);
+    const wide = (i: number, shift = 0) => {
+      const svids: Record<string, number[]> = {};
+      for (let k = 0; k < 40; k++) svids[`S${String(k).padStart(2, '0')}`] = Array.from({ length: 40 }, () => 100 + k + shift * (k + 1) + normal(rand));
+      return traceOf(`run-${i}`, svids);
+    };
+    const chamber = new SimulatedChamber(createRunEvaluator());
+    for (let i = 0; i < 30; i++) chamber.process(wide(i), 'R1', doc);
+    const alarm = chamber.process(wide(30, 20), 'R1', doc).evaluation.alarms[0];
+    const details = alarm?.details as { violationCount: number; byRule: Record<string, number>; violations: { rule: string; value: number; ucl?: number; center?: number }[] };
+    expect(details.violationCount).toBeGreaterThan(100);
+    expect(Object.values(details.byRule).reduce((a, b) => a + b, 0)).toBe(details.violationCount);
+    expect(details.violations).toHaveLength(100);
+    expect(alarm?.message).toMatch(/; and \d+ more$|…$/);
+    // Within a rule, the furthest beyond its limit first.
+    const limits = details.violations.filter((v) => v.rule === 'LIMIT').map((v) => Math.abs(v.value - v.center!) / (v.ucl! - v.center!));
+    expect(limits).toEqual([...limits].sort((a, b) => b - a));
+    expect(JSON.stringify(details).length).toBeLessThan(200_000);
+  });
+
   it('keeps recipes apart: each recipe has its own Phase I and model', () => {
     const rand = mulberry32(12);
     const chamber = new SimulatedChamber(createRunEvaluator());

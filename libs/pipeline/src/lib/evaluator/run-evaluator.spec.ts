@@ -125,6 +125,8 @@ describe('createRunEvaluator: baseline, alarms and escalation over stored histor
           rules: ['WE1'],
           t2: null,
           spe: null,
+          violationCount: 1,
+          byRule: { WE1: 1 },
           violations: [
             {
               rule: 'WE1',
