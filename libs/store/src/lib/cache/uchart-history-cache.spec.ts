@@ -17,18 +17,22 @@ function plain(runs: readonly RunPointSet[]): RunPointSet[] {
   }));
 }
 
-// The cache's source is a real (in-memory SQLite) store; `loads` counts the reads that reach it.
+// The cache's source is a real (in-memory SQLite) store; `loads` counts the loads that reach it (a load
+// reads pages of runs, newest first: its first read is the one without `beforeSequence`), `pages` every read.
 describe('UChartHistoryCache', () => {
   let store: DefenderStore;
   let loads: ChamberRef[];
+  let pages: { limit: number; beforeSequence?: number }[];
   let source: Pick<UChartRepository, 'history'>;
 
   beforeEach(async () => {
     store = await SqliteStore.open({ filename: ':memory:' });
     loads = [];
+    pages = [];
     source = {
       history: (chamber, options) => {
-        loads.push(chamber);
+        if (options.beforeSequence === undefined) loads.push(chamber);
+        pages.push(options);
         return store.uchart.history(chamber, options);
       },
     };
@@ -57,6 +61,8 @@ describe('UChartHistoryCache', () => {
     expect(plain(await cache.history(ch, { limit: 20 }))).toEqual(runs.slice(10));
     expect(plain(await cache.history(ch, { limit: 100 }))).toEqual(runs);
     expect(loads).toHaveLength(1);
+    // The load read 10 runs at a time (never the whole history decoded at once), newest first.
+    expect(pages).toEqual([{ limit: 10 }, { limit: 10, beforeSequence: 21 }, { limit: 10, beforeSequence: 11 }, { limit: 10, beforeSequence: 1 }]);
     expect(cache.stats()).toMatchObject({ hits: 2, misses: 1, chambers: 1 });
     expect(cache.stats().hitRate).toBeCloseTo(2 / 3, 12);
     cache.close();

@@ -310,7 +310,12 @@ export class UChartHistoryCache {
     return runs;
   }
 
-  /** Loads a chamber from the source (one load per chamber at a time) and caches it unless it went stale meanwhile. */
+  /**
+   * Loads a chamber from the source (one load per chamber at a time) and caches it unless it went
+   * stale meanwhile. The runs are read a page at a time, newest first, and each page is encoded
+   * before the next is read: a chamber with thousands of points per run never has its whole history
+   * decoded at once.
+   */
   private load(chamber: ChamberRef, key: string): Promise<RunPointSet[]> {
     const existing = this.loading.get(key);
     if (existing) return existing.promise;
@@ -319,12 +324,32 @@ export class UChartHistoryCache {
     this.loading.set(key, state);
     state.promise = (async () => {
       try {
-        const runs = await this.options.source.history(chamber, { limit: this.runsPerChamber });
-        if (state.stale) return runs;
-        this.store(key, runs);
-        // Hand out the cached (still encoded) runs, so the source's decoded points die young.
-        const entry = this.lru.get(key);
-        return entry ? this.read(chamber, entry, this.runsPerChamber) : runs;
+        const strings = new StringTable();
+        const loaded: EncodedRun[] = [];
+        let before: number | undefined;
+        while (loaded.length < this.runsPerChamber) {
+          const limit = Math.min(LOAD_PAGE_RUNS, this.runsPerChamber - loaded.length);
+          const page = await this.options.source.history(chamber, { limit, ...(before !== undefined ? { beforeSequence: before } : {}) });
+          for (const run of page) {
+            loaded.push({
+              sequence: run.sequence,
+              runId: run.runId,
+              epoch: run.epoch,
+              committedAtMs: run.committedAt.getTime(),
+              recipe: run.recipe === undefined ? -1 : strings.nameId(run.recipe),
+              body: encodeCachedPoints(run.points, strings),
+              flagsUnion: flagsUnionOf(run.points),
+            });
+          }
+          if (page.length < limit) break;
+          before = Math.min(...page.map((r) => r.sequence));
+        }
+        strings.release();
+        // Oldest first.
+        loaded.sort((a, b) => a.sequence - b.sequence);
+        if (!state.stale) this.store(key, loaded, strings);
+        const entry = state.stale ? undefined : this.lru.get(key);
+        return entry ? this.read(chamber, entry, this.runsPerChamber) : uncached(chamber, loaded, strings);
       } finally {
         this.loading.delete(key);
       }
@@ -332,22 +357,10 @@ export class UChartHistoryCache {
     return state.promise;
   }
 
-  private store(key: string, loaded: readonly RunPointSet[]): void {
+  private store(key: string, runs: readonly EncodedRun[], strings: StringTable): void {
     if (this.lru.has(key)) this.drop(key);
-    // Oldest first, as the source promises; sorted again in case a source does not keep it.
-    let runs = loaded;
-    for (let i = 1; i < runs.length; i++) {
-      if ((runs[i] as RunPointSet).sequence <= (runs[i - 1] as RunPointSet).sequence) {
-        runs = [...loaded].sort((a, b) => a.sequence - b.sequence);
-        break;
-      }
-    }
-    const strings = new StringTable();
-    const bodies = runs.map((run) => encodeCachedPoints(run.points, strings));
-    const recipes = runs.map((run) => (run.recipe === undefined ? -1 : strings.nameId(run.recipe)));
-    strings.release();
     let total = strings.bytes;
-    const sizes = runs.map((run, i) => this.runBytes(bodies[i] as Buffer, run));
+    const sizes = runs.map((run) => this.arena.bytesFor(run.body.length) + RUN_OVERHEAD_BYTES + run.runId.length);
     for (const b of sizes) total += b;
     if (total > this.capacityBytes) {
       // This chamber alone exceeds the budget: do not cache it.
@@ -357,10 +370,34 @@ export class UChartHistoryCache {
     this.evictOthers(key, total);
     const entry: Entry = { bytes: total, runs: [], newestSeq: 0, strings };
     runs.forEach((run, i) => {
-      entry.runs.push(this.slot(bodies[i] as Buffer, run, recipes[i] as number, sizes[i] as number));
+      const written = this.arena.write(run.body);
+      if (!written) throw new Error(`history cache arena is full with ${this.totalBytes} of ${this.capacityBytes} bytes accounted (a bug)`);
+      entry.runs.push({ head: written.head, length: written.length, seq: run.sequence, runId: run.runId, epoch: run.epoch, committedAtMs: run.committedAtMs, recipe: run.recipe, flagsUnion: run.flagsUnion, bytes: sizes[i] as number });
       entry.newestSeq = Math.max(entry.newestSeq, run.sequence);
     });
     this.totalBytes += total;
     this.lru.set(key, entry);
   }
+}
+
+/** Runs a load reads per call to the source. */
+const LOAD_PAGE_RUNS = 10;
+
+/** A run read by a load, its points encoded (not yet in the arena). */
+interface EncodedRun {
+  readonly sequence: number;
+  readonly runId: string;
+  readonly epoch: number;
+  readonly committedAtMs: number;
+  readonly recipe: number;
+  readonly body: Buffer;
+  readonly flagsUnion: number;
+}
+
+/** Loaded runs handed out without caching them (a chamber larger than the whole budget). */
+function uncached(chamber: ChamberRef, runs: readonly EncodedRun[], strings: StringTable): RunPointSet[] {
+  return runs.map(
+    (r) =>
+      new CachedRun(chamber.toolId, chamber.chamberId, r.sequence, r.runId, r.epoch, new Date(r.committedAtMs), r.recipe < 0 ? null : strings.at(r.recipe), r.body, strings, r.flagsUnion),
+  );
 }
