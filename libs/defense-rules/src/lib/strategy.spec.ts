@@ -107,7 +107,7 @@ describe('parseStrategy', () => {
         ],
       }),
     ).toEqual([
-      'indicators.0.statistic: Invalid option: expected one of "n"|"n_missing"|"mean"|"std"|"min"|"max"|"range"|"first"|"last"|"slope"|"integral"|"duration"|"median"|"p05"|"p95"',
+      'indicators.0.statistic: Invalid option: expected one of "n"|"n_missing"|"mean"|"std"|"min"|"max"|"range"|"first"|"last"|"slope"|"integral"|"duration"|"median"|"p05"|"p95"|"noise"|"ma_max"|"ma_min"',
       'indicators.1.chart.lambda: Too big: expected number to be <=1',
       'indicators.2.id: must be 1+ characters of A-Z a-z 0-9 _ . : -',
       'indicators.2.svid: Too small: expected string to have >=1 characters',
