@@ -1,5 +1,6 @@
 import { createTrace, IndicatorCalculator } from '@defender/uchart';
 import {
+  DEFAULT_MONITOR_STATISTICS,
   fitMonitorModel,
   MonitorBaselineError,
   monitorKey,
@@ -54,6 +55,7 @@ describe('monitor configuration', () => {
       mewma: false,
       action: 'ALARM',
     });
+    expect(cfg.statistics).toEqual([...DEFAULT_MONITOR_STATISTICS]);
     expect(cfg.statistics).toContain('max');
     const bad = validateStrategy({
       schemaVersion: 1,
@@ -120,6 +122,23 @@ describe('derived statistics', () => {
     const bad = validateStrategy({ schemaVersion: 1, name: 't', monitor: { statistics: ['mean', 'max-banana'] } });
     expect(bad.ok).toBe(false);
     if (!bad.ok) expect(bad.issues[0]?.path).toBe('monitor.statistics.1');
+  });
+
+  it('computes the shape statistics and their distance from the level', () => {
+    // 12 samples at 1 Hz: a 5 s plateau of 6 on a level of 1; averages of 5 samples peak at 6, bottom at 1.
+    const trace = createTrace({
+      runId: 'r',
+      timing: { kind: 'regular', startSeconds: 0, frequencyHz: 1 },
+      svids: { P: Float64Array.of(1, 1, 1, 1, 1, 6, 6, 6, 6, 6, 1, 1) },
+      steps: [{ name: 'A', startIndex: 0 }],
+    });
+    expect(validateStrategy({ schemaVersion: 1, name: 't', monitor: { statistics: ['noise', 'ma_max-mean', 'ma_min'] } }).ok).toBe(true);
+    const specs = monitorSpecs(trace, config({ statistics: ['noise', 'ma_max-mean', 'ma_min-mean'], despike: false }));
+    const values = monitorValues(trace, specs, new IndicatorCalculator());
+    const mean = 37 / 12;
+    expect(values[0]).toBeCloseTo(((Math.sqrt(Math.PI) / 2) * 10) / 11, 12); // two steps of 5 in 11 differences
+    expect(values[1]).toBeCloseTo(6 - mean, 12);
+    expect(values[2]).toBeCloseTo(1 - mean, 12);
   });
 
   it('computes each part once and the difference per window', () => {

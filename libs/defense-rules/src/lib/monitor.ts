@@ -4,10 +4,10 @@
  * (docs/adr/0005-chamber-monitor.md has the measurements behind each choice).
  *
  * - Windows: every recipe step of the trace, or `segments` equal time windows when it has no step
- *   markers; statistics per window (mean, std, min, max, slope, first, last, p05, p95, integral,
- *   duration by default) of the samples after a running median of 3 (`despike`: single-sample glitches
- *   are normal on real sensors and would otherwise own min, max, first, last and std), so faults that
- *   change a trace's shape move an indicator.
+ *   markers; statistics per window ({@link DEFAULT_MONITOR_STATISTICS} by default) of the samples
+ *   after a running median of 3 (`despike`: single-sample glitches are normal on real sensors and
+ *   would otherwise own the extremes and the spread), so faults that change a trace's shape move an
+ *   indicator.
  * - Phase I: `baseline.minRuns` runs. Indicators whose spread is at numerical noise level (exactly
  *   constant, or a spread below 1e-7 of their magnitude) are not charted — a value that changes
  *   later is a violation of its own (`CONSTANT`), the way a setpoint changing mid-recipe is.
@@ -51,9 +51,12 @@ export type MonitorStatistic = StatisticName | `${StatisticName}-${StatisticName
 
 /**
  * The statistics a monitor computes per SVID and window unless told otherwise: level, spread, extremes,
- * slope, start and end, robust extremes, integral and duration. Derived ones (`max-mean`, `p95-p05`, ...)
- * can be listed too; measured on bench:detection, replacing the extremes by their distance from the
- * level caught no more faults and raised more false alarms (docs/adr/0005-chamber-monitor.md).
+ * slope, start and end, robust extremes, integral and duration. Any uchart statistic (among them the
+ * shape statistics `noise`, `ma_max`, `ma_min`) or the difference `a-b` of two can be listed instead.
+ * Measured on bench:detection (docs/adr/0005-chamber-monitor.md): replacing the extremes by their
+ * distance from the level caught no more faults and raised more false alarms (decision 6); mean, noise,
+ * ma_min-mean, ma_max-mean, slope, p05, p95, integral, duration caught more at no more false alarms
+ * (decision 9, proposed as the next default).
  */
 export const DEFAULT_MONITOR_STATISTICS: readonly MonitorStatistic[] = [
   'mean',
