@@ -248,9 +248,9 @@ function explicitKernel(
  * Length of the moving average behind `ma_max` / `ma_min`, seconds (5-10 samples at the 1-2 Hz of
  * most chambers, 50 at 10 Hz). A pulse or dropout at least this long moves the average by its full
  * height while the sample noise in it shrinks by sqrt(samples); a 3 s pulse keeps 3/5 of it. Measured
- * on bench:detection (docs/adr/0005-chamber-monitor.md): 3 s, matched to the shortest pulse, caught
- * no more and raised more false alarms (the extremes of short averages of skewed sample noise have a
- * long tail); 10 s diluted the pulses.
+ * on bench:detection (docs/adr/0005-chamber-monitor.md, decision 9): 3 s, matched to the shortest
+ * pulse, caught less with a worse worst chamber (the extremes of short averages of skewed sample
+ * noise have a long tail); 10 s diluted the pulses.
  */
 export const MOVING_AVERAGE_SECONDS = 5;
 
@@ -267,7 +267,7 @@ export interface ShapeStatistics {
    * `E|x[i+1] - x[i]| = 2 s / sqrt(pi)`, so it estimates s; around a slowly varying profile (a ramp,
    * a settling transient, a level) it leaves the profile out, which `std` includes. Absolute rather
    * than squared differences: skewed or heavy-tailed sample noise gives the squared form a long
-   * right tail from run to run (measured: more false alarms, no more detection). NaN when m = 0.
+   * right tail from run to run (docs/adr/0005-chamber-monitor.md, decision 9). NaN when m = 0.
    */
   noise: number;
   /**
