@@ -35,6 +35,8 @@ describe('level centre', () => {
 
   it('has no integral gain when the window has no charted mean or a zero one', () => {
     expect(levelTerms(['m/P@A:integral'], [5]).terms).toEqual([null]);
+    // The extremes of a moving average follow the level; their distance from the mean does not.
+    expect(levelTerms(['m/P@A:ma_max', 'm/P@A:ma_max-mean'], [5, 1]).terms).toEqual([{ svid: 'P', gain: 1, level: true }, null]);
     expect(levelTerms(['m/P@A:mean', 'm/P@A:integral'], [0, 5]).terms[1]).toBeNull();
   });
 });

@@ -2,7 +2,8 @@
  * The monitor's adaptive centre as a small state carried from run to run.
  *
  * Tools age between maintenances and wander slowly: a sensor's level moves, and with it every
- * statistic of that sensor that measures a level (mean, median, percentiles, extremes, first, last)
+ * statistic of that sensor that measures a level (mean, median, percentiles, extremes and the extremes
+ * of its moving average, first, last)
  * and, in proportion to a window's length, its integral. The centre the monitor judges a run
  * against follows that drift: per SVID, an EWMA (weight `lambda` per run) of the run's level offset
  * from the Phase I means, over the runs that raised no alarm (a fault that alarms never moves it; a
@@ -15,7 +16,7 @@
  */
 
 /** Statistics that move one for one with a sensor's level. */
-const LEVEL_STATISTICS: ReadonlySet<string> = new Set(['mean', 'median', 'p05', 'p95', 'min', 'max', 'first', 'last']);
+const LEVEL_STATISTICS: ReadonlySet<string> = new Set(['mean', 'median', 'p05', 'p95', 'min', 'max', 'first', 'last', 'ma_min', 'ma_max']);
 
 /** `[<recipe>|]m/<svid>@<window>:<statistic>` */
 const MONITOR_KEY = /^(?:[^|]*\|)?m\/(.*)@([^@:]*):([a-z0-9_]+(?:-[a-z0-9_]+)?)$/;

@@ -50,22 +50,23 @@ import { calibratedFamilyWidth, leaveOneOutMaxima } from './family-limits';
 export type MonitorStatistic = StatisticName | `${StatisticName}-${StatisticName}`;
 
 /**
- * The statistics a monitor computes per SVID and window unless told otherwise: level, spread, extremes,
- * slope, start and end, robust extremes, integral and duration. Any uchart statistic (among them the
- * shape statistics `noise`, `ma_max`, `ma_min`) or the difference `a-b` of two can be listed instead.
- * Measured on bench:detection (docs/adr/0005-chamber-monitor.md): replacing the extremes by their
- * distance from the level caught no more faults and raised more false alarms (decision 6); mean, noise,
- * ma_min-mean, ma_max-mean, slope, p05, p95, integral, duration caught more at no more false alarms
- * (decision 9, proposed as the next default).
+ * The statistics a monitor computes per SVID and window unless told otherwise: the level (`mean`), the
+ * within-run noise from successive differences (`noise`, blind to ramps and settling shapes, where
+ * `std` is not), the peak and the trough of a 5 s moving average above and below the level
+ * (`ma_max-mean`, `ma_min-mean`: a pulse or dropout of a few seconds moves them by many of their
+ * sds, and taking the level out removes the run-to-run level variation that dominates a smoothed
+ * extreme), the slope, robust extremes (`p05`, `p95`), the integral and the duration. Measured on
+ * bench:detection against the earlier mean, std, min, max, slope, first, last, p05, p95, integral,
+ * duration: more excursions caught at no more false alarms; raw min / max / first / last, whose
+ * extreme-value tails spent the budget, and std are left out (docs/adr/0005-chamber-monitor.md,
+ * decision 9). Any uchart statistic, or the difference `a-b` of two, can be listed instead.
  */
 export const DEFAULT_MONITOR_STATISTICS: readonly MonitorStatistic[] = [
   'mean',
-  'std',
-  'min',
-  'max',
+  'noise',
+  'ma_min-mean',
+  'ma_max-mean',
   'slope',
-  'first',
-  'last',
   'p05',
   'p95',
   'integral',

@@ -392,7 +392,7 @@ describe('createRunEvaluator: strategy documents', () => {
     // No strategy: the chamber monitor (the default), which stores every indicator in Phase I and its model point.
     const monitored = keys(undefined);
     expect(monitored).toContain('POLY|m:model');
-    expect(monitored).toEqual(expect.arrayContaining(['POLY|m/a@seg4of4:mean', 'POLY|m/b@seg4of4:max']));
+    expect(monitored).toEqual(expect.arrayContaining(['POLY|m/a@seg4of4:mean', 'POLY|m/b@seg4of4:mean']));
     expect(monitored.every((k) => k.startsWith('POLY|m'))).toBe(true);
     expect(keys(JSON.stringify(own))).toEqual(['POLY|x']);
     const scoped = { ...own, scope: { recipe: 'OTHER' } };
