@@ -439,7 +439,10 @@ export class ChamberWorker {
       const t2 = this.deps.monotonic();
       let evaluation;
       try {
-        evaluation = this.deps.evaluator.evaluate({ chamber: this.chamber, sequence: msg.sequence, notification: n, trace, ...ctx, now: this.deps.now() });
+        // The run's own completion time stamps what it creates (limit sets, models): an attempt retried
+        // after a timeout that left some of them written creates the same records (idempotent writes),
+        // where the clock would make them conflict with the ones already stored.
+        evaluation = this.deps.evaluator.evaluate({ chamber: this.chamber, sequence: msg.sequence, notification: n, trace, ...ctx, now: new Date(n.completedAt) });
       } catch (err) {
         // Input the evaluator can never use (e.g. a malformed trace) is dead-lettered at once, not retried.
         const reason = (err as { deadLetterReason?: unknown } | null)?.deadLetterReason;

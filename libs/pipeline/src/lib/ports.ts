@@ -70,6 +70,10 @@ export interface EvaluationInput {
   readonly limits: readonly LimitSetRecord[];
   /** The chamber's defense strategy document, if one is stored (else the default). */
   readonly strategy: unknown;
+  /**
+   * The time what the run creates is stamped with (limit sets' `createdAt`). A worker passes the run's
+   * `completedAt`, so that evaluating the same run again creates the same records.
+   */
   readonly now: Date;
 }
 

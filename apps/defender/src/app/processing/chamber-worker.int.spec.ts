@@ -399,3 +399,73 @@ describeWithInfra(['nats'], 'ChamberWorker giving trace memory back, against rea
     expect(new Set(failures)).toEqual(new Set([`${chamber.toolId}:${chamber.chamberId}: cannot detach`]));
   }, 60_000);
 });
+
+/**
+ * A run whose attempt wrote the limit sets it froze and then failed (found by the pipeline bench: a
+ * Phase I run timed out on Cassandra after writing the first part of its model) is retried; the retry
+ * creates the same records — stamped with the run's completion time, not the clock — so the store
+ * takes them as unchanged instead of a version conflict that dead-lettered the run.
+ */
+describeWithInfra(['nats'], 'ChamberWorker retrying a run that already wrote its limit sets, against real NATS and SQLite', () => {
+  it('applies the run on the retry, with the limit sets of the first attempt, and no dead letter', async () => {
+    await withChamber('worker-retry-', async ({ nc, store, reader, cache }) => {
+      // Phase I of 3 runs: the run after them freezes the limits.
+      const doc = { schemaVersion: 1, name: 'short', indicators: [{ id: 'm', svid: '*', statistic: 'mean', rules: ['WE1'], baseline: { minRuns: 3, exclusion: false } }] };
+      await store.strategies.put({ scope: `${chamber.toolId}:${chamber.chamberId}`, version: 1, document: doc, createdAt: new Date(0), author: 'test' });
+      let failNextCommit = false;
+      let clock = Date.UTC(2026, 10, 27);
+      const flaky = Object.create(store) as typeof store;
+      Object.defineProperty(flaky, 'chamberState', {
+        value: {
+          get: (ref: Parameters<typeof store.chamberState.get>[0]) => store.chamberState.get(ref),
+          claim: (...a: Parameters<typeof store.chamberState.claim>) => store.chamberState.claim(...a),
+          commitRun: async (input: Parameters<typeof store.chamberState.commitRun>[0]) => {
+            if (failNextCommit) {
+              failNextCommit = false;
+              throw new Error('commit failed once (test)');
+            }
+            return store.chamberState.commitRun(input);
+          },
+        },
+      });
+      const deadLetters: string[] = [];
+      const deps: WorkerDeps = {
+        source: reader,
+        sink: {
+          publish: async (s, p, id) => {
+            if (s.startsWith('dc.dead.')) deadLetters.push(`${s}: ${p.slice(0, 300)}`);
+            await publishOnce(nc, s, p, id);
+          },
+        },
+        store: flaky,
+        evaluator: createRunEvaluator(),
+        cache,
+        semaphore: new Semaphore(4),
+        releaseTrace: releaseTraceMemory,
+        // Every reading of the clock is later than the one before: a retry never sees the same time.
+        now: () => new Date((clock += 1000)),
+        monotonic: () => performance.now(),
+        sleep,
+      };
+      const worker = new ChamberWorker(chamber, 1, deps, { ownerId: 'defender-0', processTimeoutMs: 5_000, maxAttempts: 3, idlePollMs: 60_000, maxTracePoints: 1_000_000, maxOutageBackoffMs: 200 });
+      const feed = await watchNotifications(nc, (_s, seq) => worker.notify(seq));
+      worker.start(() => undefined);
+      for (let k = 0; k < 2; k++) await publishRunOf(nc, store, k);
+      const phaseOne = await publishRunOf(nc, store, 2);
+      await waitFor('Phase I applied', async () => worker.mark === phaseOne, 20_000);
+      expect(await store.uchart.currentLimitSets(chamber)).toEqual([]);
+      failNextCommit = true;
+      const freezing = await publishRunOf(nc, store, 3);
+      await waitFor('run 3 applied', async () => worker.mark === freezing || deadLetters.length > 0, 20_000);
+
+      expect(deadLetters).toEqual([]);
+      expect(worker.mark).toBe(freezing);
+      const limits = await store.uchart.currentLimitSets(chamber);
+      expect(limits.map((l) => [l.indicatorKey, l.version])).toEqual([['R|m/pressure', 1]]);
+      // Stamped with run 3's completion time (its notification's completedAt).
+      expect(limits[0]?.createdAt.toISOString()).toBe(new Date(Date.UTC(2026, 10, 25, 0, 3)).toISOString());
+      await worker.stop();
+      await feed.stop();
+    });
+  }, 60_000);
+});
