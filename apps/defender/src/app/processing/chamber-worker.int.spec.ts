@@ -48,6 +48,44 @@ async function withChamber(prefix: string, run: (w: { nc: NatsConnection; store:
   }
 }
 
+/** `store` whose `chamberState.commitRun` first awaits `before` (which may throw, as a failing store would). */
+function withCommitRun(store: SqliteStore, before: () => void | Promise<void>): SqliteStore {
+  const flaky = Object.create(store) as SqliteStore;
+  Object.defineProperty(flaky, 'chamberState', {
+    value: {
+      get: (ref: Parameters<typeof store.chamberState.get>[0]) => store.chamberState.get(ref),
+      claim: (...a: Parameters<typeof store.chamberState.claim>) => store.chamberState.claim(...a),
+      commitRun: async (input: Parameters<typeof store.chamberState.commitRun>[0]) => {
+        await before();
+        return store.chamberState.commitRun(input);
+      },
+    },
+  });
+  return flaky;
+}
+
+/** A worker's dependencies as the defender wires them, its dead letters collected in `deadLetters`. */
+function workerDeps(w: { nc: NatsConnection; reader: NotificationReader; cache: UChartHistoryCache; store: SqliteStore; deadLetters: string[]; now: () => Date }): WorkerDeps {
+  return {
+    source: w.reader,
+    sink: {
+      publish: async (s, p, id) => {
+        if (s.startsWith('dc.dead.')) w.deadLetters.push(`${s}: ${p.slice(0, 300)}`);
+        await publishOnce(w.nc, s, p, id);
+      },
+    },
+    store: w.store,
+    evaluator: createRunEvaluator(),
+    cache: w.cache,
+    semaphore: new Semaphore(4),
+    // As the defender runs it: a retried attempt reads its trace again.
+    releaseTrace: releaseTraceMemory,
+    now: w.now,
+    monotonic: () => performance.now(),
+    sleep,
+  };
+}
+
 /** Writes the trace of run `r<k>` of {@link chamber} (60 samples) and publishes its notification; returns the stream sequence. */
 async function publishRunOf(nc: NatsConnection, store: SqliteStore, k: number): Promise<number> {
   const values = new Float64Array(60).map((_, i) => 50 + Math.sin(i + k));
@@ -226,40 +264,15 @@ describeWithInfra(['nats'], 'ChamberWorker under a store outage longer than its 
       // The real store; while `down`, every commit fails as unavailable after 100 ms (a busy timeout).
       let down = false;
       let commitCalls = 0;
-      const flaky = Object.create(store) as typeof store;
-      Object.defineProperty(flaky, 'chamberState', {
-        value: {
-          get: (ref: Parameters<typeof store.chamberState.get>[0]) => store.chamberState.get(ref),
-          claim: (...a: Parameters<typeof store.chamberState.claim>) => store.chamberState.claim(...a),
-          commitRun: async (input: Parameters<typeof store.chamberState.commitRun>[0]) => {
-            commitCalls++;
-            if (down) {
-              await new Promise((r) => setTimeout(r, 100));
-              throw new StoreUnavailableError('database is locked (test outage)');
-            }
-            return store.chamberState.commitRun(input);
-          },
-        },
+      const flaky = withCommitRun(store, async () => {
+        commitCalls++;
+        if (down) {
+          await new Promise((r) => setTimeout(r, 100));
+          throw new StoreUnavailableError('database is locked (test outage)');
+        }
       });
       const deadLetters: string[] = [];
-      const deps: WorkerDeps = {
-        source: reader,
-        sink: {
-          publish: async (s, p, id) => {
-            if (s.startsWith('dc.dead.')) deadLetters.push(`${s}: ${p.slice(0, 300)}`);
-            await publishOnce(nc, s, p, id);
-          },
-        },
-        store: flaky,
-        evaluator: createRunEvaluator(),
-        cache,
-        semaphore: new Semaphore(4),
-        // As the defender runs it: a retried attempt reads its trace again.
-        releaseTrace: releaseTraceMemory,
-        now: () => new Date(),
-        monotonic: () => performance.now(),
-        sleep,
-      };
+      const deps = workerDeps({ nc, reader, cache, store: flaky, deadLetters, now: () => new Date() });
       // 2 attempts of 300 ms against an outage of 2 s.
       const worker = new ChamberWorker(chamber, 1, deps, { ownerId: 'defender-0', processTimeoutMs: 300, maxAttempts: 2, idlePollMs: 60_000, maxTracePoints: 1_000_000, maxOutageBackoffMs: 200 });
       const publishRun = (k: number) => publishRunOf(nc, store, k);
@@ -414,39 +427,15 @@ describeWithInfra(['nats'], 'ChamberWorker retrying a run that already wrote its
       await store.strategies.put({ scope: `${chamber.toolId}:${chamber.chamberId}`, version: 1, document: doc, createdAt: new Date(0), author: 'test' });
       let failNextCommit = false;
       let clock = Date.UTC(2026, 10, 27);
-      const flaky = Object.create(store) as typeof store;
-      Object.defineProperty(flaky, 'chamberState', {
-        value: {
-          get: (ref: Parameters<typeof store.chamberState.get>[0]) => store.chamberState.get(ref),
-          claim: (...a: Parameters<typeof store.chamberState.claim>) => store.chamberState.claim(...a),
-          commitRun: async (input: Parameters<typeof store.chamberState.commitRun>[0]) => {
-            if (failNextCommit) {
-              failNextCommit = false;
-              throw new Error('commit failed once (test)');
-            }
-            return store.chamberState.commitRun(input);
-          },
-        },
+      const flaky = withCommitRun(store, () => {
+        if (failNextCommit) {
+          failNextCommit = false;
+          throw new Error('commit failed once (test)');
+        }
       });
       const deadLetters: string[] = [];
-      const deps: WorkerDeps = {
-        source: reader,
-        sink: {
-          publish: async (s, p, id) => {
-            if (s.startsWith('dc.dead.')) deadLetters.push(`${s}: ${p.slice(0, 300)}`);
-            await publishOnce(nc, s, p, id);
-          },
-        },
-        store: flaky,
-        evaluator: createRunEvaluator(),
-        cache,
-        semaphore: new Semaphore(4),
-        releaseTrace: releaseTraceMemory,
-        // Every reading of the clock is later than the one before: a retry never sees the same time.
-        now: () => new Date((clock += 1000)),
-        monotonic: () => performance.now(),
-        sleep,
-      };
+      // Every reading of the clock is later than the one before: a retry never sees the same time.
+      const deps = workerDeps({ nc, reader, cache, store: flaky, deadLetters, now: () => new Date((clock += 1000)) });
       const worker = new ChamberWorker(chamber, 1, deps, { ownerId: 'defender-0', processTimeoutMs: 5_000, maxAttempts: 3, idlePollMs: 60_000, maxTracePoints: 1_000_000, maxOutageBackoffMs: 200 });
       const feed = await watchNotifications(nc, (_s, seq) => worker.notify(seq));
       worker.start(() => undefined);
