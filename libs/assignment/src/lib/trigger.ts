@@ -53,7 +53,7 @@ export interface PublishedMapInfo {
   readonly defenderIds: readonly string[];
 }
 
-/** One entry of the heartbeat bucket: a defender and the time of its last heartbeat (epoch ms). */
+/** One entry of the heartbeat bucket: a defender and when its last heartbeat was seen (ms, the caller's monotonic clock). */
 export interface HeartbeatObservation {
   readonly id: string;
   readonly lastHeartbeatAt: number;
@@ -81,7 +81,7 @@ export interface NoDefendersDecision {
   readonly state: ClusterState;
 }
 
-/** Changes are being batched; call `observe` again by `deadline` (epoch ms) at the latest. */
+/** Changes are being batched; call `observe` again by `deadline` (ms on the clock `observe` is given) at the latest. */
 export interface WaitDecision {
   readonly action: 'wait';
   readonly state: 'SCALING';
@@ -213,8 +213,10 @@ export class AssignmentTrigger {
   }
 
   /**
-   * Feeds the heartbeat bucket's contents at time `now` (epoch ms) and returns what to do.
-   * A `now` earlier than the previous one is treated as the previous one (clocks may step back).
+   * Feeds the heartbeat bucket's contents at time `now` and returns what to do. `now` and the
+   * heartbeat times are ms on one clock, which should be monotonic (`performance.now()`): the
+   * wall clock steps, and a step forward would age every heartbeat past the death threshold.
+   * A `now` earlier than the previous one is treated as the previous one.
    */
   observe(now: number, heartbeats: readonly HeartbeatObservation[]): TriggerDecision {
     now = Math.max(now, this.lastNow);

@@ -5,7 +5,7 @@ export interface HeartbeatReading {
   readonly revision: number;
 }
 
-/** A defender and when this observer last saw its heartbeat change (epoch ms, observer's clock). */
+/** A defender and when this observer last saw its heartbeat change (ms on the observer's monotonic clock). */
 export interface HeartbeatSeen {
   readonly id: string;
   readonly lastHeartbeatAt: number;
@@ -16,11 +16,14 @@ export interface HeartbeatSeen {
  * observer first sees its revision change, so neither the defenders' nor the NATS server's clock
  * matters. A defender seen for the first time is stamped with the time of that reading. Entries
  * that disappear from the bucket are dropped.
+ *
+ * Pass a monotonic clock (`performance.now()`): with the wall clock, a step forward would age every
+ * heartbeat at once (a false crash map) and a step back would keep a dead defender alive.
  */
 export class HeartbeatClock {
   private readonly seen = new Map<string, { revision: number; at: number }>();
 
-  /** Records a full reading of the bucket taken at `now` and returns every defender's last-seen time. */
+  /** Records a full reading of the bucket taken at `now` (monotonic ms) and returns every defender's last-seen time. */
   observe(readings: readonly HeartbeatReading[], now: number): HeartbeatSeen[] {
     const present = new Set<string>();
     for (const r of readings) {

@@ -39,7 +39,15 @@ export interface EngineDeps {
   readonly maps: MapPort;
   readonly heartbeats: HeartbeatPort;
   readonly chambers: ChamberSource;
+  /**
+   * Wall clock, Unix ms: only for times written into the map (`timestamp`, `firstAssignmentAt`,
+   * `lastMovedAt`). Never used to judge liveness or to time a window, so a clock step moves nothing.
+   */
   readonly now: () => number;
+  /**
+   * Monotonic clock, ms (`performance.now`): heartbeat ageing, the trigger's windows and deadlines,
+   * the chamber-list refresh.
+   */
   readonly monotonic: () => number;
   readonly sleep: (ms: number, wake: AbortSignal) => Promise<void>;
   readonly observer?: EngineObserver;
@@ -90,6 +98,11 @@ export class ControllerEngine {
     this.stopper.abort();
   }
 
+  /** The wall-clock time of a monotonic instant (a decision's `deadline`), for people to read. */
+  wallTimeOf(monotonicMs: number): Date {
+    return new Date(this.deps.now() + (monotonicMs - this.deps.monotonic()));
+  }
+
   /** Runs until the term ends or {@link stop}; resolves with the reason. */
   async run(heartbeatIntervalMs: number): Promise<string> {
     const signal = this.stopper.signal;
@@ -98,7 +111,7 @@ export class ControllerEngine {
       while (!signal.aborted) {
         this.ensureLeader();
         const d = await this.retrying('observe the cluster', () => this.tick());
-        const waitMs = d.action === 'wait' ? Math.max(0, Math.min(heartbeatIntervalMs, d.deadline - this.deps.now())) : heartbeatIntervalMs;
+        const waitMs = d.action === 'wait' ? Math.max(0, Math.min(heartbeatIntervalMs, d.deadline - this.deps.monotonic())) : heartbeatIntervalMs;
         await this.deps.sleep(waitMs, signal);
       }
       return 'stopped';
@@ -221,16 +234,20 @@ export class ControllerEngine {
   private async tick(): Promise<TriggerDecision> {
     const trigger = this.trigger;
     if (!trigger) throw new Error('tick before takeover');
-    const now = this.deps.now();
     const { heartbeats } = await this.withDeadline('read the heartbeats', this.deps.heartbeats.readAll());
+    // Liveness on this process's monotonic clock only: a heartbeat is fresh when its revision
+    // changes, aged from when this process saw that. The heartbeat's own times (`sentAt`, the NATS
+    // server's store time) come from other clocks and are never compared with ours.
+    const t = this.deps.monotonic();
+    const now = this.deps.now();
     const capacity = new Map(heartbeats.map((h) => [h.heartbeat.defenderId, h.heartbeat.capacity ?? 1]));
     const seen = this.clock.observe(
       heartbeats.map((h) => ({ id: h.heartbeat.defenderId, revision: h.revision })),
-      now,
+      t,
     );
-    const d = trigger.observe(now, seen);
+    const d = trigger.observe(t, seen);
     this.lastDecision = d;
-    this.active = seen.filter((s) => now - s.lastHeartbeatAt <= trigger.deadAfterMs).length;
+    this.active = seen.filter((s) => t - s.lastHeartbeatAt <= trigger.deadAfterMs).length;
     this.deps.observer?.decision?.(d, this.active);
     if (d.action === 'recompute') {
       await this.recompute(d, capacity, now);

@@ -198,7 +198,7 @@ export class LeadershipService implements OnApplicationBootstrap, BeforeApplicat
     return {
       decision: (d: TriggerDecision, active: number) => {
         this.activeGauge.set(active);
-        if (d.action === 'wait') this.logger.debug({ msg: 'batching topology changes', trigger: d.trigger, deadline: new Date(d.deadline).toISOString() });
+        if (d.action === 'wait') this.logger.debug({ msg: 'batching topology changes', trigger: d.trigger, deadline: this.engine?.wallTimeOf(d.deadline).toISOString() });
       },
       published: (map: AssignmentMap, result: AssignmentResult | null, why: string) => {
         this.rebalanceEvents.inc({ trigger: why });

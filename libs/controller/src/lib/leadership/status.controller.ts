@@ -21,7 +21,7 @@ export class StatusController {
       lifecycle: current?.engine.lifecycle ?? null,
       clusterState: d?.state ?? null,
       lastDecision: d ? d.action : null,
-      pendingTrigger: d?.action === 'wait' ? { trigger: d.trigger, deadline: new Date(d.deadline).toISOString(), changes: d.changes } : null,
+      pendingTrigger: d?.action === 'wait' && current ? { trigger: d.trigger, deadline: current.engine.wallTimeOf(d.deadline).toISOString(), changes: d.changes } : null,
       activeDefenders: current?.engine.activeDefenders ?? null,
       assignmentVersion: this.leadership.publishedMap?.version ?? null,
     };
