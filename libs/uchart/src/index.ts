@@ -150,6 +150,7 @@ export {
   hotellingPhaseOneLimit,
   hotellingPhaseTwoLimit,
   jacksonMudholkarLimit,
+  logNormalPredictionLimit,
   MultivariateInputError,
   NotPositiveDefiniteError,
   scaledChiSquareQuantile,

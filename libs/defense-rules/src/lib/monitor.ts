@@ -35,6 +35,7 @@ import {
   fitPcaModel,
   fQuantile,
   InsufficientBaselineError,
+  logNormalPredictionLimit,
   scorePca,
   type PcaModel,
   type StatisticName,
@@ -397,14 +398,19 @@ function fitPca(rows: readonly (readonly number[])[], names: readonly string[], 
     const model = first.components > cfg.pca.maxComponents ? fit({ rule: 'fixed', count: cfg.pca.maxComponents }) : first;
     // The leave-one-out limits follow non-normal statistics and a short Phase I, but a g chi2(h) fitted
     // to m values extrapolates into a far tail; the F / Jackson-Mudholkar limits account for estimation
-    // error under normality. Neither alone holds the budget on real traces: the larger one applies.
+    // error under normality. Neither alone holds the budget on real traces: the larger one applies. The
+    // SPE of a chamber whose residuals are heavy-tailed (a few indicators dominate it) has a longer tail
+    // than any chi-square: a lognormal prediction limit on the leave-one-out SPEs covers it (ADR 0005,
+    // decision 13).
     const theory = model.limits.theory;
+    const looSpe = model.phaseOne.looSpe;
+    const logNormal = looSpe && looSpe.every((v) => v > 0) ? logNormalPredictionLimit(looSpe, alpha) : 0;
     return {
       ...model,
       limits: {
         ...model.limits,
         t2: Math.max(model.limits.t2, theory.t2),
-        spe: Math.max(model.limits.spe, theory.speJacksonMudholkar ?? theory.speBox),
+        spe: Math.max(model.limits.spe, theory.speJacksonMudholkar ?? theory.speBox, logNormal),
       },
     };
   } catch (err) {

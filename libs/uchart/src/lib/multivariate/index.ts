@@ -26,6 +26,7 @@ export {
   hotellingPhaseOneLimit,
   hotellingPhaseTwoLimit,
   jacksonMudholkarLimit,
+  logNormalPredictionLimit,
   residualMoments,
   scaledChiSquareQuantile,
   type ResidualMoments,

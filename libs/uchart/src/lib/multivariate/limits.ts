@@ -131,3 +131,31 @@ export function scaledChiSquareQuantile(dist: ScaledChiSquare, alpha: number): n
   checkAlpha(alpha);
   return dist.g * chiSquareQuantile(1 - alpha, dist.h);
 }
+
+/**
+ * Upper (1 - alpha) prediction limit for one new value of a positive statistic whose logarithm is
+ * normal, from observed values: exp(ybar + t(1 - alpha; n - 1) s sqrt(1 + 1/n)), ybar and s (divisor
+ * n - 1) of ln(values): the normal prediction interval (Hahn & Meeker, Statistical Intervals, 1991,
+ * ch. 4) on the logarithms. A leave-one-out SPE is close to lognormal
+ * when a few indicators' heavy tails dominate it, where a moment-matched g chi2(h) has too light a tail.
+ *
+ * @throws DegenerateBaselineError with fewer than three values or a value that is not positive and finite
+ */
+export function logNormalPredictionLimit(values: ArrayLike<number>, alpha: number): number {
+  checkAlpha(alpha);
+  const n = values.length;
+  if (n < 3) throw new DegenerateBaselineError(`a lognormal prediction limit needs at least three values, got ${n}`);
+  let s = 0;
+  for (let i = 0; i < n; i++) {
+    const v = values[i] as number;
+    if (!(v > 0 && Number.isFinite(v))) throw new DegenerateBaselineError(`a lognormal prediction limit needs positive values, got ${v}`);
+    s += Math.log(v);
+  }
+  const mean = s / n;
+  let ss = 0;
+  for (let i = 0; i < n; i++) ss += (Math.log(values[i] as number) - mean) ** 2;
+  const sd = Math.sqrt(ss / (n - 1));
+  // One-sided t(1 - alpha; nu)^2 = F(1 - 2 alpha; 1, nu) for alpha < 1/2 (symmetric above).
+  const t = alpha === 0.5 ? 0 : Math.sign(0.5 - alpha) * Math.sqrt(fQuantile(Math.abs(1 - 2 * alpha), 1, n - 1));
+  return Math.exp(mean + t * sd * Math.sqrt(1 + 1 / n));
+}

@@ -6,7 +6,7 @@ import fc from 'fast-check';
 import { ChartConfigError, DegenerateBaselineError, InsufficientBaselineError } from '../errors';
 import { MultivariateInputError, NotPositiveDefiniteError } from './errors';
 import { fitHotelling, scoreHotelling, type HotellingModel } from './hotelling';
-import { fitScaledChiSquare, jacksonMudholkarLimit, scaledChiSquareQuantile } from './limits';
+import { fitScaledChiSquare, jacksonMudholkarLimit, logNormalPredictionLimit, scaledChiSquareQuantile } from './limits';
 import {
   cholesky,
   choleskySolve,
@@ -598,5 +598,23 @@ describe('properties (fast-check, fixed seeds)', () => {
       }),
       { seed: 2718, numRuns: 100 },
     );
+  });
+});
+
+describe('lognormal prediction limit', () => {
+  it('is the normal prediction limit of the logarithms (t(0.95; 4) = 2.132 from the t table)', () => {
+    // ln(values) = 0..4: mean 2, s = sqrt(2.5); limit = exp(2 + 2.132 x 1.5811 x sqrt(1.2)).
+    const values = [0, 1, 2, 3, 4].map(Math.exp);
+    expect(logNormalPredictionLimit(values, 0.05)).toBeCloseTo(Math.exp(2 + 2.1318 * Math.sqrt(2.5) * Math.sqrt(1.2)), 1);
+    expect(logNormalPredictionLimit(values, 0.5)).toBeCloseTo(Math.exp(2), 10);
+    expect(logNormalPredictionLimit(values, 0.95)).toBeCloseTo(Math.exp(2 - 2.1318 * Math.sqrt(2.5) * Math.sqrt(1.2)), 2);
+  });
+
+  it('grows as alpha shrinks and refuses values it cannot take the logarithm of', () => {
+    const values = [1.2, 0.8, 2.5, 1.1, 0.4, 3.3, 0.9];
+    expect(logNormalPredictionLimit(values, 1e-4)).toBeGreaterThan(logNormalPredictionLimit(values, 1e-2));
+    expect(() => logNormalPredictionLimit([1, 0, 2], 0.01)).toThrow(DegenerateBaselineError);
+    expect(() => logNormalPredictionLimit([1, 2], 0.01)).toThrow(DegenerateBaselineError);
+    expect(() => logNormalPredictionLimit([1, 2, 3], 0)).toThrow(ChartConfigError);
   });
 });
