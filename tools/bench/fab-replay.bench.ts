@@ -17,8 +17,8 @@
 // Needs the built apps: npx nx run-many -t build -p defender assignment-controller election-agent
 //
 // Parameters (environment): FAB_QUICK=1 or BENCH_QUICK=1 (smoke run: 60 chambers, short steps; writes
-// docs only with FAB_WRITE=1), FAB_CHAMBERS (5000), FAB_WARMUP_RUNS (20: the default strategy's
-// Phase I: limits freeze with the 21st run), FAB_STEP_SECONDS (measurement window per step, 60),
+// docs only with FAB_WRITE=1), FAB_CHAMBERS (5000), FAB_WARMUP_RUNS (the default strategy's Phase I
+// + 1: limits freeze with the run after Phase I), FAB_STEP_SECONDS (measurement window per step, 60),
 // FAB_SPEED_START (4), FAB_SPEED_MAX
 // (64), FAB_SPEED_GROWTH (2), FAB_REFINE (bisection steps, 2), FAB_SEED (1), FAB_CONCURRENCY
 // (runs the publisher writes at once, 4), FAB_WARMUP_BACKLOG (most warm-up runs in flight, 300),
@@ -39,6 +39,7 @@ import type { NatsConnection } from '@nats-io/nats-core';
 import { jetstream, type JetStreamClient } from '@nats-io/jetstream';
 import type { DefenderStore } from '@defender/contracts';
 import { imageRuntimeEnv, startNatsServer, type NatsServerHandle } from '@defender/infra-harness';
+import { DEFAULT_STRATEGY } from '@defender/defense-rules';
 import { SqliteStore } from '@defender/store';
 import { percentile, table, writeBenchmarkSection } from './report';
 import { handleBenchCommandLine } from './cli';
@@ -63,6 +64,9 @@ import { seedChambers, weightStats } from '@defender/fab-sim';
 // ---------------------------------------------------------------------------------------------
 // Parameters
 
+/** Runs of the default strategy's Phase I (its limits freeze with the run after them). */
+const PHASE_ONE_RUNS = DEFAULT_STRATEGY.monitor?.baseline.minRuns ?? Math.max(0, ...DEFAULT_STRATEGY.indicators.map((i) => i.baseline.minRuns));
+
 handleBenchCommandLine(`Usage: npm run bench:fab      (heavy: flock /tmp/defender-heavy.lock npm run bench:fab)
 
 Whole-fab replay against a real cluster of built processes (private nats-server, election agent,
@@ -74,7 +78,7 @@ npx nx run-many -t build -p defender assignment-controller election-agent
 Parameters (environment):
   FAB_QUICK=1 | BENCH_QUICK=1   smoke run: 60 chambers, short steps; writes docs only with FAB_WRITE=1
   FAB_CHAMBERS                  chambers (5000)
-  FAB_WARMUP_RUNS               Phase I runs per chamber before measuring (21)
+  FAB_WARMUP_RUNS               runs per chamber before measuring (${PHASE_ONE_RUNS + 1}: the default strategy's Phase I + 1)
   FAB_STEP_SECONDS              measurement window per speed step (60)
   FAB_SPEED_START, FAB_SPEED_MAX, FAB_SPEED_GROWTH, FAB_REFINE
                                 first and highest speed, growth per step, bisection steps (4, 64, 2, 2)
@@ -116,7 +120,7 @@ function flag(name: string, dflt: boolean): boolean {
 const DEFENDERS = 2;
 const P = {
   chambers: int('FAB_CHAMBERS', QUICK ? 60 : 5000, 1),
-  warmupRuns: int('FAB_WARMUP_RUNS', 21),
+  warmupRuns: int('FAB_WARMUP_RUNS', PHASE_ONE_RUNS + 1),
   stepSeconds: num('FAB_STEP_SECONDS', QUICK ? 15 : 60, 3),
   speedStart: num('FAB_SPEED_START', QUICK ? 100 : 4, 0.01),
   speedMax: num('FAB_SPEED_MAX', QUICK ? 400 : 64, 0.01),

@@ -74,8 +74,9 @@ async function main(argv: string[]): Promise<number> {
     if (excursions.length < count) {
       process.stderr.write(`fab-sim: only ${excursions.length} of ${count} excursions fit (--runs ${o.runs} leaves too few runs after --excursion-after ${o.excursionAfter})\n`);
     }
-    if (o.excursionAfter < o.warmupRuns || o.excursionAfter < 20) {
-      process.stderr.write(`fab-sim: note: excursions may start at run ${o.excursionAfter + 1}, before Phase I (20 runs) has frozen the limits\n`);
+    const phaseOne = DEFAULT_STRATEGY.monitor?.baseline.minRuns ?? 0;
+    if (o.excursionAfter < o.warmupRuns || o.excursionAfter < phaseOne) {
+      process.stderr.write(`fab-sim: note: excursions may start at run ${o.excursionAfter + 1}, before Phase I (${phaseOne} runs) has frozen the limits\n`);
     }
     const out = resolve(o.out ?? join(REPO, 'tmp', 'fab-sim', session));
     const nc = await connect({ servers: o.nats, name: `fab-sim:${session}`, maxReconnectAttempts: -1, reconnectTimeWait: 250 });
