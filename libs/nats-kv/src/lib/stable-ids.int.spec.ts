@@ -4,7 +4,7 @@ import type { KV } from '@nats-io/kv';
 import { describeWithInfra, testNatsUrl } from '@defender/infra-harness';
 import { openBucket } from './buckets';
 import { ClaimLostError, PoolExhaustedError } from './errors';
-import { StableIdRegistry } from './stable-ids';
+import { StableIdOptions, StableIdRegistry } from './stable-ids';
 
 describeWithInfra(['nats'], 'StableIdRegistry against a real nats-server', () => {
   let nc: NatsConnection;
@@ -23,19 +23,43 @@ describeWithInfra(['nats'], 'StableIdRegistry against a real nats-server', () =>
     kv = await openBucket(nc, bucket);
   });
 
-  const registry = (ownerId: string, over: Partial<{ maxDefenders: number; intervalSeconds: number; now: () => number }> = {}) =>
+  type Over = Partial<Pick<StableIdOptions, 'maxDefenders' | 'intervalSeconds' | 'now' | 'monotonicNow' | 'sleep'>>;
+  const registry = (ownerId: string, over: Over = {}) =>
     new StableIdRegistry(kv, { maxDefenders: 3, intervalSeconds: 2, ownerId, ...over }, bucket);
 
+  /**
+   * A claimer's clocks: its monotonic clock moves only when it sleeps between looks at a watched
+   * claim, and `during` runs what the rest of the cluster does in that time (a live holder
+   * refreshing). Its wall clock is the host's, `wallOffsetMs` off (an NTP step). No real waiting.
+   */
+  function clocks(opts: { wallOffsetMs?: number; during?: (monoMs: number) => Promise<unknown> } = {}) {
+    let mono = 0;
+    return {
+      now: () => Date.now() + (opts.wallOffsetMs ?? 0),
+      monotonicNow: () => mono,
+      sleep: async (ms: number) => {
+        const before = mono;
+        mono += ms;
+        // Once per interval of 2 s, as a holder's heartbeat would.
+        if (Math.floor(mono / 2000) > Math.floor(before / 2000)) await opts.during?.(mono);
+      },
+      watchedMs: () => mono,
+    };
+  }
+
   it('hands out the lowest free IDs, and refuses when the pool is full', async () => {
+    const holders = ['a', 'b', 'c'].map((owner) => registry(owner));
     const got = [];
-    for (const owner of ['a', 'b', 'c']) got.push(await registry(owner).claim());
+    for (const h of holders) got.push(await h.claim());
     expect(got.map((c) => [c.defenderId, c.generation, c.how])).toEqual([
       ['defender-0', 0, 'free'],
       ['defender-1', 0, 'free'],
       ['defender-2', 0, 'free'],
     ]);
-    await expect(registry('d').claim()).rejects.toBeInstanceOf(PoolExhaustedError);
-    await expect(registry('d').claim()).rejects.toThrow('all 3 stable IDs (defender-0..defender-2) are claimed by live defenders');
+    // A full pool: the claimer watches every claim until it has seen each one refreshed.
+    const live = () => Promise.all(holders.map((h) => h.refresh()));
+    await expect(registry('d', clocks({ during: live })).claim()).rejects.toBeInstanceOf(PoolExhaustedError);
+    await expect(registry('d', clocks({ during: live })).claim()).rejects.toThrow('all 3 stable IDs (defender-0..defender-2) are claimed by live defenders');
   });
 
   it('gives distinct IDs to concurrent claimers', async () => {
@@ -57,19 +81,16 @@ describeWithInfra(['nats'], 'StableIdRegistry against a real nats-server', () =>
     // A pod takes a crashed predecessor's stale ID over (generation 1), then is replaced cleanly,
     // as in the next rolling update. Its successor must not restart at generation 0: under the same
     // map its owner epochs would be lower than its predecessor's and every write fenced.
-    let skewMs = 0;
-    const now = () => Date.now() + skewMs;
-    await registry('crashed', { now, maxDefenders: 1 }).claim();
-    skewMs = 3 * 2000 + 500;
-    const taker = registry('taker', { now, maxDefenders: 1 });
+    await registry('crashed', { maxDefenders: 1 }).claim();
+    const taker = registry('taker', { maxDefenders: 1, ...clocks() });
     expect(await taker.claim()).toMatchObject({ defenderId: 'defender-0', how: 'stale', generation: 1 });
     await taker.release();
-    const successor = registry('successor', { now, maxDefenders: 1 });
+    const successor = registry('successor', { maxDefenders: 1 });
     expect(await successor.claim()).toMatchObject({ defenderId: 'defender-0', how: 'free', generation: 2 });
     expect((await successor.refresh()).generation).toBe(2);
     // Released twice (a clean restart of the successor too): still increasing.
     await successor.release();
-    expect(await registry('third', { now, maxDefenders: 1 }).claim()).toMatchObject({ how: 'free', generation: 3 });
+    expect(await registry('third', { maxDefenders: 1 }).claim()).toMatchObject({ how: 'free', generation: 3 });
   });
 
   it('the same owner (a restarted container of one pod) gets its own ID back at once', async () => {
@@ -80,16 +101,18 @@ describeWithInfra(['nats'], 'StableIdRegistry against a real nats-server', () =>
   });
 
   it('a live claim is kept; a claim unrefreshed for 3 intervals is taken over, and its old owner learns it lost it', async () => {
-    let skewMs = 0;
-    const now = () => Date.now() + skewMs;
-    const old = registry('old', { now });
+    const old = registry('old');
     await old.claim();
     await old.refresh();
-    const newcomer = registry('new', { now, maxDefenders: 1 });
-    await expect(newcomer.claim()).rejects.toBeInstanceOf(PoolExhaustedError);
+    await expect(registry('new', { maxDefenders: 1, ...clocks({ during: () => old.refresh() }) }).claim()).rejects.toBeInstanceOf(PoolExhaustedError);
 
-    skewMs = 3 * 2000 + 500; // the newcomer's clock says 6.5 s passed since the last refresh
+    // The old holder stops refreshing: after 3 intervals of an unchanged revision on the newcomer's
+    // monotonic clock (and not before), the claim is stale.
+    const c = clocks();
+    const newcomer = registry('new', { maxDefenders: 1, ...c });
     expect(await newcomer.claim()).toMatchObject({ defenderId: 'defender-0', how: 'stale', generation: 1 });
+    expect(c.watchedMs()).toBeGreaterThan(3 * 2000);
+    expect(c.watchedMs()).toBeLessThanOrEqual(3 * 2000 + 500);
     await expect(old.refresh()).rejects.toBeInstanceOf(ClaimLostError);
     // The loser's release must not delete the newcomer's claim.
     await old.release();
@@ -109,15 +132,70 @@ describeWithInfra(['nats'], 'StableIdRegistry against a real nats-server', () =>
     expect(refreshed.revision).toBeGreaterThan(entry!.revision + 1);
     expect((await reg.refresh()).revision).toBeGreaterThan(refreshed.revision);
     // Another holder (a takeover, or this pod's own restart with a higher generation) still means lost.
-    const now = () => Date.now() + 3 * 2000 + 500;
-    expect(await registry('pod-b', { now }).claim()).toMatchObject({ defenderId: 'defender-0', how: 'stale', generation: 1 });
+    expect(await registry('pod-b', { maxDefenders: 1, ...clocks() }).claim()).toMatchObject({ defenderId: 'defender-0', how: 'stale', generation: 1 });
     await expect(reg.refresh()).rejects.toBeInstanceOf(ClaimLostError);
   });
 
   it('treats an unreadable claim as stale only after the staleness window', async () => {
     await kv.put('defender-0', 'garbage');
-    await expect(registry('x', { maxDefenders: 1 }).claim()).rejects.toBeInstanceOf(PoolExhaustedError);
-    const later = registry('x', { maxDefenders: 1, now: () => Date.now() + 7000 });
-    expect(await later.claim()).toMatchObject({ defenderId: 'defender-0', how: 'stale' });
+    const c = clocks();
+    expect(await registry('x', { maxDefenders: 1, ...c }).claim()).toMatchObject({ defenderId: 'defender-0', how: 'stale' });
+    expect(c.watchedMs()).toBeGreaterThan(3 * 2000);
+  });
+
+  describe.each([
+    ['+30 s', 30_000],
+    ['-30 s', -30_000],
+    ['+1 h', 3_600_000],
+    ['-1 h', -3_600_000],
+  ])('a claimer whose wall clock is %s off', (_label, offsetMs) => {
+    it('never takes a live claim over (full pool: refused once the holder is seen refreshing)', async () => {
+      const holder = registry('holder', { maxDefenders: 1 });
+      await holder.claim();
+      const c = clocks({ wallOffsetMs: offsetMs, during: () => holder.refresh() });
+      await expect(registry('stepped', { maxDefenders: 1, ...c }).claim()).rejects.toBeInstanceOf(PoolExhaustedError);
+      // It watched for about one interval (the holder's next refresh), never the staleness window.
+      expect(c.watchedMs()).toBeLessThanOrEqual(2000);
+      expect(await holder.refresh()).toMatchObject({ defenderId: 'defender-0', generation: 0 });
+    });
+
+    it('takes the next free ID beside a live claim, and a dead holder\'s ID only after 3 intervals on its monotonic clock', async () => {
+      const live = registry('live', { maxDefenders: 1 });
+      await live.claim();
+      const c = clocks({ wallOffsetMs: offsetMs, during: () => live.refresh() });
+      expect(await registry('joiner', c).claim()).toMatchObject({ defenderId: 'defender-1', how: 'free', generation: 0 });
+      expect(c.watchedMs()).toBeLessThanOrEqual(2000);
+      expect(await live.refresh()).toMatchObject({ defenderId: 'defender-0' });
+      // defender-1's holder dies; a full pool makes the next claimer watch both claims.
+      const d = clocks({ wallOffsetMs: offsetMs, during: () => live.refresh() });
+      expect(await registry('replacement', { maxDefenders: 2, ...d }).claim()).toMatchObject({ defenderId: 'defender-1', how: 'stale', generation: 1 });
+      expect(d.watchedMs()).toBeGreaterThan(3 * 2000);
+      expect(await live.refresh()).toMatchObject({ defenderId: 'defender-0', generation: 0 });
+    });
+  });
+
+  it("a crashed predecessor's lower ID is reused after watching it (the replacement pod of a crash keeps the ID)", async () => {
+    const dead = registry('crashed');
+    await dead.claim();
+    const live = registry('live');
+    await live.claim();
+    // By the host's clock the crashed claim has not been refreshed for 7 s (longer than the 6 s
+    // window): worth watching before taking a free ID. The watch, not the clock, decides.
+    const c = clocks({ wallOffsetMs: 7000, during: () => live.refresh() });
+    expect(await registry('replacement', c).claim()).toMatchObject({ defenderId: 'defender-0', how: 'stale', generation: 1 });
+    expect(c.watchedMs()).toBeGreaterThan(3 * 2000);
+    await expect(dead.refresh()).rejects.toBeInstanceOf(ClaimLostError);
+    expect(await live.refresh()).toMatchObject({ defenderId: 'defender-1' });
+  });
+
+  it('a missing claim is created again by its holder, same generation: nobody took it over', async () => {
+    const holder = registry('holder');
+    const held = await holder.claim();
+    await kv.purge(held.defenderId);
+    const again = await holder.refresh();
+    expect(again).toMatchObject({ defenderId: 'defender-0', generation: 0 });
+    expect((await kv.get('defender-0'))?.json()).toMatchObject({ ownerId: 'holder', generation: 0 });
+    // Its next refresh is an ordinary compare-and-set again.
+    expect((await holder.refresh()).revision).toBeGreaterThan(again.revision);
   });
 });

@@ -1,4 +1,5 @@
 import type { KV, KvEntry } from '@nats-io/kv';
+import { performance } from 'node:perf_hooks';
 import { defenderIdOf, InvalidMessageError, parseStableIdClaim, StableIdClaim } from '@defender/contracts';
 import { DEFAULT_BUCKETS } from './buckets';
 import { ClaimLostError, mapKvError, PoolExhaustedError, RevisionConflictError } from './errors';
@@ -11,8 +12,16 @@ export interface StableIdOptions {
   /** This process's identity (POD_UID in Kubernetes, else a random UUID). */
   ownerId: string;
   podName?: string;
-  /** Epoch ms; injected for tests. */
+  /**
+   * Wall clock, Unix ms (default `Date.now`): the claim's `claimedAt` / `refreshedAt` (data for
+   * people), and the hint of which claims may be abandoned (see {@link StableIdRegistry}); never
+   * the verdict that a claim is stale.
+   */
   now?: () => number;
+  /** Monotonic clock, ms (default `performance.now`): staleness is judged on it alone. */
+  monotonicNow?: () => number;
+  /** Waits `ms` between looks at a claim being watched (default a timer); injected for tests. */
+  sleep?: (ms: number) => Promise<void>;
 }
 
 /** A claim this process holds. */
@@ -37,15 +46,26 @@ export const STALE_AFTER_INTERVALS = 3;
  * compare-and-set over a released claim), refresh by compare-and-set, take over stale claims by
  * compare-and-set, release on shutdown (the claim is marked released, keeping its generation).
  *
- * Staleness is judged by the time the server stored the last refresh (`KvEntry.created`, the NATS
- * server's clock) against this process's clock, so writers' clocks do not matter; only the skew
- * between this host and the NATS server does, and it must stay well under the staleness window
- * (3 x interval; 6 s at defaults).
+ * Staleness is judged on this process's monotonic clock alone: a claim is stale when this registry
+ * has watched its KV revision stay the same for {@link STALE_AFTER_INTERVALS} of its holder's
+ * intervals. No clock of another machine is compared with ours, so a clock step (here, at the
+ * holder or at the NATS server) cannot make a live claim look stale. A claim seen for the first
+ * time is never stale: it is watched first, and the claim waits meanwhile, only when
+ * - it is lower than the lowest free ID, and the server's store time of its last refresh is older
+ *   than the staleness window by this host's wall clock (a hint that its holder may be dead, so a
+ *   crashed predecessor's ID is reused; a live holder's next refresh ends the wait within about
+ *   one interval, whatever the clocks say), or
+ * - no ID is free (the pool looks full: every claim of unknown state is watched).
+ * A missing claim is free (created again), never stale.
  */
 export class StableIdRegistry {
   private held: HeldClaim | undefined;
   private claimedAt: string | undefined;
   private readonly now: () => number;
+  private readonly mono: () => number;
+  private readonly sleep: (ms: number) => Promise<void>;
+  /** Other holders' claims as this registry saw them: revision, since when (monotonic), seen changing. */
+  private readonly watched = new Map<string, { revision: number; since: number; changed: boolean }>();
 
   constructor(
     private readonly kv: KV,
@@ -56,6 +76,8 @@ export class StableIdRegistry {
       throw new RangeError(`maxDefenders must be a positive integer, got ${opts.maxDefenders}`);
     }
     this.now = opts.now ?? Date.now;
+    this.mono = opts.monotonicNow ?? (() => performance.now());
+    this.sleep = opts.sleep ?? ((ms) => new Promise((r) => setTimeout(r, ms)));
   }
 
   get current(): HeldClaim | undefined {
@@ -63,25 +85,75 @@ export class StableIdRegistry {
   }
 
   /**
-   * Claims the lowest ID that is free, ours from a previous life (same ownerId), or stale.
+   * Claims the lowest ID that is free, ours from a previous life (same ownerId), or stale. Waits
+   * (looking again every quarter interval) while a claim it must judge first is being watched:
+   * at most {@link STALE_AFTER_INTERVALS} intervals for one, about one interval for a live one.
    *
-   * @throws PoolExhaustedError when every ID is held by a live owner.
+   * @throws PoolExhaustedError when every ID is held by an owner seen alive.
    * @throws NatsUnavailableError when NATS does not answer.
    */
   async claim(): Promise<HeldClaim> {
     if (this.held) return this.held;
-    for (let n = 0; n < this.opts.maxDefenders; n++) {
-      const got = await this.tryClaim(n);
+    const pollMs = Math.max(10, (this.opts.intervalSeconds * 1000) / 4);
+    for (;;) {
+      const { got, watch } = await this.scan();
       if (got) {
         this.held = got;
         return got;
       }
+      if (watch === 0) throw new PoolExhaustedError(this.opts.maxDefenders);
+      await this.sleep(pollMs);
     }
-    throw new PoolExhaustedError(this.opts.maxDefenders);
+  }
+
+  /**
+   * One pass over the pool, lowest ID first: takes the first ID that is free, released, ours or
+   * stale, unless a lower claim is being watched (then nothing is taken: its verdict comes first).
+   * Returns how many claims to watch when nothing was taken.
+   */
+  private async scan(): Promise<{ got?: HeldClaim; watch: number }> {
+    let maybeAbandoned = 0;
+    let unknown = 0;
+    for (let n = 0; n < this.opts.maxDefenders; n++) {
+      const key = defenderIdOf(n);
+      let entry: KvEntry | null;
+      try {
+        entry = await this.kv.get(key);
+      } catch (err) {
+        throw mapKvError(err, this.bucket, key);
+      }
+      if (!entry || entry.operation !== 'PUT') {
+        this.watched.delete(key);
+        if (maybeAbandoned > 0) return { watch: maybeAbandoned };
+        const got = await this.take(key, n, null, 0, 'free');
+        if (got) return { got, watch: 0 };
+        continue; // another claimer created it first
+      }
+      const verdict = this.judge(key, entry);
+      if (verdict === 'live') continue;
+      if (verdict === 'maybe-abandoned') {
+        maybeAbandoned++;
+        continue;
+      }
+      if (verdict === 'unknown') {
+        unknown++;
+        continue;
+      }
+      // A claim of our own is ours to resume whatever lies below it; anything else waits its turn.
+      if (verdict.how !== 'own' && maybeAbandoned > 0) return { watch: maybeAbandoned };
+      const generation = Math.min(verdict.previousGeneration + 1, MAX_GENERATION);
+      const got = await this.take(key, n, entry.revision, generation, verdict.how);
+      if (got) return { got, watch: 0 };
+    }
+    // Nothing free: the pool looks full, so every claim of unknown state is watched.
+    return { watch: maybeAbandoned + unknown };
   }
 
   /**
    * Refreshes the claim (call on every heartbeat).
+   *
+   * A claim found missing (deleted, or its bucket lost and created again) was not taken over by
+   * anyone: it is created again, same generation.
    *
    * @throws ClaimLostError when someone else took the ID over: the caller must stop acting as it.
    * @throws NatsUnavailableError when NATS does not answer (the claim may still be ours; retry).
@@ -102,11 +174,12 @@ export class StableIdRegistry {
       const current = await this.currentRevisionIfOurs(held);
       if (current !== undefined) {
         try {
-          const revision = await this.kv.update(held.defenderId, this.encode(held.defenderId), current);
+          const value = this.encode(held.defenderId);
+          const revision = current === 'missing' ? await this.kv.create(held.defenderId, value) : await this.kv.update(held.defenderId, value, current);
           this.held = { ...held, revision };
           return this.held;
         } catch (err2) {
-          const again = mapKvError(err2, this.bucket, held.defenderId, current);
+          const again = mapKvError(err2, this.bucket, held.defenderId, current === 'missing' ? 0 : current);
           if (!(again instanceof RevisionConflictError)) throw again;
         }
       }
@@ -115,15 +188,18 @@ export class StableIdRegistry {
     }
   }
 
-  /** The revision of the stored claim if it is still `held` (same owner and generation, not released). */
-  private async currentRevisionIfOurs(held: HeldClaim): Promise<number | undefined> {
+  /**
+   * The revision of the stored claim if it is still `held` (same owner and generation, not
+   * released), `missing` when there is none, undefined when it is someone else's.
+   */
+  private async currentRevisionIfOurs(held: HeldClaim): Promise<number | 'missing' | undefined> {
     let entry: KvEntry | null;
     try {
       entry = await this.kv.get(held.defenderId);
     } catch (err) {
       throw mapKvError(err, this.bucket, held.defenderId);
     }
-    if (!entry || entry.operation !== 'PUT') return undefined;
+    if (!entry || entry.operation !== 'PUT') return 'missing';
     try {
       const claim = parseStableIdClaim(entry.value);
       const ours = claim.ownerId === this.opts.ownerId && claim.generation === held.generation && !claim.released;
@@ -170,43 +246,35 @@ export class StableIdRegistry {
     return JSON.stringify(claim);
   }
 
-  private async tryClaim(n: number): Promise<HeldClaim | undefined> {
-    const key = defenderIdOf(n);
+  /** Takes `key` by atomic create (`expected` null) or compare-and-set; undefined when another claimer won. */
+  private async take(key: string, n: number, expected: number | null, generation: number, how: HeldClaim['how']): Promise<HeldClaim | undefined> {
     try {
-      const revision = await this.kv.create(key, this.encode(key, 0));
-      return { defenderId: key, n, revision, generation: 0, how: 'free' };
+      const value = this.encode(key, generation);
+      const revision = expected === null ? await this.kv.create(key, value) : await this.kv.update(key, value, expected);
+      this.watched.delete(key);
+      return { defenderId: key, n, revision, generation, how };
     } catch (err) {
-      // create fails when a live value exists; anything else is a real error.
-      const mapped = mapKvError(err, this.bucket, key, 0);
-      if (!(mapped instanceof RevisionConflictError)) throw mapped;
-    }
-    let entry: KvEntry | null;
-    try {
-      entry = await this.kv.get(key);
-    } catch (err) {
-      throw mapKvError(err, this.bucket, key);
-    }
-    if (!entry || entry.operation !== 'PUT') return undefined; // changed under us: try the next ID
-    const taken = this.takeable(entry);
-    if (!taken) return undefined;
-    const generation = Math.min(taken.previousGeneration + 1, MAX_GENERATION);
-    try {
-      const revision = await this.kv.update(key, this.encode(key, generation), entry.revision);
-      return { defenderId: key, n, revision, generation, how: taken.how };
-    } catch (err) {
-      const mapped = mapKvError(err, this.bucket, key, entry.revision);
-      if (mapped instanceof RevisionConflictError) return undefined; // another claimer won it
+      const mapped = mapKvError(err, this.bucket, key, expected ?? 0);
+      if (mapped instanceof RevisionConflictError) return undefined;
       throw mapped;
     }
   }
 
-  private takeable(entry: KvEntry): { how: HeldClaim['how']; previousGeneration: number } | undefined {
+  /**
+   * What a stored claim is to this registry: takeable (released, ours, or stale: its revision
+   * unchanged for the staleness window on our monotonic clock), live (its revision changed while
+   * we watched), or not known yet (first seen, or watched for less than the window).
+   */
+  private judge(
+    key: string,
+    entry: KvEntry,
+  ): { how: HeldClaim['how']; previousGeneration: number } | 'live' | 'unknown' | 'maybe-abandoned' {
     let claim: StableIdClaim | undefined;
     try {
       claim = parseStableIdClaim(entry.value);
     } catch (err) {
       if (!(err instanceof InvalidMessageError)) throw err;
-      // An unreadable claim is nobody's: treat it like a stale one (judged by its age below).
+      // An unreadable claim is nobody's: treat it like an abandoned one (judged by watching below).
     }
     // An unreadable claim has no generation; we continue from 0 (see the README: a corrupted claim
     // weakens fencing against its old holder at the same map version).
@@ -214,8 +282,19 @@ export class StableIdRegistry {
     // Released by a clean shutdown: free, and the next holder continues the generation.
     if (claim?.released) return { how: 'free', previousGeneration };
     if (claim && claim.ownerId === this.opts.ownerId) return { how: 'own', previousGeneration };
-    const intervalMs = (claim?.intervalSeconds ?? this.opts.intervalSeconds) * 1000;
-    const ageMs = this.now() - entry.created.getTime();
-    return ageMs > STALE_AFTER_INTERVALS * intervalMs ? { how: 'stale', previousGeneration } : undefined;
+    const windowMs = STALE_AFTER_INTERVALS * (claim?.intervalSeconds ?? this.opts.intervalSeconds) * 1000;
+    const t = this.mono();
+    const seen = this.watched.get(key);
+    if (!seen || seen.revision !== entry.revision) {
+      this.watched.set(key, { revision: entry.revision, since: t, changed: seen !== undefined });
+      if (seen) return 'live';
+    } else if (t - seen.since > windowMs) {
+      return { how: 'stale', previousGeneration };
+    } else if (seen.changed) {
+      return 'live';
+    }
+    // Not known yet. Only a hint, never a verdict: the server's store time of the last refresh
+    // against our wall clock says whether the holder may be dead and the claim is worth waiting for.
+    return this.now() - entry.created.getTime() > windowMs ? 'maybe-abandoned' : 'unknown';
   }
 }
