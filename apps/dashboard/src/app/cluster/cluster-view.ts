@@ -21,7 +21,7 @@ export interface DefenderView {
   readonly inMap: boolean;
 }
 
-/** A heartbeat with the local time its revision last changed. */
+/** A heartbeat with when its revision last changed (ms on the local monotonic clock). */
 export interface SeenHeartbeat {
   readonly heartbeat: Heartbeat;
   readonly revision: number;
@@ -33,6 +33,7 @@ export interface SeenHeartbeat {
  * stable-ID number. A defender is alive while its heartbeat changed within 3 of its intervals (the
  * controller's crash rule); the map's per-defender chambers and weight come with it.
  */
+/** @param now the time of `changedAt`'s clock (monotonic ms). */
 export function buildDefenders(heartbeats: readonly SeenHeartbeat[], map: AssignmentMap | null, now: number): DefenderView[] {
   const ids = new Set<string>([...heartbeats.map((h) => h.heartbeat.defenderId), ...Object.keys(map?.defenderInfo ?? {})]);
   const avg = map?.statistics.avgWeightPerDefender ?? 0;

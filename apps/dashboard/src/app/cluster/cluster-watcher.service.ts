@@ -1,4 +1,5 @@
 import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
+import { performance } from 'node:perf_hooks';
 import { Subject } from 'rxjs';
 import { Kvm, KvWatchInclude, type KV } from '@nats-io/kv';
 import { InvalidMessageError, isNewerMap, parseAssignmentMap, type AssignmentMap } from '@defender/contracts';
@@ -126,12 +127,16 @@ export class ClusterWatcherService implements OnApplicationBootstrap, BeforeAppl
   private async readHeartbeats(): Promise<void> {
     try {
       const { heartbeats, bad } = await (await this.kv.buckets()).heartbeats.readAll();
-      const now = Date.now();
+      const now = performance.now();
+      // Only for a heartbeat seen for the first time (the dashboard just started): how old the
+      // server says it is, as a display hint, never below 0.
+      const wall = Date.now();
       const next = new Map<string, SeenHeartbeat>();
       for (const h of heartbeats) {
         const prev = this.seen.get(h.heartbeat.defenderId);
-        // Liveness by when we saw the revision change (the controller's rule), never by KV expiry.
-        const changedAt = prev && prev.revision === h.revision ? prev.changedAt : prev ? now : Math.min(now, h.storedAt.getTime());
+        // Liveness by when we saw the revision change, on the monotonic clock (the controller's
+        // rule), never by KV expiry: a wall-clock step does not turn the view red.
+        const changedAt = prev && prev.revision === h.revision ? prev.changedAt : prev ? now : now - Math.max(0, wall - h.storedAt.getTime());
         next.set(h.heartbeat.defenderId, { heartbeat: h.heartbeat, revision: h.revision, changedAt });
       }
       this.seen = next;
@@ -203,7 +208,7 @@ export class ClusterWatcherService implements OnApplicationBootstrap, BeforeAppl
       at: new Date().toISOString(),
       leader: this.leader,
       controllers: this.controllers,
-      defenders: buildDefenders([...this.seen.values()], m, Date.now()),
+      defenders: buildDefenders([...this.seen.values()], m, performance.now()),
       map: mapView,
       history: this.history.slice(-HISTORY).reverse().map((h) => ({ ...h, moves: h.moves.slice(0, 50) })),
       localFab: this.config.LOCAL_FAB_CONTROL_URL !== undefined,

@@ -9,6 +9,7 @@ import {
 import { InjectMetric } from '@willsoto/nestjs-prometheus';
 import type { Counter, Gauge, Histogram } from 'prom-client';
 import { randomUUID } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
 import { AssignmentMap, DefenderState, defenderNumberOf, Heartbeat } from '@defender/contracts';
 import { DefenderLifecycle, diffOwnership, ownedChambers } from '@defender/membership';
 import {
@@ -51,7 +52,9 @@ export class MembershipService implements OnApplicationBootstrap, BeforeApplicat
   private readonly logger = new Logger(MembershipService.name);
   private readonly lifecycle = new DefenderLifecycle(Date.now);
   private readonly ownerId: string;
+  /** Wall-clock start time, sent in heartbeats for people; uptime is measured on the monotonic clock. */
   private readonly startedAt = new Date().toISOString();
+  private readonly startedMono = performance.now();
   private buckets: ClusterBuckets | undefined;
   private registry: StableIdRegistry | undefined;
   private owned: string[] = [];
@@ -101,7 +104,7 @@ export class MembershipService implements OnApplicationBootstrap, BeforeApplicat
     return this.held?.version ?? 0;
   }
   get uptimeSeconds(): number {
-    return Math.round((Date.now() - Date.parse(this.startedAt)) / 1000);
+    return Math.round((performance.now() - this.startedMono) / 1000);
   }
 
   onApplicationBootstrap(): void {
@@ -166,7 +169,7 @@ export class MembershipService implements OnApplicationBootstrap, BeforeApplicat
           this.fatal(EXIT_POOL_EXHAUSTED, `stable-ID pool exhausted: ${err.message}; raise MAX_DEFENDERS or scale down`, err);
           return;
         }
-        // A crashed predecessor's claim goes stale within 3 intervals: wait that long once before giving up.
+        // claim() saw every holder refresh; a pod going away meanwhile frees or abandons an ID: look once more before giving up.
         const waitMs = (STALE_AFTER_INTERVALS + 1) * this.config.HEARTBEAT_INTERVAL_SECONDS * 1000;
         this.logger.warn({ msg: 'stable-ID pool full; waiting for a stale claim', waitMs });
         await sleep(waitMs);

@@ -1,4 +1,5 @@
 import { Controller, Get, HttpCode, Res } from '@nestjs/common';
+import { performance } from 'node:perf_hooks';
 import { HealthRegistry } from './health.registry';
 
 /** The part of the platform response used here (Express or Fastify). */
@@ -8,7 +9,8 @@ interface StatusSettable {
 
 @Controller('health')
 export class HealthController {
-  private readonly startedAt = Date.now();
+  /** Monotonic: uptime must not jump with a wall-clock step. */
+  private readonly startedAt = performance.now();
 
   constructor(private readonly registry: HealthRegistry) {}
 
@@ -16,7 +18,7 @@ export class HealthController {
   @Get('live')
   @HttpCode(200)
   live(): { status: 'ok'; uptimeSeconds: number } {
-    return { status: 'ok', uptimeSeconds: Math.round((Date.now() - this.startedAt) / 1000) };
+    return { status: 'ok', uptimeSeconds: Math.round((performance.now() - this.startedAt) / 1000) };
   }
 
   /** Readiness: 200 when every registered check holds, 503 otherwise, with each check's state. */
