@@ -2,6 +2,7 @@ import {
   AlarmInput,
   ChamberRef,
   chamberKey,
+  CommitRunResult,
   CorruptRecordError,
   DeadLetter,
   DeadLetterReason,
@@ -459,7 +460,7 @@ export class ChamberWorker {
     }
   }
 
-  private async attempt(msg: NotificationMessage, parsed: Parsed, reserved: number): Promise<'applied' | 'already-applied'> {
+  private async attempt(msg: NotificationMessage, parsed: Parsed, reserved: number): Promise<CommitRunResult['outcome']> {
     if (!('n' in parsed)) throw parsed.error;
     const n = parsed.n;
     // Refuse a declared-huge trace before reading it (it would be held in memory whole).
@@ -507,7 +508,7 @@ export class ChamberWorker {
     },
     reserved: number,
     t0: number,
-  ): Promise<'applied' | 'already-applied'> {
+  ): Promise<CommitRunResult['outcome']> {
     const { strategyP, historyP, limitsP, metaP, traceP } = reads;
     const [strategyRec, history, limits] = await Promise.all([strategyP, historyP, limitsP]);
     this.deps.observer?.stage?.('history', this.deps.monotonic() - t0);
@@ -568,10 +569,11 @@ export class ChamberWorker {
       } finally {
         await recorded;
       }
-    } else {
+    } else if (result.outcome === 'already-applied') {
       // A replay: the alarms were published with the first commit (or are re-published by the outbox).
       await this.outageRetry('republish', () => this.republish(msg.sequence));
     }
+    // duplicate-run: the run id was applied at an earlier sequence; its alarms went out then.
     return result.outcome;
   }
 

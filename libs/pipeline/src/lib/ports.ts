@@ -87,7 +87,8 @@ export interface RunEvaluator {
 /** What the pipeline reports (metrics, logs); all optional. */
 export interface PipelineObserver {
   received?(chamber: string, sequence: number): void;
-  processed?(chamber: string, sequence: number, ms: number, outcome: 'applied' | 'already-applied'): void;
+  /** `duplicate-run`: the run id was applied at an earlier sequence (a re-published notification): skipped. */
+  processed?(chamber: string, sequence: number, ms: number, outcome: 'applied' | 'already-applied' | 'duplicate-run'): void;
   deadLettered?(chamber: string, sequence: number, reason: string, detail: string): void;
   failedAttempt?(chamber: string, sequence: number, attempt: number, err: unknown): void;
   paused?(chamber: string, what: string, err: unknown): void;

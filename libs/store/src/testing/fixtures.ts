@@ -4,6 +4,7 @@ import type {
   ChamberRef,
   CommitRunInput,
   LimitSetRecord,
+  OutboxEventInput,
   SampleArray,
   TraceRecord,
   UChartPoint,
@@ -66,6 +67,15 @@ export function commit(chamber: ChamberRef, epoch: number, sequence: number, ove
     committedAt: new Date(1_700_000_000_000 + sequence * 1000),
     points: points(3, sequence),
     ...over,
+  };
+}
+
+/** The `index`-th outbox event of the run at `sequence` (an alarm unless `kind` says otherwise). */
+export function event(chamber: ChamberRef, sequence: number, index: number, kind: 'defense.alarms' | 'defense.holds' = 'defense.alarms'): OutboxEventInput {
+  return {
+    subject: `${kind}.${chamber.toolId}.${chamber.chamberId}`,
+    msgId: `${kind === 'defense.holds' ? 'hold' : 'alarm'}:${chamber.toolId}:${chamber.chamberId}:run-${sequence}:${index}`,
+    payload: JSON.stringify({ runId: `run-${sequence}`, index, note: 'ünïcode and "quotes"' }),
   };
 }
 

@@ -20,7 +20,7 @@ import {
 } from '@defender/contracts';
 import { encodePointSet } from '../lib/codec/point-set-codec';
 import type { SeriesKind } from '../lib/codec/trace-codec';
-import { alarm, bytesOf, commit, freshChamber, limitSet, points, sleep, trace } from './fixtures';
+import { alarm, bytesOf, commit, event, freshChamber, limitSet, points, sleep, trace } from './fixtures';
 
 /** Direct writes into an adapter's tables, to damage stored data the way a bug or a crash would. */
 export interface StoreCorruptor {
@@ -243,6 +243,80 @@ export function describeStoreContract(name: string, backend: () => StoreContract
         expect(err).toBeInstanceOf(InvalidRecordError);
         expect((err as InvalidRecordError).issues.map((i) => i.path)).toEqual(['epoch', 'sequence', 'points[0].value', 'points[1].indicatorKey']);
         expect(await store.chamberState.get(ch)).toBeUndefined();
+      });
+    });
+
+    describe('applied run ids (a replay of any age is skipped)', () => {
+      it('a run id applied before, notified again at a new sequence, is a duplicate-run: nothing written, the mark moves on', async () => {
+        const ch = freshChamber();
+        await store.chamberState.commitRun(commit(ch, 1, 10, { alarms: [alarm('nelson-1', 'k1')], events: [event(ch, 10, 0)] }));
+        expect(await store.chamberState.appliedRun(ch, 'run-10')).toBe(10);
+        expect(await store.chamberState.appliedRun(ch, 'run-11')).toBeUndefined();
+
+        // The same run id re-published into the stream (new sequence), with different results.
+        const replay = commit(ch, 1, 15, { runId: 'run-10', points: points(4, 15), alarms: [alarm('nelson-2', 'k2')], events: [event(ch, 15, 0)] });
+        const res = await store.chamberState.commitRun(replay);
+        expect(res).toMatchObject({ outcome: 'duplicate-run', appliedSequence: 10, state: { highWaterMark: 15, ownerEpoch: 1 } });
+        expect((await store.chamberState.get(ch))?.highWaterMark).toBe(15);
+        // Retried (outcome unknown) and seen again below the mark: the same answer, nothing moves back.
+        expect(await store.chamberState.commitRun(replay)).toMatchObject({ outcome: 'duplicate-run', appliedSequence: 10, state: { highWaterMark: 15 } });
+        expect(await store.chamberState.commitRun(commit(ch, 1, 12, { runId: 'run-10' }))).toMatchObject({ outcome: 'duplicate-run', state: { highWaterMark: 15 } });
+
+        expect((await store.uchart.history(ch, { limit: 10 })).map((r) => [r.sequence, r.runId])).toEqual([[10, 'run-10']]);
+        expect(await store.alarms.list(ch, { limit: 10 })).toHaveLength(1);
+        expect((await store.outbox.pending(ch, { limit: 10 })).map((e) => e.sequence)).toEqual([10]);
+        // The chamber goes on after it.
+        expect((await store.chamberState.commitRun(commit(ch, 1, 16))).outcome).toBe('applied');
+        expect((await store.uchart.history(ch, { limit: 10 })).map((r) => r.sequence)).toEqual([10, 16]);
+      });
+
+      it('a duplicate-run is fenced like any commit', async () => {
+        const ch = freshChamber();
+        await store.chamberState.commitRun(commit(ch, 1, 1));
+        await store.chamberState.claim(ch, 2, 'defender-2', T0);
+        expect(await rejection(store.chamberState.commitRun(commit(ch, 1, 5, { runId: 'run-1' })))).toBeInstanceOf(FencedError);
+        expect((await store.chamberState.get(ch))?.highWaterMark).toBe(1);
+      });
+    });
+
+    describe('outbox', () => {
+      it('keeps a run\'s events in order until marked published; a replay adds none', async () => {
+        const ch = freshChamber();
+        const first = [event(ch, 3, 0), event(ch, 3, 1, 'defense.holds'), event(ch, 3, 2)];
+        await store.chamberState.commitRun(commit(ch, 1, 3, { events: first }));
+        await store.chamberState.commitRun(commit(ch, 1, 3, { events: [event(ch, 3, 9)] })); // replay
+        await store.chamberState.commitRun(commit(ch, 1, 4)); // no events
+        await store.chamberState.commitRun(commit(ch, 1, 7, { events: [event(ch, 7, 0)] }));
+        expect(await store.outbox.publishedThrough(ch)).toBe(0);
+        const pending = await store.outbox.pending(ch, { limit: 100 });
+        expect(pending).toEqual([...first.map((e, index) => ({ ...ch, sequence: 3, index, ...e })), { ...ch, sequence: 7, index: 0, ...event(ch, 7, 0) }]);
+        expect(await store.outbox.pending(ch, { limit: 2 })).toEqual(pending.slice(0, 2));
+
+        await store.outbox.markPublished(ch, 1, 3);
+        expect(await store.outbox.publishedThrough(ch)).toBe(3);
+        expect(await store.outbox.pending(ch, { limit: 100 })).toEqual(pending.slice(3));
+        await store.outbox.markPublished(ch, 1, 2); // never lowers
+        expect(await store.outbox.publishedThrough(ch)).toBe(3);
+        await store.outbox.markPublished(ch, 1, 7);
+        expect(await store.outbox.pending(ch, { limit: 100 })).toEqual([]);
+      });
+
+      it('a deposed owner cannot move the mark; the new owner sees what is still pending', async () => {
+        const ch = freshChamber();
+        await store.chamberState.commitRun(commit(ch, 1, 5, { events: [event(ch, 5, 0)] }));
+        await store.chamberState.claim(ch, 2, 'defender-2', T0);
+        expect(await rejection(store.outbox.markPublished(ch, 1, 5))).toBeInstanceOf(FencedError);
+        expect(await store.outbox.publishedThrough(ch)).toBe(0);
+        expect((await store.outbox.pending(ch, { limit: 10 })).map((e) => e.msgId)).toEqual([event(ch, 5, 0).msgId]);
+        await store.outbox.markPublished(ch, 2, 5);
+        expect(await store.outbox.pending(ch, { limit: 10 })).toEqual([]);
+      });
+
+      it('a fenced commit leaves no event behind', async () => {
+        const ch = freshChamber();
+        await store.chamberState.claim(ch, 2, 'defender-2', T0);
+        expect(await rejection(store.chamberState.commitRun(commit(ch, 1, 1, { events: [event(ch, 1, 0)] })))).toBeInstanceOf(FencedError);
+        expect(await store.outbox.pending(ch, { limit: 10 })).toEqual([]);
       });
     });
 

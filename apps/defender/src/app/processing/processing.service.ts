@@ -306,6 +306,7 @@ export class ProcessingService implements ChamberWork, OnApplicationBootstrap, O
         get: timed(this.storeRead, (c: ChamberRef) => s.chamberState.get(c)),
         claim: timed(this.storeWrite, (c: ChamberRef, e: number, o: string, n: Date) => s.chamberState.claim(c, e, o, n)),
         commitRun: timed(this.storeWrite, (i: Parameters<typeof s.chamberState.commitRun>[0]) => s.chamberState.commitRun(i)),
+        appliedRun: timed(this.storeRead, (c: ChamberRef, runId: string) => s.chamberState.appliedRun(c, runId)),
       },
       traces: {
         ...s.traces,

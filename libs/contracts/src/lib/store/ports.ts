@@ -7,6 +7,7 @@ import type {
   CommitRunResult,
   HoldRecord,
   LimitSetRecord,
+  OutboxEntry,
   PutVersionResult,
   RunObservation,
   RunPointSet,
@@ -101,14 +102,42 @@ export interface ChamberStateRepository {
    */
   claim(chamber: ChamberRef, epoch: number, ownerId: string, now: Date): Promise<ChamberState>;
   /**
-   * Atomically stores the run's points, alarms and hold, sets the high-water mark to `sequence` and
-   * the owner epoch to `epoch` — only if the stored epoch is <= `epoch` and the high-water mark is
-   * below `sequence`. A replay of the same run returns `already-applied` and writes nothing.
+   * Atomically stores the run's points, alarms, hold and outbox events, records its run id as
+   * applied, sets the high-water mark to `sequence` and the owner epoch to `epoch` — only if the
+   * stored epoch is <= `epoch`, the high-water mark is below `sequence` and the run id was never
+   * applied. A replay of the same run at the same sequence returns `already-applied` and writes
+   * nothing; the run id applied at another sequence returns `duplicate-run` and only moves the
+   * high-water mark (fenced like a commit), whatever the age of the first application.
    * @throws FencedError when the stored epoch is greater than the caller's (nothing written).
    * @throws SequenceConflictError when `sequence` is at or below the high-water mark but the run
    *   stored at `sequence` is another one (or none).
    */
   commitRun(input: CommitRunInput): Promise<CommitRunResult>;
+  /**
+   * The sequence at which `runId` was applied to the chamber (kept for as long as the chamber's
+   * state), or undefined. A hint for skipping work early; `commitRun` decides.
+   */
+  appliedRun(chamber: ChamberRef, runId: string): Promise<number | undefined>;
+}
+
+/**
+ * A chamber's outbox: the events `commitRun` stored with their runs, and the published-through mark
+ * (the run sequence through which every event was acknowledged by the stream). An owner publishes
+ * the entries above the mark, in order, with their stored message id and payload, then raises the
+ * mark; a new owner does the same on claim, so an event is published again only if its
+ * acknowledgement was never recorded (and then with identical bytes and id).
+ */
+export interface OutboxRepository {
+  /** Entries of runs above the published-through mark, in (sequence, index) order, at most `limit`. */
+  pending(chamber: ChamberRef, options: { readonly limit: number }): Promise<OutboxEntry[]>;
+  /** The published-through mark (0 when nothing was ever marked). */
+  publishedThrough(chamber: ChamberRef): Promise<number>;
+  /**
+   * Raises the published-through mark to `through` (never lowers it) and drops the entries at or
+   * below it, fenced like a commit: only while the stored owner epoch is <= `epoch`.
+   * @throws FencedError when a newer owner holds the chamber (the mark is left as it is).
+   */
+  markPublished(chamber: ChamberRef, epoch: number, through: number): Promise<void>;
 }
 
 /**
@@ -148,6 +177,7 @@ export interface DefenderStore {
   readonly uchart: UChartRepository;
   readonly chamberState: ChamberStateRepository;
   readonly alarms: AlarmRepository;
+  readonly outbox: OutboxRepository;
   readonly strategies: StrategyRepository;
   /** Releases connections / file handles; later calls reject with StoreClosedError. Idempotent. */
   close(): Promise<void>;

@@ -244,15 +244,43 @@ export interface CommitRunInput {
   readonly alarms?: readonly AlarmInput[];
   /** Places (or replaces) the chamber's hold. */
   readonly hold?: HoldInput;
+  /**
+   * What to publish once the run is committed (its alarms and hold), written to the chamber's
+   * outbox in the same operation, in this order; published by the owner and marked with
+   * `OutboxRepository.markPublished` (see {@link OutboxEntry}).
+   */
+  readonly events?: readonly OutboxEventInput[];
+}
+
+/** One publication of a committed run: the exact bytes to publish, so every owner publishes the same. */
+export interface OutboxEventInput {
+  /** NATS subject, e.g. `defense.alarms.<tool>.<chamber>` (1-256 chars). */
+  readonly subject: string;
+  /** JetStream message id (deduplication), stable across owners (1-512 chars). */
+  readonly msgId: string;
+  /** The payload as published (JSON text, at most 1 MiB). */
+  readonly payload: string;
+}
+
+/** A committed, not yet marked published, event of a chamber's outbox. */
+export interface OutboxEntry extends OutboxEventInput, ChamberRef {
+  /** Stream sequence of the run that committed it. */
+  readonly sequence: number;
+  /** Position within the run's events, from 0. */
+  readonly index: number;
 }
 
 /**
  * `applied`: this call wrote the run. `already-applied`: the same run was committed before at this
- * sequence (a replay); nothing was written.
+ * sequence (a replay); nothing was written. `duplicate-run`: the run id was applied before at another
+ * sequence (`appliedSequence`; a notification re-published into the stream, of any age): nothing of
+ * the run was written, the high-water mark moved to `sequence` (if below it) so the chamber goes on.
  */
 export interface CommitRunResult {
-  readonly outcome: 'applied' | 'already-applied';
+  readonly outcome: 'applied' | 'already-applied' | 'duplicate-run';
   readonly state: ChamberState;
+  /** For `duplicate-run`: the sequence the run id was applied at. */
+  readonly appliedSequence?: number;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ import type {
   JsonObject,
   JsonValue,
   LimitSetRecord,
+  OutboxEventInput,
   RunObservation,
   StrategyRecord,
   TraceRecord,
@@ -27,6 +28,8 @@ export const RECORD_LIMITS = {
   chartName: 64,
   scope: 512,
   svidName: 256,
+  subject: 256,
+  msgId: 512,
   /** Maximum nesting of JSON documents. */
   jsonDepth: 32,
   /** Maximum serialized size of one JSON document (strategy, alarm details, chart params). */
@@ -158,6 +161,16 @@ function hold(issues: Issues, path: string, h: HoldInput): void {
   text(issues, `${path}.reason`, h.reason, RECORD_LIMITS.message, { allowEmpty: true });
 }
 
+function outboxEvent(issues: Issues, path: string, e: OutboxEventInput): void {
+  if (e === null || typeof e !== 'object') return issues.add(path, 'must be an object');
+  text(issues, `${path}.subject`, e.subject, RECORD_LIMITS.subject);
+  text(issues, `${path}.msgId`, e.msgId, RECORD_LIMITS.msgId);
+  if (typeof e.payload !== 'string') issues.add(`${path}.payload`, 'must be a string');
+  else if (e.payload.length === 0 || e.payload.length > RECORD_LIMITS.jsonBytes) {
+    issues.add(`${path}.payload`, `must be 1 to ${RECORD_LIMITS.jsonBytes} characters`);
+  }
+}
+
 /** @throws InvalidRecordError listing every problem of a commit. */
 export function validateCommitRunInput(input: CommitRunInput): void {
   const issues = new Issues();
@@ -190,7 +203,18 @@ export function validateCommitRunInput(input: CommitRunInput): void {
     }
   }
   if (input.hold !== undefined) hold(issues, 'hold', input.hold);
+  if (input.events !== undefined) {
+    if (!Array.isArray(input.events)) issues.add('events', 'must be an array');
+    else input.events.forEach((e, i) => outboxEvent(issues, `events[${i}]`, e));
+  }
   issues.throwIfAny('run commit');
+}
+
+/** @throws InvalidRecordError unless `epoch` is an owner epoch (safe integer >= 0). */
+export function validateEpoch(epoch: number): void {
+  const issues = new Issues();
+  int(issues, 'epoch', epoch, 0);
+  issues.throwIfAny('owner epoch');
 }
 
 /** @throws InvalidRecordError for an invalid claim. */

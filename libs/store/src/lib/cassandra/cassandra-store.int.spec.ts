@@ -1,12 +1,13 @@
 import { randomBytes } from 'node:crypto';
-import { Client } from 'cassandra-driver';
+import { Client, types } from 'cassandra-driver';
 import { StoreUnavailableError, type DefenderStore } from '@defender/contracts';
 import { describeWithInfra, freePort, testCassandra } from '@defender/infra-harness';
 import { commit, freshChamber } from '../../testing/fixtures';
 import { describeStoreContract, type StoreCorruptor } from '../../testing/store-contract';
 import { MigrationError } from '../migration-error';
 import { CassandraStore } from './cassandra-store';
-import { CASSANDRA_MIGRATIONS, migrationChecksum } from './migrations';
+import { encodePointSet } from '../codec/point-set-codec';
+import { CASSANDRA_MIGRATIONS, migrateCassandra, migrationChecksum } from './migrations';
 import type { CassandraStoreOptions } from './options';
 
 // Every keyspace of this file starts with this prefix (other test files use their own).
@@ -155,6 +156,58 @@ describeWithInfra(['cassandra'], 'Cassandra store', () => {
         await store.close();
       }
     }, 120_000);
+  });
+
+  describe('migration 2 on a keyspace of the previous release', () => {
+    it('the next claim indexes the runs applied before it: a replay of one is skipped; nothing is pending in the outbox', async () => {
+      const keyspace = newKeyspace();
+      const c = testCassandra();
+      const q = { prepare: true, consistency: types.consistencies.quorum, serialConsistency: types.consistencies.serial };
+      await migrateCassandra(admin, {
+        keyspace,
+        createKeyspace: true,
+        replication: { class: 'SimpleStrategy', replication_factor: 1 },
+        owner: 'previous-release',
+        staleAfterMs: 60_000,
+        consistency: q.consistency,
+        serialConsistency: q.serialConsistency,
+        migrations: CASSANDRA_MIGRATIONS.slice(0, 1),
+      });
+      const ch = freshChamber();
+      const t = `${keyspace}.chamber_log`;
+      await admin.execute(`INSERT INTO ${t} (tool_id, chamber_id, owner_epoch, hwm, owner_id, state_updated_at) VALUES (?, ?, 1, 0, 'defender-1', ?) IF NOT EXISTS`, [ch.toolId, ch.chamberId, new Date()], q);
+      // As the previous release committed: state + run rows in one conditional batch. run-1 twice (its first sequence counts).
+      const legacyRun = (seq: number, runId: string) => ({
+        query: `INSERT INTO ${t} (tool_id, chamber_id, kind, seq, item, run_id, epoch, committed_at, schema_version, body) VALUES (?, ?, 0, ?, '', ?, 1, ?, 1, ?)`,
+        params: [ch.toolId, ch.chamberId, seq, runId, new Date(), encodePointSet([])],
+      });
+      const r = await admin.batch(
+        [
+          { query: `UPDATE ${t} SET hwm = 3 WHERE tool_id = ? AND chamber_id = ? IF owner_epoch <= 1 AND hwm < 3`, params: [ch.toolId, ch.chamberId] },
+          legacyRun(1, 'run-1'),
+          legacyRun(2, 'run-2'),
+          legacyRun(3, 'run-1'),
+        ],
+        { ...q, logged: true },
+      );
+      expect(r.wasApplied()).toBe(true);
+
+      const store = await CassandraStore.connect({ contactPoints: c.contactPoints, localDataCenter: c.localDataCenter, keyspace, requestTimeoutMs: 30_000 });
+      try {
+        expect(await store.chamberState.appliedRun(ch, 'run-2')).toBeUndefined();
+        expect((await store.chamberState.claim(ch, 2, 'defender-2', new Date())).highWaterMark).toBe(3);
+        expect(await store.chamberState.appliedRun(ch, 'run-1')).toBe(1);
+        expect(await store.chamberState.appliedRun(ch, 'run-2')).toBe(2);
+        expect(await store.chamberState.commitRun(commit(ch, 2, 9, { runId: 'run-2' }))).toMatchObject({ outcome: 'duplicate-run', appliedSequence: 2, state: { highWaterMark: 9 } });
+        expect(await store.outbox.pending(ch, { limit: 10 })).toEqual([]);
+        expect((await store.chamberState.commitRun(commit(ch, 2, 10))).outcome).toBe('applied');
+        // A later claim finds the index complete (every commit keeps it so).
+        expect((await store.chamberState.claim(ch, 3, 'defender-3', new Date())).highWaterMark).toBe(10);
+        expect(await store.chamberState.appliedRun(ch, 'run-10')).toBe(10);
+      } finally {
+        await store.close();
+      }
+    }, 180_000);
   });
 
   describe('consistency and outages', () => {

@@ -11,6 +11,7 @@ import {
   validateChamberRef,
   validateClaim,
   validateCommitRunInput,
+  validateEpoch,
   validateLimitSet,
   validateMetadata,
   validateObservation,
@@ -31,6 +32,8 @@ import {
   type DefenderStore,
   type HoldRecord,
   type LimitSetRecord,
+  type OutboxEntry,
+  type OutboxRepository,
   type PutVersionResult,
   type RunObservation,
   type RunPointSet,
@@ -55,6 +58,7 @@ import {
   limitParamsJson,
   limitSetFromRow,
   metadataFromRow,
+  outboxEntryFromRow,
   runPointSetFromRow,
   stateFromRow,
   storedDate,
@@ -91,6 +95,12 @@ import {
 const DAY = 86_400;
 const KIND_RUN = 0;
 const KIND_ALARM = 1;
+/** A run id the chamber applied: seq 0, item = run id, applied_seq (kept as long as the chamber). */
+const KIND_APPLIED = 2;
+/** An outbox event: seq = the run's, item = its index (zero-padded), subject, msg_id, body = payload. */
+const KIND_OUTBOX = 3;
+/** Run rows indexed per batch when a claim indexes runs committed before migration 2. */
+const INDEX_BATCH = 200;
 const ITEM_SEPARATOR = '\u001f';
 const COMMIT_ATTEMPTS = 5;
 
@@ -409,8 +419,9 @@ class CassandraChamberLog implements ChamberStateRepository, AlarmRepository {
         if (r.wasApplied()) {
           // After our epoch is stored, only a newer owner can move the high-water mark: this read is safe to resume from.
           const state = await this.readState(chamber);
-          if (state) return state;
-          continue;
+          if (!state) continue;
+          await this.indexRuns(chamber, epoch, state.highWaterMark);
+          return state;
         }
         const row = r.first();
         const stored: unknown = row?.get('owner_epoch');
@@ -439,12 +450,23 @@ class CassandraChamberLog implements ChamberStateRepository, AlarmRepository {
       const at = input.committedAt;
       const update = input.hold
         ? {
-            query: `UPDATE ${this.t} SET owner_epoch = ?, hwm = ?, owner_id = ?, state_updated_at = ?, hold_id = ?, hold = ? WHERE tool_id = ? AND chamber_id = ? IF owner_epoch <= ? AND hwm < ?`,
-            params: [input.epoch, input.sequence, input.ownerId, at, input.hold.holdId, holdJson(input.hold, input.sequence, input.runId, at), ...pk, input.epoch, input.sequence],
+            query: `UPDATE ${this.t} SET owner_epoch = ?, hwm = ?, run_index_hwm = ?, owner_id = ?, state_updated_at = ?, hold_id = ?, hold = ? WHERE tool_id = ? AND chamber_id = ? IF owner_epoch <= ? AND hwm < ?`,
+            params: [
+              input.epoch,
+              input.sequence,
+              input.sequence,
+              input.ownerId,
+              at,
+              input.hold.holdId,
+              holdJson(input.hold, input.sequence, input.runId, at),
+              ...pk,
+              input.epoch,
+              input.sequence,
+            ],
           }
         : {
-            query: `UPDATE ${this.t} SET owner_epoch = ?, hwm = ?, owner_id = ?, state_updated_at = ? WHERE tool_id = ? AND chamber_id = ? IF owner_epoch <= ? AND hwm < ?`,
-            params: [input.epoch, input.sequence, input.ownerId, at, ...pk, input.epoch, input.sequence],
+            query: `UPDATE ${this.t} SET owner_epoch = ?, hwm = ?, run_index_hwm = ?, owner_id = ?, state_updated_at = ? WHERE tool_id = ? AND chamber_id = ? IF owner_epoch <= ? AND hwm < ?`,
+            params: [input.epoch, input.sequence, input.sequence, input.ownerId, at, ...pk, input.epoch, input.sequence],
           };
       const insert = `INSERT INTO ${this.t} (tool_id, chamber_id, kind, seq, item, run_id, epoch, committed_at, recipe, schema_version, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) USING TTL ?`;
       const statements = [
@@ -469,6 +491,15 @@ class CassandraChamberLog implements ChamberStateRepository, AlarmRepository {
             this.runTtl,
           ],
         })),
+        // The run id, once per chamber: a replay of any age finds it (the batch applies only if it is new).
+        {
+          query: `INSERT INTO ${this.t} (tool_id, chamber_id, kind, seq, item, applied_seq, epoch, committed_at) VALUES (?, ?, ?, 0, ?, ?, ?, ?) IF NOT EXISTS`,
+          params: [...pk, KIND_APPLIED, input.runId, input.sequence, input.epoch, at],
+        },
+        ...(input.events ?? []).map((e, i) => ({
+          query: `INSERT INTO ${this.t} (tool_id, chamber_id, kind, seq, item, subject, msg_id, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?) USING TTL ?`,
+          params: [...pk, KIND_OUTBOX, input.sequence, outboxItem(i), e.subject, e.msgId, Buffer.from(e.payload, 'utf8'), this.runTtl],
+        })),
       ];
       for (let attempt = 0; attempt < COMMIT_ATTEMPTS; attempt++) {
         // One partition, so the batch is a single Paxos round: all of it or nothing.
@@ -479,33 +510,108 @@ class CassandraChamberLog implements ChamberStateRepository, AlarmRepository {
             state: { ...chamber, ownerEpoch: input.epoch, ownerId: input.ownerId, highWaterMark: input.sequence, updatedAt: at },
           };
         }
-        const row = r.first();
-        const stored: unknown = row?.get('owner_epoch');
-        if (stored === null || stored === undefined) {
+        // Several conditions: the answer's rows are per condition, so decide from linearizable reads.
+        const state = await this.readState(chamber);
+        if (!state) {
           await this.createState(chamber, input.epoch, input.ownerId, at);
           continue;
         }
-        const ctx = { chamber, table: 'chamber_log' };
-        const storedEpoch = storedInt(stored, ctx, 'owner_epoch');
-        if (storedEpoch > input.epoch) {
-          const state = await this.readState(chamber);
-          throw new FencedError(chamber, input.epoch, storedEpoch, state?.ownerId ?? null);
+        if (state.ownerEpoch > input.epoch) throw new FencedError(chamber, input.epoch, state.ownerEpoch, state.ownerId);
+        const appliedAt = await this.appliedSeq(chamber, input.runId, this.s.serialRead);
+        if (appliedAt !== undefined) {
+          if (appliedAt === input.sequence) return { outcome: 'already-applied', state };
+          // Applied at another sequence (a re-published notification, of any age): only the mark moves.
+          if (state.highWaterMark >= input.sequence) return { outcome: 'duplicate-run', state, appliedSequence: appliedAt };
+          const moved = await this.s.exec(
+            `UPDATE ${this.t} SET owner_epoch = ?, hwm = ?, run_index_hwm = ?, owner_id = ?, state_updated_at = ? WHERE tool_id = ? AND chamber_id = ? IF owner_epoch <= ? AND hwm < ?`,
+            [input.epoch, input.sequence, input.sequence, input.ownerId, at, ...pk, input.epoch, input.sequence],
+          );
+          if (moved.wasApplied()) {
+            return {
+              outcome: 'duplicate-run',
+              state: { ...chamber, ownerEpoch: input.epoch, ownerId: input.ownerId, highWaterMark: input.sequence, updatedAt: at },
+              appliedSequence: appliedAt,
+            };
+          }
+          continue;
         }
-        const hwm = storedInt(row?.get('hwm'), ctx, 'hwm');
-        if (hwm >= input.sequence) {
+        if (state.highWaterMark >= input.sequence) {
           const existing = (
             await this.s.exec(`SELECT run_id FROM ${this.t} WHERE tool_id = ? AND chamber_id = ? AND kind = ? AND seq = ?`, [...pk, KIND_RUN, input.sequence], this.s.serialRead)
           ).first();
           const storedRunId = (existing?.get('run_id') as string | null | undefined) ?? null;
-          if (storedRunId !== input.runId) throw new SequenceConflictError(chamber, input.sequence, input.runId, storedRunId, hwm);
-          const state = await this.readState(chamber);
-          if (!state) continue;
-          return { outcome: 'already-applied', state };
+          throw new SequenceConflictError(chamber, input.sequence, input.runId, storedRunId, state.highWaterMark);
         }
         // Lost a race with a concurrent change that still allows us; try again.
       }
       throw new StoreUnavailableError(`chamber ${chamber.toolId}:${chamber.chamberId}: commit kept losing races`, { outcomeUnknown: false });
     });
+  }
+
+  private async appliedSeq(chamber: ChamberRef, runId: string, extra?: QueryOptions): Promise<number | undefined> {
+    const row = (
+      await this.s.exec(
+        `SELECT applied_seq FROM ${this.t} WHERE tool_id = ? AND chamber_id = ? AND kind = ? AND seq = 0 AND item = ?`,
+        [chamber.toolId, chamber.chamberId, KIND_APPLIED, runId],
+        extra,
+      )
+    ).first();
+    return row ? storedInt(row.get('applied_seq'), { chamber, runId, table: 'chamber_log' }, 'applied_seq', 1) : undefined;
+  }
+
+  appliedRun(chamber: ChamberRef, runId: string): Promise<number | undefined> {
+    return this.s.op('chamberState.appliedRun', 'read', async () => {
+      validateRunRef({ ...chamber, runId });
+      return this.appliedSeq(chamberOf(chamber), runId);
+    });
+  }
+
+  /**
+   * Indexes the run ids of runs committed without one (before migration 2, or by an older release)
+   * up to `hwm`, as the owner for `epoch`: kind 2 rows for the run rows above `run_index_hwm`, then
+   * `run_index_hwm = hwm`, in batches fenced on the owner epoch. A no-op once the index is complete
+   * (every commit keeps `run_index_hwm` at its sequence).
+   */
+  private async indexRuns(chamber: ChamberRef, epoch: number, hwm: number): Promise<void> {
+    const pk = [chamber.toolId, chamber.chamberId];
+    const head = (await this.s.exec(`SELECT run_index_hwm FROM ${this.t} WHERE tool_id = ? AND chamber_id = ? LIMIT 1`, pk, this.s.serialRead)).first();
+    const raw: unknown = head?.get('run_index_hwm');
+    const from = raw === null || raw === undefined ? 0 : storedInt(raw, { chamber, table: 'chamber_log' }, 'run_index_hwm');
+    if (from >= hwm) return;
+    // Newest first (the clustering order); a run id stored at several sequences keeps its first one,
+    // because the later (smaller-sequence) batches overwrite the earlier.
+    const rows = await this.s.all(
+      `SELECT seq, run_id, epoch, committed_at FROM ${this.t} WHERE tool_id = ? AND chamber_id = ? AND kind = ? AND seq > ? AND seq <= ?`,
+      [...pk, KIND_RUN, from, hwm],
+      1000,
+    );
+    for (let i = 0; i < rows.length; i += INDEX_BATCH) {
+      const chunk = new Map<string, Row>();
+      for (const r of rows.slice(i, i + INDEX_BATCH)) {
+        const runId = r.get('run_id') as string | null;
+        if (runId) chunk.set(runId, r);
+      }
+      const r = await this.s.client.batch(
+        [
+          // The condition every write to the partition carries; setting our own (claimed) epoch changes nothing.
+          { query: `UPDATE ${this.t} SET owner_epoch = ? WHERE tool_id = ? AND chamber_id = ? IF owner_epoch <= ?`, params: [epoch, ...pk, epoch] },
+          ...[...chunk].map(([runId, row]) => ({
+            query: `INSERT INTO ${this.t} (tool_id, chamber_id, kind, seq, item, applied_seq, epoch, committed_at) VALUES (?, ?, ?, 0, ?, ?, ?, ?)`,
+            params: [...pk, KIND_APPLIED, runId, row.get('seq'), row.get('epoch'), row.get('committed_at')],
+          })),
+        ],
+        { ...this.s.base, logged: true },
+      );
+      if (!r.wasApplied()) return this.fencedBy(chamber, epoch);
+    }
+    const done = await this.s.exec(`UPDATE ${this.t} SET run_index_hwm = ? WHERE tool_id = ? AND chamber_id = ? IF owner_epoch <= ?`, [hwm, ...pk, epoch]);
+    if (!done.wasApplied()) return this.fencedBy(chamber, epoch);
+  }
+
+  /** Throws the FencedError of a conditional write on the owner epoch that was not applied. */
+  private async fencedBy(chamber: ChamberRef, epoch: number): Promise<never> {
+    const state = await this.readState(chamber);
+    throw new FencedError(chamber, epoch, state?.ownerEpoch ?? 0, state?.ownerId ?? null);
   }
 
   list(chamber: ChamberRef, options: { limit: number }): Promise<AlarmRecord[]> {
@@ -580,6 +686,84 @@ class CassandraChamberLog implements ChamberStateRepository, AlarmRepository {
         ])
       ).first();
       return row ? runPointSetFromRow(chamberOf(chamber), getter(row), 'chamber_log') : undefined;
+    });
+  }
+}
+
+/** Clustering item of the `index`-th outbox event of a run: zero-padded, so items sort by index. */
+function outboxItem(index: number): string {
+  return String(index).padStart(6, '0');
+}
+
+/**
+ * The outbox in `chamber_log` (kind 3 rows, the `published_through` static): entries above the mark
+ * are pending; those at or below it are never read again (a range read from the top of the kind
+ * stops at the mark) and expire with the run retention.
+ */
+class CassandraOutbox implements OutboxRepository {
+  private readonly t: string;
+
+  constructor(private readonly s: Session) {
+    this.t = `${s.ks}.chamber_log`;
+  }
+
+  private async mark(chamber: ChamberRef): Promise<number> {
+    const row = (await this.s.exec(`SELECT published_through FROM ${this.t} WHERE tool_id = ? AND chamber_id = ? LIMIT 1`, [chamber.toolId, chamber.chamberId])).first();
+    const raw: unknown = row?.get('published_through');
+    return raw === null || raw === undefined ? 0 : storedInt(raw, { chamber, table: 'chamber_log' }, 'published_through');
+  }
+
+  pending(chamberIn: ChamberRef, options: { limit: number }): Promise<OutboxEntry[]> {
+    return this.s.op('outbox.pending', 'read', async () => {
+      validateChamberRef(chamberIn);
+      validatePositiveInt('limit', options.limit);
+      const chamber = chamberOf(chamberIn);
+      const through = await this.mark(chamber);
+      const rows = await this.s.all(
+        `SELECT seq, item, subject, msg_id, body FROM ${this.t} WHERE tool_id = ? AND chamber_id = ? AND kind = ? AND seq > ?`,
+        [chamber.toolId, chamber.chamberId, KIND_OUTBOX, through],
+        1000,
+      );
+      return rows
+        .map((r) => outboxEntryFromRow(chamber, getter(r), 'chamber_log'))
+        .sort((a, b) => a.sequence - b.sequence || a.index - b.index)
+        .slice(0, options.limit);
+    });
+  }
+
+  publishedThrough(chamber: ChamberRef): Promise<number> {
+    return this.s.op('outbox.publishedThrough', 'read', async () => {
+      validateChamberRef(chamber);
+      return this.mark(chamberOf(chamber));
+    });
+  }
+
+  markPublished(chamberIn: ChamberRef, epoch: number, through: number): Promise<void> {
+    return this.s.op('outbox.markPublished', 'write', async () => {
+      validateChamberRef(chamberIn);
+      validateEpoch(epoch);
+      validatePositiveInt('through', through);
+      const chamber = chamberOf(chamberIn);
+      // Only the owner marks (one worker per chamber, marks in order), so the mark only rises; the
+      // condition fences a deposed owner, which therefore never moves it past what it published.
+      if ((await this.mark(chamber)) >= through) return;
+      const r = await this.s.exec(`UPDATE ${this.t} SET published_through = ? WHERE tool_id = ? AND chamber_id = ? IF owner_epoch <= ?`, [
+        through,
+        chamber.toolId,
+        chamber.chamberId,
+        epoch,
+      ]);
+      if (r.wasApplied()) return;
+      const row = (
+        await this.s.exec(`SELECT owner_epoch, owner_id FROM ${this.t} WHERE tool_id = ? AND chamber_id = ? LIMIT 1`, [chamber.toolId, chamber.chamberId], this.s.serialRead)
+      ).first();
+      const stored: unknown = row?.get('owner_epoch');
+      throw new FencedError(
+        chamber,
+        epoch,
+        stored === null || stored === undefined ? 0 : storedInt(stored, { chamber, table: 'chamber_log' }, 'owner_epoch'),
+        (row?.get('owner_id') as string | null | undefined) ?? null,
+      );
     });
   }
 }
@@ -717,6 +901,7 @@ export class CassandraStore implements DefenderStore {
   readonly uchart: UChartRepository;
   readonly chamberState: ChamberStateRepository;
   readonly alarms: AlarmRepository;
+  readonly outbox: OutboxRepository;
   readonly strategies: StrategyRepository;
   /** Keyspace in use. */
   readonly keyspace: string;
@@ -738,6 +923,7 @@ export class CassandraStore implements DefenderStore {
     const log = new CassandraChamberLog(session, options.runRetentionSeconds ?? 90 * DAY);
     this.chamberState = log;
     this.alarms = log;
+    this.outbox = new CassandraOutbox(session);
     this.uchart = new CassandraUChart(session, log);
     this.strategies = new CassandraStrategies(session);
   }

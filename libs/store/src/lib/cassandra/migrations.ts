@@ -62,6 +62,21 @@ export const CASSANDRA_MIGRATIONS: readonly CassandraMigration[] = [
         WITH CLUSTERING ORDER BY (version DESC)`,
     ],
   },
+  {
+    id: 2,
+    name: 'applied run ids and the event outbox',
+    // chamber_log gains kind 2 rows (seq 0, item = run id, applied_seq: the run ids a chamber applied)
+    // and kind 3 rows (seq = run, item = index: subject, msg_id, body = payload: the outbox), the
+    // published-through mark, and run_index_hwm: the mark through which kind 2 rows are complete
+    // (runs committed before this migration are indexed at the next claim; see README).
+    statements: [
+      `ALTER TABLE {ks}.chamber_log ADD IF NOT EXISTS published_through bigint STATIC`,
+      `ALTER TABLE {ks}.chamber_log ADD IF NOT EXISTS run_index_hwm bigint STATIC`,
+      `ALTER TABLE {ks}.chamber_log ADD IF NOT EXISTS applied_seq bigint`,
+      `ALTER TABLE {ks}.chamber_log ADD IF NOT EXISTS subject text`,
+      `ALTER TABLE {ks}.chamber_log ADD IF NOT EXISTS msg_id text`,
+    ],
+  },
 ];
 
 /** SHA-256 of a migration's statements (whitespace-normalized), recorded when applied. */

@@ -12,6 +12,7 @@ import {
   type HoldRecord,
   type JsonObject,
   type LimitSetRecord,
+  type OutboxEntry,
   type RecordContext,
   type RunPointSet,
   type StrategyRecord,
@@ -243,6 +244,23 @@ export function stateFromRow(chamber: ChamberRef, get: RowGetter, table: string)
     ownerId: storedText(get('owner_id'), ctx, 'owner_id'),
     highWaterMark: storedInt(get('hwm'), ctx, 'hwm'),
     updatedAt: storedDate(get('state_updated_at'), ctx, 'state_updated_at'),
+  };
+}
+
+/** An outbox row: `seq`, `idx` (or `item`, a decimal index), `subject`, `msg_id`, `payload` (text, or a UTF-8 `body`). */
+export function outboxEntryFromRow(chamber: ChamberRef, get: RowGetter, table: string): OutboxEntry {
+  const ctx: RecordContext = { chamber, table };
+  const sequence = storedInt(get('seq'), ctx, 'seq', 1);
+  const rawIndex = get('idx') ?? (typeof get('item') === 'string' ? Number(get('item')) : null);
+  const payload = get('payload') ?? (Buffer.isBuffer(get('body')) ? (get('body') as Buffer).toString('utf8') : null);
+  return {
+    toolId: chamber.toolId,
+    chamberId: chamber.chamberId,
+    sequence,
+    index: storedInt(rawIndex, { ...ctx, sequence }, 'idx'),
+    subject: storedText(get('subject'), { ...ctx, sequence }, 'subject'),
+    msgId: storedText(get('msg_id'), { ...ctx, sequence }, 'msg_id'),
+    payload: storedText(payload, { ...ctx, sequence }, 'payload'),
   };
 }
 

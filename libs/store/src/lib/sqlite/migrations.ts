@@ -58,6 +58,25 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
         PRIMARY KEY (scope, version));
     `,
   },
+  {
+    id: 2,
+    name: 'applied run ids and the event outbox',
+    // Run ids applied per chamber (a replay of any age is skipped by id), filled from the runs
+    // already stored (the first sequence of a run applied twice before this migration); the outbox
+    // of events to publish and the published-through mark (nothing is pending on an existing file).
+    sql: `
+      CREATE TABLE applied_runs (
+        tool_id TEXT NOT NULL, chamber_id TEXT NOT NULL, run_id TEXT NOT NULL, seq INTEGER NOT NULL,
+        PRIMARY KEY (tool_id, chamber_id, run_id)) WITHOUT ROWID;
+      INSERT INTO applied_runs (tool_id, chamber_id, run_id, seq)
+        SELECT tool_id, chamber_id, run_id, MIN(seq) FROM uchart_runs WHERE run_id IS NOT NULL GROUP BY tool_id, chamber_id, run_id;
+      CREATE TABLE outbox (
+        tool_id TEXT NOT NULL, chamber_id TEXT NOT NULL, seq INTEGER NOT NULL, idx INTEGER NOT NULL,
+        subject TEXT NOT NULL, msg_id TEXT NOT NULL, payload TEXT NOT NULL,
+        PRIMARY KEY (tool_id, chamber_id, seq, idx)) WITHOUT ROWID;
+      ALTER TABLE chamber_state ADD COLUMN published_through INTEGER NOT NULL DEFAULT 0;
+    `,
+  },
 ];
 
 export function sqliteMigrationChecksum(m: SqliteMigration): string {

@@ -9,6 +9,8 @@ import { commit, freshChamber } from '../../testing/fixtures';
 import { describeStoreContract, type StoreCorruptor } from '../../testing/store-contract';
 import type { SeriesKind } from '../codec/trace-codec';
 import { setArrayBufferDetacher } from '../codec/buffer-release';
+import { encodePointSet } from '../codec/point-set-codec';
+import { migrateSqlite, SQLITE_MIGRATIONS } from './migrations';
 import { DEFAULT_PAGE_CACHE_KIB, SqliteStore } from './sqlite-store';
 
 function db(store: DefenderStore): Database.Database {
@@ -127,7 +129,7 @@ describe('SQLite store: files shared by processes', () => {
     await s1.close();
     const s2 = await SqliteStore.open({ filename: file });
     expect((await s2.chamberState.get({ toolId: 'T', chamberId: 'C' }))?.highWaterMark).toBe(1);
-    expect(s2.database.prepare('SELECT id FROM schema_migrations').all()).toEqual([{ id: 1 }]);
+    expect(s2.database.prepare('SELECT id FROM schema_migrations').all()).toEqual(SQLITE_MIGRATIONS.map((m) => ({ id: m.id })));
     await s2.close();
   });
 
@@ -191,7 +193,7 @@ describe('SQLite store: files shared by processes', () => {
     const epochs = history.map((r) => r.epoch);
     expect(epochs).toEqual([...epochs].sort((x, y) => x - y));
     expect(await store.chamberState.get({ toolId: 'race', chamberId: 'C1' })).toMatchObject({ ownerEpoch: 2, highWaterMark: runs });
-    expect(store.database.prepare('SELECT id FROM schema_migrations').all()).toEqual([{ id: 1 }]);
+    expect(store.database.prepare('SELECT id FROM schema_migrations').all()).toEqual(SQLITE_MIGRATIONS.map((m) => ({ id: m.id })));
     await store.close();
   }, 120_000);
 
@@ -224,9 +226,33 @@ describe('SQLite store: files shared by processes', () => {
     const newer = newFile();
     await (await SqliteStore.open({ filename: newer })).close();
     const raw2 = new Database(newer);
-    raw2.prepare("INSERT INTO schema_migrations (id, name, checksum, applied_at) VALUES (2, 'future', 'x', 0)").run();
+    raw2.prepare("INSERT INTO schema_migrations (id, name, checksum, applied_at) VALUES (99, 'future', 'x', 0)").run();
     raw2.close();
     await expect(SqliteStore.open({ filename: newer })).rejects.toThrow(/does not know/);
+  });
+
+  it('migration 2 on a file of the previous release: the run ids already applied are skipped, nothing is pending in the outbox', async () => {
+    const file = newFile();
+    const ch = freshChamber();
+    const legacy = new Database(file);
+    migrateSqlite(legacy, SQLITE_MIGRATIONS.slice(0, 1));
+    legacy.prepare('INSERT INTO chamber_state (tool_id, chamber_id, owner_epoch, hwm, owner_id, state_updated_at) VALUES (?, ?, 1, 3, ?, 0)').run(ch.toolId, ch.chamberId, 'defender-1');
+    const run = legacy.prepare('INSERT INTO uchart_runs (tool_id, chamber_id, seq, run_id, epoch, committed_at, recipe, body) VALUES (?, ?, ?, ?, 1, 0, NULL, ?)');
+    // run-1 was applied twice by the old release (the bug this migration ends): its first sequence counts.
+    for (const [seq, runId] of [[1, 'run-1'], [2, 'run-2'], [3, 'run-1']] as const) run.run(ch.toolId, ch.chamberId, seq, runId, encodePointSet([]));
+    legacy.close();
+
+    const store = await SqliteStore.open({ filename: file });
+    try {
+      expect(await store.chamberState.appliedRun(ch, 'run-1')).toBe(1);
+      expect(await store.chamberState.appliedRun(ch, 'run-2')).toBe(2);
+      expect(await store.chamberState.commitRun(commit(ch, 2, 9, { runId: 'run-2' }))).toMatchObject({ outcome: 'duplicate-run', appliedSequence: 2, state: { highWaterMark: 9 } });
+      expect(await store.outbox.publishedThrough(ch)).toBe(0);
+      expect(await store.outbox.pending(ch, { limit: 10 })).toEqual([]);
+      expect((await store.chamberState.commitRun(commit(ch, 2, 10))).outcome).toBe('applied');
+    } finally {
+      await store.close();
+    }
   });
 
   it('a path that cannot be opened as a database is a StoreUnavailableError', async () => {

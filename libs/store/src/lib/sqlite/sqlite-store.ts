@@ -11,6 +11,7 @@ import {
   validateChamberRef,
   validateClaim,
   validateCommitRunInput,
+  validateEpoch,
   validateLimitSet,
   validateMetadata,
   validateObservation,
@@ -31,6 +32,8 @@ import {
   type DefenderStore,
   type HoldRecord,
   type LimitSetRecord,
+  type OutboxEntry,
+  type OutboxRepository,
   type PutVersionResult,
   type RunObservation,
   type RunPointSet,
@@ -55,6 +58,7 @@ import {
   limitParamsJson,
   limitSetFromRow,
   metadataFromRow,
+  outboxEntryFromRow,
   runPointSetFromRow,
   stateFromRow,
   storedDate,
@@ -372,13 +376,27 @@ class SqliteChamberLog implements ChamberStateRepository, AlarmRepository {
       return this.c.write((): CommitRunResult => {
         const state = this.readState(chamber);
         if (state && state.ownerEpoch > input.epoch) throw new FencedError(chamber, input.epoch, state.ownerEpoch, state.ownerId);
+        const appliedAt = this.appliedSeq(chamber, input.runId);
+        if (state && appliedAt !== undefined) {
+          if (appliedAt === input.sequence) return { outcome: 'already-applied', state };
+          // The run id was applied at another sequence (a re-published notification, of any age):
+          // nothing of it is written; the mark moves past it (fenced like a commit) so the chamber goes on.
+          if (state.highWaterMark >= input.sequence) return { outcome: 'duplicate-run', state, appliedSequence: appliedAt };
+          this.c
+            .sql('UPDATE chamber_state SET owner_epoch = ?, hwm = ?, owner_id = ?, state_updated_at = ? WHERE tool_id = ? AND chamber_id = ?')
+            .run(input.epoch, input.sequence, input.ownerId, at, chamber.toolId, chamber.chamberId);
+          return {
+            outcome: 'duplicate-run',
+            state: { ...chamber, ownerEpoch: input.epoch, ownerId: input.ownerId, highWaterMark: input.sequence, updatedAt: input.committedAt },
+            appliedSequence: appliedAt,
+          };
+        }
         if (state && state.highWaterMark >= input.sequence) {
           const existing = this.c
             .sql('SELECT run_id FROM uchart_runs WHERE tool_id = ? AND chamber_id = ? AND seq = ?')
             .get(chamber.toolId, chamber.chamberId, input.sequence) as SqlRow | undefined;
           const storedRunId = typeof existing?.['run_id'] === 'string' ? existing['run_id'] : null;
-          if (storedRunId !== input.runId) throw new SequenceConflictError(chamber, input.sequence, input.runId, storedRunId, state.highWaterMark);
-          return { outcome: 'already-applied', state };
+          throw new SequenceConflictError(chamber, input.sequence, input.runId, storedRunId, state.highWaterMark);
         }
         const holdId = input.hold?.holdId ?? null;
         const hold = input.hold ? holdJson(input.hold, input.sequence, input.runId, input.committedAt) : null;
@@ -405,11 +423,28 @@ class SqliteChamberLog implements ChamberStateRepository, AlarmRepository {
         for (const a of input.alarms ?? []) {
           alarm.run(chamber.toolId, chamber.chamberId, input.sequence, a.ruleId, a.indicatorKey, input.runId, input.epoch, at, a.recipe ?? input.recipe ?? null, JSON_SCHEMA_VERSION, alarmBody(a));
         }
+        this.c.sql('INSERT INTO applied_runs (tool_id, chamber_id, run_id, seq) VALUES (?, ?, ?, ?)').run(chamber.toolId, chamber.chamberId, input.runId, input.sequence);
+        const event = this.c.sql('INSERT INTO outbox (tool_id, chamber_id, seq, idx, subject, msg_id, payload) VALUES (?, ?, ?, ?, ?, ?, ?)');
+        (input.events ?? []).forEach((e, i) => event.run(chamber.toolId, chamber.chamberId, input.sequence, i, e.subject, e.msgId, e.payload));
         return {
           outcome: 'applied',
           state: { ...chamber, ownerEpoch: input.epoch, ownerId: input.ownerId, highWaterMark: input.sequence, updatedAt: input.committedAt },
         };
       });
+    });
+  }
+
+  private appliedSeq(chamber: ChamberRef, runId: string): number | undefined {
+    const row = this.c.sql('SELECT seq FROM applied_runs WHERE tool_id = ? AND chamber_id = ? AND run_id = ?').get(chamber.toolId, chamber.chamberId, runId) as
+      | SqlRow
+      | undefined;
+    return row ? storedInt(row['seq'], { chamber, runId, table: 'applied_runs' }, 'seq', 1) : undefined;
+  }
+
+  appliedRun(chamber: ChamberRef, runId: string): Promise<number | undefined> {
+    return this.c.op('chamberState.appliedRun', 'read', () => {
+      validateRunRef({ ...chamber, runId });
+      return this.appliedSeq(chamberOf(chamber), runId);
     });
   }
 
@@ -478,6 +513,56 @@ class SqliteChamberLog implements ChamberStateRepository, AlarmRepository {
         | SqlRow
         | undefined;
       return row ? runPointSetFromRow(chamberOf(chamber), getter(row), 'uchart_runs') : undefined;
+    });
+  }
+}
+
+class SqliteOutbox implements OutboxRepository {
+  constructor(private readonly c: Conn) {}
+
+  pending(chamber: ChamberRef, options: { limit: number }): Promise<OutboxEntry[]> {
+    return this.c.op('outbox.pending', 'read', () => {
+      validateChamberRef(chamber);
+      validatePositiveInt('limit', options.limit);
+      const ref = chamberOf(chamber);
+      // Published entries are deleted with the mark; the join only guards against a mark moved without it.
+      const rows = this.c
+        .sql(
+          `SELECT o.seq, o.idx, o.subject, o.msg_id, o.payload FROM outbox o JOIN chamber_state s ON s.tool_id = o.tool_id AND s.chamber_id = o.chamber_id
+           WHERE o.tool_id = ? AND o.chamber_id = ? AND o.seq > s.published_through ORDER BY o.seq, o.idx LIMIT ?`,
+        )
+        .all(ref.toolId, ref.chamberId, options.limit) as SqlRow[];
+      return rows.map((r) => outboxEntryFromRow(ref, getter(r), 'outbox'));
+    });
+  }
+
+  publishedThrough(chamber: ChamberRef): Promise<number> {
+    return this.c.op('outbox.publishedThrough', 'read', () => {
+      validateChamberRef(chamber);
+      const row = this.c.sql('SELECT published_through FROM chamber_state WHERE tool_id = ? AND chamber_id = ?').get(chamber.toolId, chamber.chamberId) as SqlRow | undefined;
+      return row ? storedInt(row['published_through'], { chamber: chamberOf(chamber), table: 'chamber_state' }, 'published_through') : 0;
+    });
+  }
+
+  markPublished(chamberIn: ChamberRef, epoch: number, through: number): Promise<void> {
+    return this.c.op('outbox.markPublished', 'write', () => {
+      validateChamberRef(chamberIn);
+      validateEpoch(epoch);
+      validatePositiveInt('through', through);
+      const chamber = chamberOf(chamberIn);
+      this.c.write(() => {
+        const row = this.c.sql('SELECT owner_epoch, owner_id FROM chamber_state WHERE tool_id = ? AND chamber_id = ?').get(chamber.toolId, chamber.chamberId) as
+          | SqlRow
+          | undefined;
+        const ctx = { chamber, table: 'chamber_state' };
+        if (!row) throw new FencedError(chamber, epoch, 0, null);
+        const stored = storedInt(row['owner_epoch'], ctx, 'owner_epoch');
+        if (stored > epoch) throw new FencedError(chamber, epoch, stored, storedText(row['owner_id'], ctx, 'owner_id'));
+        this.c
+          .sql('UPDATE chamber_state SET published_through = MAX(published_through, ?) WHERE tool_id = ? AND chamber_id = ?')
+          .run(through, chamber.toolId, chamber.chamberId);
+        this.c.sql('DELETE FROM outbox WHERE tool_id = ? AND chamber_id = ? AND seq <= ?').run(chamber.toolId, chamber.chamberId, through);
+      });
     });
   }
 }
@@ -613,6 +698,7 @@ export class SqliteStore implements DefenderStore {
   readonly uchart: UChartRepository;
   readonly chamberState: ChamberStateRepository;
   readonly alarms: AlarmRepository;
+  readonly outbox: OutboxRepository;
   readonly strategies: StrategyRepository;
   /** `wal` for a file, `memory` for `:memory:`. */
   readonly journalMode: string;
@@ -628,6 +714,7 @@ export class SqliteStore implements DefenderStore {
     const log = new SqliteChamberLog(conn);
     this.chamberState = log;
     this.alarms = log;
+    this.outbox = new SqliteOutbox(conn);
     this.uchart = new SqliteUChart(conn, log);
     this.strategies = new SqliteStrategies(conn);
   }
