@@ -42,6 +42,7 @@ import { imageRuntimeEnv, startNatsServer, type NatsServerHandle } from '@defend
 import { DEFAULT_STRATEGY } from '@defender/defense-rules';
 import { SqliteStore } from '@defender/store';
 import { percentile, table, writeBenchmarkSection } from './report';
+import { stepCharts } from './fab-replay/charts';
 import { handleBenchCommandLine } from './cli';
 import { BenchCluster, getJson, missingBundles } from './pipeline/cluster';
 import { cpuMsOf, envList, gaugesBy, loadAverage, memoryBreakdownOf, memoryOf, parseCounter, saveHeapSnapshot, type MemoryBreakdown } from './pipeline/observe';
@@ -964,6 +965,7 @@ function report(o: Outcome): string {
       stepRows,
     ),
     '',
+    ...stepCharts(o.steps, o.memory.map((m) => m.name).filter((n) => n.startsWith('defender '))),
     '### CPU % per process (100 % = one core)',
     '',
     table(['window', ...procNames], cpuRows),

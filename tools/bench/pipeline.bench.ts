@@ -33,6 +33,7 @@ import {
 } from '@defender/infra-harness';
 import { CassandraStore, SqliteStore } from '@defender/store';
 import { percentile, table, writeBenchmarkSection } from './report';
+import { latencyChart } from './pipeline/charts';
 import { handleBenchCommandLine } from './cli';
 import { BenchCluster, bundleOf, getJson, missingBundles, type Proc } from './pipeline/cluster';
 import {
@@ -1155,6 +1156,19 @@ function report(results: BackendResult[], started: number): { body: string; summ
     '',
     latency,
     '',
+    ...results.flatMap((r) => {
+      const chart = r.typical
+        ? latencyChart(
+            `${STORE_NAME[r.backend]}, typical runs: latency percentiles`,
+            [
+              { label: 'notification -> stored point', ms: r.typical.stored },
+              { label: 'notification -> first alarm', ms: r.typical.alarmFirst },
+            ],
+            { label: `target p99 <= ${TARGET_MS[r.backend]} ms`, ms: TARGET_MS[r.backend] },
+          )
+        : '';
+      return chart ? [chart, ''] : [];
+    }),
     "### Where the time goes (sequential runs; means from the defender's histograms)",
     '',
     '"trace read" and "commit" are per run (the histograms `defender_cassandra_read_duration_seconds` / `_write_duration_seconds`, named as in the seeds for either backend); the rest of the process time is history, limits, strategy and metadata reads, the notification read and the alarm publications.',

@@ -39,3 +39,5 @@ export function percentile(sample: number[], p: number): number {
   const sorted = [...sample].sort((a, b) => a - b);
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))] ?? NaN;
 }
+
+export { timeline, xyChart, type TimelineEvent, type XyChart, type XySeries } from './mermaid';
