@@ -19,6 +19,7 @@ describe('chaos command line', () => {
     [['suite'], {}, { command: 'suite', suites: names, defaults: false }],
     [['suite', 'all', '--defaults'], {}, { command: 'suite', suites: names, defaults: true }],
     [['suite', names[0]!], {}, { command: 'suite', suites: [names[0]], defaults: false }],
+    [['render'], {}, { command: 'render' }],
     [['--help'], {}, { command: 'help', exitCode: 0 }],
     [['soak', '-h'], {}, { command: 'help', exitCode: 0 }],
     [[], {}, { command: 'help', exitCode: 2 }],
@@ -36,6 +37,8 @@ describe('chaos command line', () => {
     [['suite', 'all', '--seed', '3'], /apply to soak only/],
     [['suite', 'all', 'more'], /suite takes one suite/],
     [['run'], /unknown command run/],
+    [['render', 'crash-single'], /render takes no arguments/],
+    [['render', '--defaults'], /render takes no options/],
   ])('%j is a usage error', (argv, message) => {
     expect(() => parseCommandLine(argv, {})).toThrow(UsageError);
     expect(() => parseCommandLine(argv, {})).toThrow(message);

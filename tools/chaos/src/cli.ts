@@ -3,11 +3,13 @@
  *
  *   npm run chaos -- soak [--seconds 600] [--seed 1]
  *   npm run chaos -- suite lifecycle|membership|control-plane|all [--defaults]
+ *   npm run chaos -- render
  *   npm run chaos -- --help
  *
  * Reports go to docs/chaos/ (CHAOS_REPORT_DIR to change); the exit code is 1 when an invariant is violated.
  */
 import { parseArgs } from 'node:util';
+import { rerenderReports, reportDir } from './lib/report';
 import { ScenarioOutcome } from './lib/runner';
 import { DEFAULT_SETTINGS } from './lib/settings';
 import { DEFAULT_SOAK } from './lib/soak';
@@ -21,9 +23,11 @@ export class UsageError extends Error {
 export const USAGE =
   'Usage: npm run chaos -- soak [--seconds N] [--seed N]\n' +
   '       npm run chaos -- suite <lifecycle|membership|control-plane|all> [--defaults]\n' +
+  '       npm run chaos -- render\n' +
   '\n' +
   '  soak        random faults against one cluster for --seconds (default CHAOS_SOAK_SECONDS, else ' + `${DEFAULT_SOAK.seconds}), seeded by --seed (default ${DEFAULT_SOAK.seed})\n` +
   '  suite       the scenarios of one suite (default all), each against a fresh cluster\n' +
+  '  render      rewrite every report\'s Markdown (tables, timeline picture) and the index from its JSON; runs nothing\n' +
   '  --defaults  the production intervals (heartbeat 2 s, windows 30/10 s, election TTL 10 s); reports get the suffix -defaults\n' +
   '  -h, --help  this text\n' +
   '\n' +
@@ -33,7 +37,8 @@ export const USAGE =
 export type Invocation =
   | { readonly command: 'help'; readonly exitCode: 0 | 2 }
   | { readonly command: 'soak'; readonly seconds: number; readonly seed: number }
-  | { readonly command: 'suite'; readonly suites: readonly string[]; readonly defaults: boolean };
+  | { readonly command: 'suite'; readonly suites: readonly string[]; readonly defaults: boolean }
+  | { readonly command: 'render' };
 
 /** Parses the command line (without node and the script); `env` gives CHAOS_SOAK_SECONDS. @throws UsageError */
 export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv): Invocation {
@@ -66,7 +71,12 @@ export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv
     if (arg !== undefined && arg !== 'all' && !names.includes(arg)) throw new UsageError(`unknown suite ${arg}; one of ${names.join(', ')}, all`);
     return { command, suites: arg === undefined || arg === 'all' ? names : [arg], defaults: values.defaults ?? false };
   }
-  throw new UsageError(`unknown command ${command} (soak or suite)`);
+  if (command === 'render') {
+    if (arg !== undefined) throw new UsageError(`render takes no arguments, got "${arg}"`);
+    if (values.seconds !== undefined || values.seed !== undefined || values.defaults) throw new UsageError('render takes no options');
+    return { command };
+  }
+  throw new UsageError(`unknown command ${command} (soak, suite or render)`);
 }
 
 function summary(o: ScenarioOutcome): string {
@@ -79,6 +89,11 @@ async function main(argv: string[]): Promise<number> {
   if (cli.command === 'help') {
     (cli.exitCode === 0 ? process.stdout : process.stderr).write(USAGE);
     return cli.exitCode;
+  }
+  if (cli.command === 'render') {
+    const ids = rerenderReports();
+    process.stdout.write(`chaos: rewrote ${ids.length} reports in ${reportDir()}\n`);
+    return 0;
   }
   const outcomes: ScenarioOutcome[] = [];
   if (cli.command === 'soak') {

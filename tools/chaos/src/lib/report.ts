@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import type { GapStats, InvariantResult } from './analysis';
 import type { FencingEvidence } from './evidence';
 import type { ClusterSettings } from './settings';
+import { timelineChart } from './timeline-chart';
 
 /** A measured quantity against its target. */
 export interface Measure {
@@ -116,7 +117,10 @@ export function renderMarkdown(r: ScenarioReport): string {
     '|---|---|---|---|',
   );
   for (const g of p.worstChambers) lines.push(`| ${g.chamber} | ${fmt(g.maxStallMs, 'ms')} | ${fmt(g.maxLatencyMs, 'ms')} | ${g.runs} |`);
-  lines.push('', '## Timeline', '', '| t (s) | event | target | detail |', '|---|---|---|---|');
+  lines.push('', '## Timeline', '');
+  const chart = timelineChart(`${r.title}: fault, detection, recovery (s from the start)`, r.timeline);
+  if (chart) lines.push(chart, '');
+  lines.push('| t (s) | event | target | detail |', '|---|---|---|---|');
   for (const e of r.timeline) lines.push(`| ${e.t.toFixed(3)} | ${cell(e.kind)} | ${cell(e.target)} | ${cell(e.detail)} |`);
   if (r.notes.length) {
     lines.push('', '## Notes', '');
@@ -166,4 +170,19 @@ function writeIndex(dir: string): void {
     lines.push(`| ${cell(r.title)} | ${r.ok ? 'held' : '**VIOLATED**'} | ${cell(key)} | [${r.id}](${r.id}.md) |`);
   }
   writeFileSync(join(dir, 'README.md'), lines.join('\n') + '\n');
+}
+
+/**
+ * Rewrites every report's Markdown and the index from the JSON beside it (after a change of the
+ * renderer: nothing is run again). Returns the report ids.
+ */
+export function rerenderReports(dir = reportDir()): string[] {
+  const ids: string[] = [];
+  for (const f of readdirSync(dir).filter((n) => n.endsWith('.json')).sort()) {
+    const report = JSON.parse(readFileSync(join(dir, f), 'utf8')) as ScenarioReport;
+    writeFileSync(join(dir, `${report.id}.md`), renderMarkdown(report));
+    ids.push(report.id);
+  }
+  writeIndex(dir);
+  return ids;
 }
