@@ -23,6 +23,12 @@ export const defenderEnvSchema = z.object({
   NOTIFICATION_RETENTION_SECONDS: env.int(7 * 86_400, 3600, 365 * 86_400),
   /** How long alarms, holds and dead letters stay in their streams. */
   EVENTS_RETENTION_SECONDS: env.int(30 * 86_400, 3600, 3650 * 86_400),
+  /**
+   * JetStream duplicate window of the streams (a publication with a message id seen this recently is
+   * dropped). An optimisation only: exactly-once past it rests on the store (applied run ids, the
+   * outbox's published-through mark; ADR 0006). Tests shorten it to outlast it.
+   */
+  STREAM_DUPLICATE_WINDOW_SECONDS: env.int(3600, 1, 86_400),
   /** Bound on one attempt at a run; it is then retried. */
   PROCESS_TIMEOUT_SECONDS: env.seconds(5, 0.1, 600),
   /** Attempts before a failing run goes to dc.dead.processing-failed (outages do not count). */

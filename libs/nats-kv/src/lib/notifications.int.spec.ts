@@ -1,7 +1,7 @@
 import { connect } from '@nats-io/transport-node';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { describeWithInfra, startNatsServer, waitFor } from '@defender/infra-harness';
-import { NotificationReader, publishOnce, watchNotifications } from './notifications';
+import { lastMessageId, NotificationReader, publishOnce, watchNotifications } from './notifications';
 import { ensureStreams, STREAMS } from './streams';
 
 describeWithInfra(['nats'], 'notification streams against a real nats-server', () => {
@@ -38,9 +38,13 @@ describeWithInfra(['nats'], 'notification streams against a real nats-server', (
       expect(notices[1]![0]).toBe('dc.t1.c2.completed');
       await feed.stop();
 
+      expect(await lastMessageId(nc, STREAMS.defenseEvents, 'defense.alarms.t1.c1')).toBeUndefined();
       expect(await publishOnce(nc, 'defense.alarms.t1.c1', '{"a":1}', 'alarm-t1:c1-3-nelson1')).toBe(true);
       expect(await publishOnce(nc, 'defense.alarms.t1.c1', '{"a":1}', 'alarm-t1:c1-3-nelson1')).toBe(false);
       expect((await jsm.streams.info(STREAMS.defenseEvents)).state.messages).toBe(1);
+      expect(await publishOnce(nc, 'defense.alarms.t1.c2', '{"a":2}', 'alarm-t1:c2-4-nelson1')).toBe(true);
+      expect(await lastMessageId(nc, STREAMS.defenseEvents, 'defense.alarms.t1.c1')).toBe('alarm-t1:c1-3-nelson1');
+      expect(await lastMessageId(nc, STREAMS.defenseEvents, 'defense.alarms.t1.c2')).toBe('alarm-t1:c2-4-nelson1');
       expect(await publishOnce(nc, 'dc.dead.invalid-json', 'x', 'dead-7')).toBe(true);
       expect((await jsm.streams.info(STREAMS.deadLetters)).state.messages).toBe(1);
     } finally {

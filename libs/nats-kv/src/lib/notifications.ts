@@ -1,5 +1,5 @@
 import type { NatsConnection } from '@nats-io/nats-core';
-import { DeliverPolicy, jetstream, JetStreamManager, jetstreamManager } from '@nats-io/jetstream';
+import { DeliverPolicy, jetstream, JetStreamApiError, JetStreamManager, jetstreamManager } from '@nats-io/jetstream';
 import { mapKvError } from './errors';
 import { STREAMS } from './streams';
 
@@ -117,5 +117,22 @@ export async function publishOnce(nc: NatsConnection, subject: string, data: str
     return !ack.duplicate;
   } catch (err) {
     throw mapKvError(err, '(publish)', subject);
+  }
+}
+
+/**
+ * The message id (`Nats-Msg-Id`) of the newest message on `subject` in `stream`, or undefined when
+ * the subject holds none (or its newest carries no id). The outbox asks it on a claim: events are
+ * published one after another in outbox order, so the newest one stored tells how far a previous
+ * owner got, whatever the duplicate window.
+ */
+export async function lastMessageId(nc: NatsConnection, stream: string, subject: string): Promise<string | undefined> {
+  try {
+    const jsm = await jetstreamManager(nc);
+    const m = await jsm.streams.getMessage(stream, { last_by_subj: subject });
+    return m?.header.get('Nats-Msg-Id') || undefined;
+  } catch (err) {
+    if (err instanceof JetStreamApiError && err.code === 10037 /* no message found */) return undefined;
+    throw mapKvError(err, stream, subject);
   }
 }

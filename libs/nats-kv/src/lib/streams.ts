@@ -19,7 +19,10 @@ export interface StreamSettings {
   notificationMaxAgeSeconds: number;
   /** How long alarms, holds and dead letters are kept, seconds. */
   eventsMaxAgeSeconds: number;
-  /** Window in which a re-published alarm / dead letter with the same message id is dropped, seconds. */
+  /**
+   * Window in which a publication with a message id already seen is dropped, seconds (at most each
+   * stream's max age). An optimisation: exactly-once past it rests on the store (ADR 0006).
+   */
   duplicateWindowSeconds: number;
 }
 
@@ -51,14 +54,14 @@ export function streamConfigs(settings: StreamSettings): (Partial<StreamConfig> 
       // One token after dead: 'dc.dead.>' would overlap 'dc.*.*.completed' (dc.dead.x.completed).
       subjects: ['dc.dead.*'],
       max_age: settings.eventsMaxAgeSeconds * NS,
-      duplicate_window: settings.duplicateWindowSeconds * NS,
+      duplicate_window: Math.min(settings.duplicateWindowSeconds, settings.eventsMaxAgeSeconds) * NS,
     },
     {
       ...common,
       name: STREAMS.defenseEvents,
       subjects: ['defense.alarms.>', 'defense.holds.>'],
       max_age: settings.eventsMaxAgeSeconds * NS,
-      duplicate_window: settings.duplicateWindowSeconds * NS,
+      duplicate_window: Math.min(settings.duplicateWindowSeconds, settings.eventsMaxAgeSeconds) * NS,
     },
   ];
 }

@@ -1,5 +1,4 @@
 import {
-  AlarmInput,
   ChamberRef,
   chamberKey,
   CommitRunResult,
@@ -8,7 +7,6 @@ import {
   DeadLetterReason,
   DEAD_LETTER_REASONS,
   FencedError,
-  HoldInput,
   InvalidMessageError,
   notificationSubject,
   observeTrace,
@@ -20,6 +18,7 @@ import {
   TraceRecord,
 } from '@defender/contracts';
 import { EventSink, HistoryProvider, NotificationMessage, NotificationSource, PipelineObserver, PipelineStore, RunEvaluator } from './ports';
+import { markAfter, publishedPrefix, runEvents } from './outbox';
 import { ByteBudget, Semaphore } from './semaphore';
 
 /** Settings of a {@link ChamberWorker}. */
@@ -94,19 +93,17 @@ function isOutage(err: unknown): boolean {
   return (err as { retryable?: unknown } | null)?.retryable === true;
 }
 
-/** Message id of an alarm or hold publication: one per (chamber, run, rule, indicator). */
-export function alarmMsgId(chamber: string, sequence: number, kind: 'alarm' | 'hold', a: { ruleId: string; indicatorKey?: string }): string {
-  return `${kind}:${chamber}:${sequence}:${a.ruleId}:${a.indicatorKey ?? '*'}`;
-}
-
 /**
  * Applies one chamber's runs, in stream order, exactly once, under a fencing epoch:
  *
  * 1. claims the chamber in the store for `epoch` (fencing every older owner) and resumes after the
- *    stored high-water mark, first re-publishing the alarms and hold of the last committed run (an
- *    outbox: a crash between commit and publish loses nothing; publications are deduplicated);
+ *    stored high-water mark, first publishing what the chamber's outbox holds above its
+ *    published-through mark (a crash between commit and publish loses nothing, and what was
+ *    acknowledged and marked is never published again, however long ago);
  * 2. for each notification after the mark: validates it, loads the trace and the history, evaluates,
- *    and commits points + alarms + hold + new mark in one fenced store operation, then publishes;
+ *    and commits points + alarms + hold + outbox events + run id + new mark in one fenced store
+ *    operation, then publishes the outbox and raises its mark; a run id the chamber applied before
+ *    (a re-published notification, of any age) is skipped: only the mark moves past it;
  * 3. bad input is dead-lettered (`dc.dead.<reason>`) and the mark moves past it; an outage (NATS,
  *    store) pauses the chamber and retries without counting attempts; other failures are retried
  *    `maxAttempts` times, then dead-lettered;
@@ -177,7 +174,7 @@ export class ChamberWorker {
         const state = await this.deps.store.chamberState.claim(this.chamber, this.epoch, this.opts.ownerId, this.deps.now());
         this.highWaterMark = state.highWaterMark;
       });
-      if (this.highWaterMark > 0) await this.outageRetry('republish', () => this.republish(this.highWaterMark));
+      if (this.highWaterMark > 0) await this.outageRetry('publish', () => this.publishOutbox(true));
       while (!signal.aborted) {
         this.pendingNotice = false;
         const msg = await this.outageRetry('read', () => this.deps.source.next(this.subject, this.highWaterMark + 1));
@@ -478,8 +475,9 @@ export class ChamberWorker {
     const limitsP = handled(this.outageRetry('limits', () => this.deps.store.uchart.currentLimitSets(this.chamber)));
     const metaP = handled(this.outageRetry('metadata', () => this.deps.store.chamberMetadata.get(this.chamber)));
     const traceP = handled(this.readTrace(n));
+    const appliedP = handled(this.outageRetry('applied', () => this.deps.store.chamberState.appliedRun(this.chamber, n.runId)));
     try {
-      return await this.apply(msg, n, { strategyP, historyP, limitsP, metaP, traceP }, reserved, t0);
+      return await this.apply(msg, n, { strategyP, historyP, limitsP, metaP, traceP, appliedP }, reserved, t0);
     } finally {
       // A trace read by an attempt that failed before evaluating it (evaluated ones are released already).
       if (this.deps.releaseTrace) traceP.then((r) => this.releaseTrace(r.trace), () => undefined);
@@ -505,18 +503,18 @@ export class ChamberWorker {
       limitsP: Promise<Awaited<ReturnType<PipelineStore['uchart']['currentLimitSets']>>>;
       metaP: Promise<Awaited<ReturnType<PipelineStore['chamberMetadata']['get']>>>;
       traceP: Promise<{ trace: TraceRecord; readMs: number }>;
+      appliedP: Promise<number | undefined>;
     },
     reserved: number,
     t0: number,
   ): Promise<CommitRunResult['outcome']> {
-    const { strategyP, historyP, limitsP, metaP, traceP } = reads;
+    const { strategyP, historyP, limitsP, metaP, traceP, appliedP } = reads;
+    // A run id the chamber applied at another sequence (its notification published again, at any
+    // age) is skipped before it is evaluated (which could write limit sets); the commit decides.
+    const appliedAt = await appliedP;
+    if (appliedAt !== undefined && appliedAt !== msg.sequence) return this.skipDuplicate(msg, n);
     const [strategyRec, history, limits] = await Promise.all([strategyP, historyP, limitsP]);
     this.deps.observer?.stage?.('history', this.deps.monotonic() - t0);
-    // The run stored at this very sequence is a replay (the commit below answers `already-applied`
-    // and re-publishes), not a duplicate: only an earlier sequence makes it one.
-    if (history.some((h) => h.runId === n.runId && h.sequence < msg.sequence)) {
-      throw new DeadLetterSignal('duplicate-run', `run ${n.runId} was already applied at an earlier sequence`, n.runId);
-    }
     const meta = await metaP;
     if (!meta) throw new DeadLetterSignal('unknown-chamber', `${this.key} has no chamber metadata`, n.runId);
 
@@ -529,6 +527,8 @@ export class ChamberWorker {
       );
     }
 
+    const committedAt = this.deps.now();
+    const events = runEvents(this.chamber, { sequence: msg.sequence, runId: n.runId, recipe: n.recipe, epoch: this.epoch, ownerId: this.opts.ownerId }, evaluation.alarms, evaluation.hold);
     const t3 = this.deps.monotonic();
     for (const ls of evaluation.newLimitSets) {
       await this.outageRetry('limits', () => this.deps.store.uchart.putLimitSet(ls));
@@ -541,13 +541,16 @@ export class ChamberWorker {
         sequence: msg.sequence,
         runId: n.runId,
         recipe: n.recipe,
-        committedAt: this.deps.now(),
+        committedAt,
         points: evaluation.points,
         alarms: evaluation.alarms,
         ...(evaluation.hold ? { hold: evaluation.hold } : {}),
+        events,
       }),
     );
     this.deps.observer?.stage?.('commit', this.deps.monotonic() - t3);
+    // Applied at another sequence after all (a concurrent commit the early check could not see).
+    if (result.outcome === 'duplicate-run') return result.outcome;
     const committed: RunPointSet = {
       ...this.chamber,
       sequence: msg.sequence,
@@ -565,39 +568,59 @@ export class ChamberWorker {
         this.deps.observer?.paused?.(this.key, 'observation', err);
       });
       try {
-        await this.outageRetry('publish', () => this.publishEvents(msg.sequence, n, evaluation.alarms, evaluation.hold));
+        if (events.length > 0) await this.outageRetry('publish', () => this.publishOutbox(false));
       } finally {
         await recorded;
       }
-    } else if (result.outcome === 'already-applied') {
-      // A replay: the alarms were published with the first commit (or are re-published by the outbox).
-      await this.outageRetry('republish', () => this.republish(msg.sequence));
+    } else {
+      // A replay of the run at its own sequence (an attempt that committed after it was abandoned):
+      // whatever of the outbox is still unpublished goes out now.
+      await this.outageRetry('publish', () => this.publishOutbox(false));
     }
-    // duplicate-run: the run id was applied at an earlier sequence; its alarms went out then.
     return result.outcome;
   }
 
-  private async publishEvents(sequence: number, n: Pick<RunNotification, 'runId' | 'recipe'>, alarms: readonly AlarmInput[], hold?: HoldInput): Promise<void> {
-    const { toolId, chamberId } = this.chamber;
-    // Published in order without waiting for each acknowledgement (up to PUBLISH_WINDOW at once):
-    // one connection keeps them in order, and a failure re-runs the whole set (deduplicated by id).
-    await windowed(alarms, PUBLISH_WINDOW, async (a) => {
-      const payload = JSON.stringify({ ...a, toolId, chamberId, runId: n.runId, sequence, recipe: a.recipe ?? n.recipe, epoch: this.epoch, ownerId: this.opts.ownerId });
-      await this.deps.sink.publish(`defense.alarms.${toolId}.${chamberId}`, payload, alarmMsgId(this.key, sequence, 'alarm', a));
-      this.deps.observer?.alarm?.(this.key, a);
-    });
-    if (hold) {
-      const payload = JSON.stringify({ ...hold, toolId, chamberId, runId: n.runId, sequence, epoch: this.epoch, ownerId: this.opts.ownerId });
-      await this.deps.sink.publish(`defense.holds.${toolId}.${chamberId}`, payload, alarmMsgId(this.key, sequence, 'hold', hold));
-    }
+  /** Moves the mark past a run id applied before: nothing of it is written or published again. */
+  private async skipDuplicate(msg: NotificationMessage, n: RunNotification): Promise<CommitRunResult['outcome']> {
+    const result = await this.outageRetry('commit', () =>
+      this.deps.store.chamberState.commitRun({ chamber: this.chamber, epoch: this.epoch, ownerId: this.opts.ownerId, sequence: msg.sequence, runId: n.runId, committedAt: this.deps.now(), points: [] }),
+    );
+    return result.outcome;
   }
 
-  /** The outbox: re-publishes the alarms and hold of a committed run (deduplicated downstream). */
-  private async republish(sequence: number): Promise<void> {
-    const alarms = await this.deps.store.alarms.ofRun(this.chamber, sequence);
-    const hold = await this.deps.store.alarms.hold(this.chamber);
-    const runId = alarms[0]?.runId ?? hold?.runId ?? '';
-    await this.publishEvents(sequence, { runId, recipe: alarms[0]?.recipe ?? '' }, alarms, hold && hold.sequence === sequence ? hold : undefined);
+  /**
+   * The outbox: publishes the chamber's events above the published-through mark in order, one after
+   * the other (each once the stream acknowledged the one before), with their stored ids and
+   * payloads, and raises the mark to the last whole run published. Fenced: a deposed owner's mark is
+   * refused (FencedError stops the worker), so it never marks more than it published; the next owner
+   * publishes the rest. With `afterClaim`, entries a previous owner published but did not mark are
+   * recognised in the stream (its newest message per subject) and not published again.
+   */
+  private async publishOutbox(afterClaim: boolean): Promise<void> {
+    for (let limit = OUTBOX_PAGE; ; ) {
+      const pending = await this.deps.store.outbox.pending(this.chamber, { limit });
+      if (pending.length === 0) return;
+      const through = markAfter(pending, pending.length === limit);
+      if (through === undefined) {
+        // One run's events fill the page: read all of them.
+        limit *= 2;
+        continue;
+      }
+      const lastMsgId = this.deps.sink.lastMsgId?.bind(this.deps.sink);
+      let skip = 0;
+      if (afterClaim && lastMsgId) {
+        const newest = await Promise.all([...new Set(pending.map((e) => e.subject))].map((subject) => lastMsgId(subject)));
+        skip = publishedPrefix(pending, new Set(newest.filter((id): id is string => id !== undefined)));
+      }
+      // One at a time, so the stream never holds an entry without every entry before it (what makes
+      // the newest stored message tell how far a publisher got).
+      for (const e of pending.slice(skip)) {
+        if (e.sequence > through) break;
+        await this.deps.sink.publish(e.subject, e.payload, e.msgId);
+        this.deps.observer?.published?.(this.key, e);
+      }
+      await this.deps.store.outbox.markPublished(this.chamber, this.epoch, through);
+    }
   }
 
   private async deadLetter(msg: NotificationMessage, reason: DeadLetterReason, detail: string, runId: string, attempts: number): Promise<void> {
@@ -641,30 +664,8 @@ function handled<T>(p: Promise<T>): Promise<T> {
   return p;
 }
 
-/** Alarm publications of one run awaiting their acknowledgements at once. */
-const PUBLISH_WINDOW = 64;
-
-/**
- * Calls `fn` on every item in order, starting each without waiting for the earlier ones, with at
- * most `window` unsettled; resolves when all have, rejects with the first error (after all settled).
- */
-async function windowed<T>(items: readonly T[], window: number, fn: (item: T) => Promise<void>): Promise<void> {
-  const pending = new Set<Promise<void>>();
-  const results: Promise<void>[] = [];
-  for (const item of items) {
-    if (pending.size >= window) await Promise.race(pending).catch(() => undefined);
-    const p = fn(item);
-    results.push(p);
-    const tracked = p.then(
-      () => void pending.delete(tracked),
-      () => void pending.delete(tracked),
-    );
-    pending.add(tracked);
-  }
-  const settled = await Promise.allSettled(results);
-  const failed = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
-  if (failed) throw failed.reason;
-}
+/** Outbox entries read at once. */
+const OUTBOX_PAGE = 1000;
 
 /** A run's notification as parsed once, or why it could not be. */
 type Parsed = { readonly n: RunNotification } | { readonly error: unknown };

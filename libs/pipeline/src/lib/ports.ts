@@ -1,10 +1,10 @@
 import type {
   AlarmInput,
-  AlarmRecord,
   ChamberRef,
   DeadLetter,
   DefenderStore,
   HoldInput,
+  OutboxEntry,
   RunNotification,
   RunPointSet,
   TraceRecord,
@@ -28,11 +28,19 @@ export interface NotificationSource {
 
 /** Where alarms, holds and dead letters go; every publication is deduplicated by `msgId`. */
 export interface EventSink {
+  /** Resolves once the stream acknowledged the message (stored, or a duplicate within its window). */
   publish(subject: string, payload: string, msgId: string): Promise<void>;
+  /**
+   * The message id of the newest message stored on `subject`, if any. With it, a new owner skips the
+   * outbox entries a previous owner published but could not mark (it died between the
+   * acknowledgement and the mark), also past the duplicate window; without it they are published
+   * again and only the window drops them.
+   */
+  lastMsgId?(subject: string): Promise<string | undefined>;
 }
 
 /** The parts of the store the pipeline uses. */
-export type PipelineStore = Pick<DefenderStore, 'chamberState' | 'uchart' | 'traces' | 'alarms' | 'strategies' | 'chamberMetadata'>;
+export type PipelineStore = Pick<DefenderStore, 'chamberState' | 'uchart' | 'traces' | 'alarms' | 'outbox' | 'strategies' | 'chamberMetadata'>;
 
 /**
  * The chamber's committed U-chart history, through the defender's LRU cache (a miss reads the
@@ -95,7 +103,8 @@ export interface PipelineObserver {
   /** `WorkerDeps.releaseTrace` threw: the trace's memory is left to the garbage collector. */
   releaseFailed?(chamber: string, err: unknown): void;
   fenced?(chamber: string, epoch: number, err: unknown): void;
-  alarm?(chamber: string, alarm: AlarmInput | AlarmRecord): void;
+  /** An outbox event the stream acknowledged (an alarm or hold; again after a claim if its mark was not written). */
+  published?(chamber: string, event: OutboxEntry): void;
   stage?(stage: 'history' | 'trace' | 'evaluate' | 'commit', ms: number): void;
 }
 

@@ -7,7 +7,7 @@ import { performance } from 'node:perf_hooks';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { notificationSubject, StoreUnavailableError } from '@defender/contracts';
 import { describeWithInfra, startNatsServer, waitFor } from '@defender/infra-harness';
-import { ensureStreams, NotificationReader, publishOnce, STREAMS, watchNotifications } from '@defender/nats-kv';
+import { DEFAULT_STREAM_SETTINGS, ensureStreams, lastMessageId, NotificationReader, publishOnce, STREAMS, watchNotifications, type StreamSettings } from '@defender/nats-kv';
 import { ByteBudget, ChamberWorker, createRunEvaluator, RunEvaluator, Semaphore, WorkerDeps } from '@defender/pipeline';
 import { releaseTraceMemory, SqliteStore, UChartHistoryCache } from '@defender/store';
 
@@ -25,13 +25,17 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
  * A private nats-server with the streams and a SQLite store holding {@link chamber}'s metadata, for
  * `run`; everything is closed and removed afterwards.
  */
-async function withChamber(prefix: string, run: (w: { nc: NatsConnection; store: SqliteStore; reader: NotificationReader; cache: UChartHistoryCache }) => Promise<void>): Promise<void> {
+async function withChamber(
+  prefix: string,
+  run: (w: { nc: NatsConnection; store: SqliteStore; reader: NotificationReader; cache: UChartHistoryCache }) => Promise<void>,
+  streams: StreamSettings = DEFAULT_STREAM_SETTINGS,
+): Promise<void> {
   const nats = await startNatsServer();
   const dir = mkdtempSync(join(tmpdir(), prefix));
   const nc = await connect({ servers: nats.url });
   const store = await SqliteStore.open({ filename: join(dir, 'd.db') });
   try {
-    await ensureStreams(nc);
+    await ensureStreams(nc, streams);
     await store.chamberMetadata.upsert({ ...chamber, svidCount: 1, collectionFreqHz: 1, contextDurationSeconds: 60, weight: 60, lastUpdated: new Date(), source: 'configured', observedRuns: 0 });
     const reader = await NotificationReader.open(nc);
     const cache = new UChartHistoryCache({ source: store.uchart, sizeMb: 8 });
@@ -59,6 +63,7 @@ function withCommitRun(store: SqliteStore, before: () => void | Promise<void>): 
         await before();
         return store.chamberState.commitRun(input);
       },
+      appliedRun: (...a: Parameters<typeof store.chamberState.appliedRun>) => store.chamberState.appliedRun(...a),
     },
   });
   return flaky;
@@ -312,7 +317,7 @@ describeWithInfra(['nats'], 'ChamberWorker under a store outage longer than its 
 });
 
 /**
- * Runs r0, r1, r2 and r1 again (a duplicate run id, dead-lettered after its trace was read) through
+ * Runs r0, r1, r2 and r1 again (a duplicate run id, skipped; its trace is read beside the check) through
  * a worker with `releaseTrace`; returns what the evaluator saw, the dead letters, the chamber's
  * stored history (run id, whether it has points) and the stream sequences.
  */
@@ -373,10 +378,10 @@ async function runWithRelease(
 /**
  * A trace's memory goes back as soon as the run is done with it (WorkerDeps.releaseTrace): after
  * the evaluation, which saw the whole trace, and also when an attempt stops before evaluating (here
- * a duplicate run id, dead-lettered after its trace was read). A release that fails changes nothing.
+ * a duplicate run id, skipped after its trace was read). A release that fails changes nothing.
  */
 describeWithInfra(['nats'], 'ChamberWorker giving trace memory back, against real NATS and SQLite', () => {
-  it('releases every trace it read once, after evaluating it or when the run is dead-lettered first', async () => {
+  it('releases every trace it read once, after evaluating it or when the run is skipped first', async () => {
     const released: { runId: string; bytes: number }[] = [];
     const r = await runWithRelease(
       (trace) => void released.push({ runId: trace.runId, bytes: releaseTraceMemory(trace) }),
@@ -386,13 +391,12 @@ describeWithInfra(['nats'], 'ChamberWorker giving trace memory back, against rea
     // The evaluator saw every sample; each trace read (60 f64 samples) was given back exactly once.
     expect(r.evaluated).toEqual(['r0', 'r1', 'r2'].map((runId) => ({ runId, samples: 60 })));
     expect(released.filter((x) => x.bytes > 0)).toEqual(['r0', 'r1', 'r2', 'r1'].map((runId) => ({ runId, bytes: 480 })));
-    expect(r.deadLetters).toEqual(['dc.dead.duplicate-run']);
-    // The dead-lettered run's marker (no points) is stored too, so the chamber's history says what happened.
+    // The duplicate run id is skipped, not dead-lettered: nothing of it is stored.
+    expect(r.deadLetters).toEqual([]);
     expect(r.runs).toEqual([
       ['r0', true],
       ['r1', true],
       ['r2', true],
-      [`dead-letter:${r.seqs[3]}:r1`, false],
     ]);
   }, 60_000);
 
@@ -407,8 +411,8 @@ describeWithInfra(['nats'], 'ChamberWorker giving trace memory back, against rea
       () => failures.length >= 7,
     );
     expect(r.evaluated.map((e) => e.runId)).toEqual(['r0', 'r1', 'r2']);
-    expect(r.deadLetters).toEqual(['dc.dead.duplicate-run']);
-    expect(r.runs.map(([id]) => id)).toEqual(['r0', 'r1', 'r2', `dead-letter:${r.seqs[3]}:r1`]);
+    expect(r.deadLetters).toEqual([]);
+    expect(r.runs.map(([id]) => id)).toEqual(['r0', 'r1', 'r2']);
     expect(new Set(failures)).toEqual(new Set([`${chamber.toolId}:${chamber.chamberId}: cannot detach`]));
   }, 60_000);
 });
@@ -457,4 +461,227 @@ describeWithInfra(['nats'], 'ChamberWorker retrying a run that already wrote its
       await feed.stop();
     });
   }, 60_000);
+});
+
+/** The real evaluator, plus one run-level alarm on every run whose id is in `alarmed`. */
+function alarmingEvaluator(alarmed: ReadonlySet<string>): RunEvaluator {
+  const base = createRunEvaluator();
+  return {
+    historyRuns: (strategy) => base.historyRuns(strategy),
+    evaluate: (input) => {
+      const r = base.evaluate(input);
+      const runId = input.notification.runId;
+      return alarmed.has(runId) ? { ...r, alarms: [...r.alarms, { ruleId: 'test-rule', indicatorKey: '*', action: 'ALARM', value: null, message: `alarm of ${runId}` }] } : r;
+    },
+  };
+}
+
+/** Message ids of the alarms stored in the events stream for {@link chamber}, in stream order. */
+async function alarmsInStream(nc: NatsConnection): Promise<string[]> {
+  const jsm = await jetstreamManager(nc);
+  const info = await jsm.streams.info(STREAMS.defenseEvents);
+  const ids: string[] = [];
+  for (let seq = info.state.first_seq; seq <= info.state.last_seq && info.state.messages > 0; seq++) {
+    const m = await jsm.streams.getMessage(STREAMS.defenseEvents, { seq }).catch(() => null);
+    if (m?.subject === `defense.alarms.${chamber.toolId}.${chamber.chamberId}`) ids.push(m.header.get('Nats-Msg-Id'));
+  }
+  return ids;
+}
+
+const alarmId = (runId: string): string => `alarm:${chamber.toolId}:${chamber.chamberId}:${runId}:test-rule:*`;
+
+/**
+ * A sink as the defender wires it (JetStream, newest id per subject), recording the ids it
+ * published. An id matching `failing` fails as a NATS outage: `before` it is stored (NATS refused
+ * it), `after` it is stored and the acknowledgement is lost (as when the process dies right then).
+ */
+function recordingSink(nc: NatsConnection, failing: (msgId: string) => 'before' | 'after' | undefined = () => undefined): Required<WorkerDeps['sink']> & { ids: string[] } {
+  const ids: string[] = [];
+  const outage = () => Object.assign(new Error('NATS unavailable (test)'), { retryable: true });
+  return {
+    ids,
+    publish: async (subject, payload, msgId) => {
+      const fails = failing(msgId);
+      if (fails === 'before') throw outage();
+      await publishOnce(nc, subject, payload, msgId);
+      if (!subject.startsWith('dc.dead.')) ids.push(msgId);
+      if (fails === 'after') throw outage();
+    },
+    lastMsgId: (subject) => lastMessageId(nc, STREAMS.defenseEvents, subject),
+  };
+}
+
+/**
+ * Waits until JetStream's duplicate window is over for everything published so far: a probe id
+ * published now is accepted again only once the window has passed since (no timing assumed).
+ */
+async function outlastDuplicateWindow(nc: NatsConnection): Promise<void> {
+  const probe = `window-probe-${Date.now()}`;
+  expect(await publishOnce(nc, 'defense.alarms.probe.window', '{}', probe)).toBe(true);
+  await waitFor('the duplicate window to pass', async () => publishOnce(nc, 'defense.alarms.probe.window', '{}', probe), 60_000, 250);
+}
+
+const workerOpts = { processTimeoutMs: 10_000, maxAttempts: 3, idlePollMs: 60_000, maxTracePoints: 1_000_000, maxOutageBackoffMs: 200 };
+
+/** Starts the worker of owner `defender-<epoch - 1>` of {@link chamber} at `epoch`. */
+function startOwner(deps: WorkerDeps, epoch: number): ChamberWorker {
+  const w = new ChamberWorker(chamber, epoch, deps, { ...workerOpts, ownerId: `defender-${epoch - 1}` });
+  w.start(() => undefined);
+  return w;
+}
+
+/** Publishes run `r<k>` and tells `worker` about it; returns its stream sequence. */
+async function runFor(worker: ChamberWorker, nc: NatsConnection, store: SqliteStore, k: number): Promise<number> {
+  const seq = await publishRunOf(nc, store, k);
+  worker.notify(seq);
+  return seq;
+}
+
+/**
+ * Guarantee 10 (exactly once past every window) with real NATS and SQLite: the store skips a run id
+ * the chamber applied before, whatever the stream sequence or age of its notification, and alarms go
+ * out through the chamber's outbox, so a claim publishes only what was never marked published.
+ */
+describeWithInfra(['nats'], 'ChamberWorker exactly once past the duplicate window, against real NATS and SQLite', () => {
+  it('skips a notification whose run id was applied at an earlier sequence: no second run, no second alarm, no dead letter', async () => {
+    await withChamber('worker-dup-', async ({ nc, store, reader, cache }) => {
+      const sink = recordingSink(nc);
+      const outcomes = new Map<number, string>();
+      const deps: WorkerDeps = {
+        ...workerDeps({ nc, reader, cache, store, deadLetters: [], now: () => new Date() }),
+        sink,
+        evaluator: alarmingEvaluator(new Set(['r0'])),
+        observer: { processed: (_c, seq, _ms, outcome) => void outcomes.set(seq, outcome) },
+      };
+      const worker = new ChamberWorker(chamber, 1, deps, { ...workerOpts, ownerId: 'defender-0' });
+      const feed = await watchNotifications(nc, (_s, seq) => worker.notify(seq));
+      worker.start(() => undefined);
+      try {
+        const seqs = [await publishRunOf(nc, store, 0), await publishRunOf(nc, store, 1), await publishRunOf(nc, store, 0)];
+        await waitFor('all three handled', async () => worker.mark === seqs[2], 20_000);
+        expect((await store.uchart.history(chamber, { limit: 10 })).map((r) => [r.sequence, r.runId])).toEqual([
+          [seqs[0], 'r0'],
+          [seqs[1], 'r1'],
+        ]);
+        expect(outcomes.get(seqs[2]!)).toBe('duplicate-run');
+        expect(sink.ids).toEqual([alarmId('r0')]);
+        expect(await alarmsInStream(nc)).toEqual([alarmId('r0')]);
+        expect((await (await jetstreamManager(nc)).streams.info(STREAMS.deadLetters)).state.messages).toBe(0);
+      } finally {
+        await worker.stop();
+        await feed.stop();
+      }
+    });
+  }, 60_000);
+
+  it('a claim after a crash between commit and publish publishes the unpublished alarm once; a claim after that publishes nothing', async () => {
+    await withChamber('worker-outbox-', async ({ nc, store, reader, cache }) => {
+      const base = workerDeps({ nc, reader, cache, store, deadLetters: [], now: () => new Date() });
+      const evaluator = alarmingEvaluator(new Set(['r0']));
+      // Owner A commits r0 but never gets its alarm out (NATS refuses it), then dies.
+      const sinkA = recordingSink(nc, () => 'before');
+      const a = startOwner({ ...base, sink: sinkA, evaluator }, 1);
+      const r0 = await runFor(a, nc, store, 0);
+      await waitFor('A committed r0', async () => (await store.chamberState.get(chamber))?.highWaterMark === r0, 20_000);
+      expect(await store.outbox.pending(chamber, { limit: 10 })).toMatchObject([{ sequence: r0, msgId: alarmId('r0') }]);
+      await a.stop();
+      expect(await alarmsInStream(nc)).toEqual([]);
+
+      // Owner B claims: it publishes the alarm from the outbox (the payload A's commit stored) and marks it.
+      const sinkB = recordingSink(nc);
+      const b = startOwner({ ...base, sink: sinkB, evaluator }, 2);
+      await waitFor('B published the outbox', async () => (await store.outbox.publishedThrough(chamber)) === r0, 20_000);
+      await b.stop();
+      expect(sinkB.ids).toEqual([alarmId('r0')]);
+      const stored = await (await jetstreamManager(nc)).streams.getMessage(STREAMS.defenseEvents, { last_by_subj: `defense.alarms.${chamber.toolId}.${chamber.chamberId}` });
+      expect(JSON.parse(stored?.string() ?? 'null')).toMatchObject({ runId: 'r0', sequence: r0, epoch: 1, ownerId: 'defender-0' });
+
+      // Owner C claims after everything was published: nothing goes out again, and it carries on.
+      const sinkC = recordingSink(nc);
+      const c = startOwner({ ...base, sink: sinkC, evaluator }, 3);
+      const r1 = await runFor(c, nc, store, 1);
+      await waitFor('C applied r1', async () => c.mark === r1, 20_000);
+      await c.stop();
+      expect(sinkC.ids).toEqual([]);
+      expect(await alarmsInStream(nc)).toEqual([alarmId('r0')]);
+    });
+  }, 60_000);
+
+  it('an outage longer than the (shortened) duplicate window neither doubles an alarm nor applies a run twice', async () => {
+    await withChamber(
+      'worker-window-',
+      async ({ nc, store, reader, cache }) => {
+        const base = workerDeps({ nc, reader, cache, store, deadLetters: [], now: () => new Date() });
+        const evaluator = alarmingEvaluator(new Set(['r0', 'r1']));
+        // Owner A: r0 applied and its alarm published; r1 committed, its alarm refused by NATS; then A dies.
+        const sinkA = recordingSink(nc, (id) => (id === alarmId('r1') ? 'before' : undefined));
+        const a = startOwner({ ...base, sink: sinkA, evaluator }, 1);
+        const r0 = await runFor(a, nc, store, 0);
+        await waitFor('A published r0', async () => (await store.outbox.publishedThrough(chamber)) === r0, 20_000);
+        const r1 = await runFor(a, nc, store, 1);
+        await waitFor('A committed r1', async () => (await store.chamberState.get(chamber))?.highWaterMark === r1, 20_000);
+        await a.stop();
+
+        // The outage outlasts the duplicate window; meanwhile r0's notification is published again.
+        await outlastDuplicateWindow(nc);
+        const replay = await publishRunOf(nc, store, 0);
+
+        const sinkB = recordingSink(nc);
+        const outcomes = new Map<number, string>();
+        const b = startOwner({ ...base, sink: sinkB, evaluator, observer: { processed: (_c, seq, _ms, outcome) => void outcomes.set(seq, outcome) } }, 2);
+        b.notify(replay);
+        await waitFor('B handled the replay', async () => b.mark === replay, 20_000);
+        await b.stop();
+
+        expect(outcomes.get(replay)).toBe('duplicate-run');
+        expect(sinkB.ids).toEqual([alarmId('r1')]);
+        expect(await alarmsInStream(nc)).toEqual([alarmId('r0'), alarmId('r1')]);
+        expect((await store.uchart.history(chamber, { limit: 10 })).map((r) => [r.sequence, r.runId])).toEqual([
+          [r0, 'r0'],
+          [r1, 'r1'],
+        ]);
+        expect(await store.outbox.pending(chamber, { limit: 10 })).toEqual([]);
+        expect((await (await jetstreamManager(nc)).streams.info(STREAMS.deadLetters)).state.messages).toBe(0);
+
+        // Another outage past the window, another owner: nothing is published again.
+        await outlastDuplicateWindow(nc);
+        const sinkC = recordingSink(nc);
+        const c = startOwner({ ...base, sink: sinkC, evaluator }, 3);
+        const r2 = await runFor(c, nc, store, 2);
+        await waitFor('C applied r2', async () => c.mark === r2, 20_000);
+        await c.stop();
+        expect(sinkC.ids).toEqual([]);
+        expect(await alarmsInStream(nc)).toEqual([alarmId('r0'), alarmId('r1')]);
+      },
+      { ...DEFAULT_STREAM_SETTINGS, duplicateWindowSeconds: 1 },
+    );
+  }, 90_000);
+
+  it('an owner that dies between the acknowledgement and the mark: past the window, the next owner does not publish it again', async () => {
+    await withChamber(
+      'worker-ackmark-',
+      async ({ nc, store, reader, cache }) => {
+        const base = workerDeps({ nc, reader, cache, store, deadLetters: [], now: () => new Date() });
+        const evaluator = alarmingEvaluator(new Set(['r0', 'r1']));
+        // A: r0's alarm is stored by the stream but its acknowledgement never arrives (A dies before marking).
+        const sinkA = recordingSink(nc, (id) => (id === alarmId('r0') ? 'after' : undefined));
+        const a = startOwner({ ...base, sink: sinkA, evaluator }, 1);
+        await runFor(a, nc, store, 0);
+        await waitFor('r0 stored in the stream', async () => (await alarmsInStream(nc)).length === 1, 20_000);
+        await a.stop();
+        expect(await store.outbox.publishedThrough(chamber)).toBe(0);
+
+        await outlastDuplicateWindow(nc);
+        const sinkB = recordingSink(nc);
+        const b = startOwner({ ...base, sink: sinkB, evaluator }, 2);
+        const r1 = await runFor(b, nc, store, 1);
+        await waitFor('B applied r1', async () => b.mark === r1 && (await store.outbox.publishedThrough(chamber)) === r1, 20_000);
+        await b.stop();
+
+        expect(sinkB.ids).toEqual([alarmId('r1')]);
+        expect(await alarmsInStream(nc)).toEqual([alarmId('r0'), alarmId('r1')]);
+      },
+      { ...DEFAULT_STREAM_SETTINGS, duplicateWindowSeconds: 1 },
+    );
+  }, 90_000);
 });

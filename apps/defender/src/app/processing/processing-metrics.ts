@@ -23,7 +23,7 @@ const LATENCY = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
 export const processingMetricProviders = [
   makeCounterProvider({ name: PM.received, help: 'Notifications taken for processing' }),
-  makeCounterProvider({ name: PM.processed, help: 'Runs applied (including replays found already applied)', labelNames: ['outcome'] }),
+  makeCounterProvider({ name: PM.processed, help: 'Runs handled by outcome: applied, already-applied (a replay at its own sequence), duplicate-run (its run id applied before: skipped)', labelNames: ['outcome'] }),
   makeCounterProvider({ name: PM.failed, help: 'Failed processing attempts (retried)' }),
   makeCounterProvider({ name: PM.deadLetters, help: 'Notifications sent to dc.dead.<reason>', labelNames: ['reason'] }),
   makeHistogramProvider({ name: PM.processTime, help: 'Notification read to commit and publish, seconds', buckets: LATENCY }),

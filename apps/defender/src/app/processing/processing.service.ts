@@ -5,7 +5,7 @@ import { performance } from 'node:perf_hooks';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { ChamberRef, DeadLetter, DefenderStore, parseNotificationSubject, splitChamberKey } from '@defender/contracts';
 import { ownerEpoch } from '@defender/membership';
-import { ensureStreams, NotificationFeed, NotificationReader, publishOnce, watchNotifications } from '@defender/nats-kv';
+import { ensureStreams, lastMessageId, NotificationFeed, NotificationReader, publishOnce, STREAMS, watchNotifications } from '@defender/nats-kv';
 import { NatsConnectionService, StoreService } from '@defender/nest-common';
 import { ChamberWorker, PipelineObserver, ByteBudget, RunEvaluator, Semaphore, WorkerDeps } from '@defender/pipeline';
 import { releaseTraceMemory, UChartHistoryCache } from '@defender/store';
@@ -117,7 +117,7 @@ export class ProcessingService implements ChamberWork, OnApplicationBootstrap, O
           replicas: this.config.NATS_STREAM_REPLICAS,
           notificationMaxAgeSeconds: this.config.NOTIFICATION_RETENTION_SECONDS,
           eventsMaxAgeSeconds: this.config.EVENTS_RETENTION_SECONDS,
-          duplicateWindowSeconds: 3600,
+          duplicateWindowSeconds: this.config.STREAM_DUPLICATE_WINDOW_SECONDS,
         });
         this.reader ??= await NotificationReader.open(nc, this.config.NATS_STREAM_NAME);
         // The cache keeps as many runs per chamber as the default strategy reads (a history call asking
@@ -251,7 +251,10 @@ export class ProcessingService implements ChamberWork, OnApplicationBootstrap, O
     if (!reader || !cache || !nc) throw new Error('processing not ready');
     const deps: WorkerDeps = {
       source: reader,
-      sink: { publish: async (subject, payload, msgId) => void (await publishOnce(nc, subject, payload, msgId)) },
+      sink: {
+        publish: async (subject, payload, msgId) => void (await publishOnce(nc, subject, payload, msgId)),
+        lastMsgId: (subject) => lastMessageId(nc, STREAMS.defenseEvents, subject),
+      },
       store: this.storeWithTimings(),
       evaluator: this.evaluator,
       cache,
@@ -315,6 +318,7 @@ export class ProcessingService implements ChamberWork, OnApplicationBootstrap, O
       } as typeof s.traces,
       uchart: s.uchart,
       alarms: s.alarms,
+      outbox: s.outbox,
       strategies: s.strategies,
       chamberMetadata: s.chamberMetadata,
     };
@@ -351,7 +355,8 @@ export class ProcessingService implements ChamberWork, OnApplicationBootstrap, O
         this.inflightGauge.set(this.inflight());
         const stats = this.cache?.stats();
         if (stats) this.hitRate.set(stats.hitRate);
-        this.logger.debug({ msg: 'run applied', chamber, sequence, ms: Math.round(ms), outcome });
+        if (outcome === 'duplicate-run') this.logger.debug({ msg: 'run id applied before: notification skipped', chamber, sequence, outcome });
+        else this.logger.debug({ msg: 'run applied', chamber, sequence, ms: Math.round(ms), outcome });
       },
       deadLettered: (chamber, sequence, reason, detail) => {
         this.deadLetters.inc({ reason });
@@ -372,7 +377,9 @@ export class ProcessingService implements ChamberWork, OnApplicationBootstrap, O
         this.fenced.inc();
         this.logger.warn({ msg: 'fenced: a newer owner holds the chamber', chamber, epoch, err: (err as Error)?.message });
       },
-      alarm: () => this.alarms.inc(),
+      published: (_chamber, event) => {
+        if (event.subject.startsWith('defense.alarms.')) this.alarms.inc();
+      },
       stage: (stage, ms) => {
         if (stage === 'evaluate') this.uchartCalc.observe(ms / 1000);
       },
