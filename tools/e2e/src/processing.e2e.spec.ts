@@ -5,6 +5,7 @@ import Database from 'better-sqlite3';
 import { notificationSubject, RunPointSet } from '@defender/contracts';
 import { SqliteStore } from '@defender/store';
 import { describeWithInfra, getJson, startNatsServer, NatsServerHandle } from '@defender/infra-harness';
+import { publishOnce } from '@defender/nats-kv';
 import { LocalCluster, SeedChamber } from './cluster';
 import { completeRun, makeTrace, notificationOf, publishRaw, RunSpec } from './runs';
 
@@ -132,6 +133,40 @@ describeWithInfra(['nats'], 'run processing: exactly-once, ordered, fenced (mult
     expect(applied).toBeGreaterThan(0);
     expect(opCount('chamberState.commitRun')).toBeGreaterThanOrEqual(applied);
     expect(opCount('traces.read')).toBeGreaterThanOrEqual(applied);
+  });
+
+  it('an outage longer than the duplicate window (shortened to 1 s): no alarm published twice, no run applied twice', async () => {
+    const { c, store, nc } = await start(1, 1, { STREAM_DUPLICATE_WINDOW_SECONDS: '1' });
+    const alarmed = (k: number) => spec('tool1', k, k >= 31 ? { shift: 15 } : {});
+    const seqs: number[] = [];
+    for (let k = 0; k < 33; k++) seqs.push(await completeRun(store, nc, alarmed(k)));
+    await cluster!.waitFor('caught up', async () => (await hwm(store, 'tool1')) === seqs.at(-1), 60_000);
+    const jsm = await jetstreamManager(nc);
+    const inStream = async (subjects: string) =>
+      Object.values((await jsm.streams.info('defense-events', { subjects_filter: subjects })).state.subjects ?? {}).reduce((a, b) => a + b, 0);
+    const storedAlarms = async () => (await store.alarms.list({ toolId: 'tool1', chamberId: 'ch1' }, { limit: 100 })).length;
+    await cluster!.waitFor('alarms published', async () => (await inStream('defense.alarms.tool1.ch1')) === (await storedAlarms()), 30_000);
+    expect(await storedAlarms()).toBeGreaterThanOrEqual(2);
+
+    // The defender dies, and the outage outlasts the duplicate window (a probe id is accepted again).
+    await c.procs.find((p) => p.name === 'pod-0')!.app.stop('SIGKILL');
+    expect(await publishOnce(nc, 'defense.alarms.probe.window', '{}', 'window-probe')).toBe(true);
+    await cluster!.waitFor('the duplicate window to pass', async () => publishOnce(nc, 'defense.alarms.probe.window', '{}', 'window-probe'), 60_000);
+    // Meanwhile an alarmed run's notification is published again, and a new run completes.
+    const replay = await publishRaw(nc, notificationSubject('tool1', 'ch1'), JSON.stringify(notificationOf(alarmed(31))));
+    const next = await completeRun(store, nc, alarmed(33));
+
+    await c.startDefender('pod-1');
+    await cluster!.waitFor('resumed after the outage', async () => (await hwm(store, 'tool1')) === next, 90_000);
+    await cluster!.waitFor('alarms published', async () => (await inStream('defense.alarms.tool1.ch1')) === (await storedAlarms()), 30_000);
+    const runs = await committed(store, 'tool1');
+    expectExactlyOnce(runs, [...seqs, next]);
+    expect(runs.some((r) => r.sequence === replay)).toBe(false);
+    // Each stored alarm is in the stream once, the new run's included.
+    expect(await inStream('defense.alarms.tool1.ch1')).toBe(await storedAlarms());
+    expect((await store.alarms.ofRun({ toolId: 'tool1', chamberId: 'ch1' }, next)).map((a) => a.ruleId)).toEqual(['RUN']);
+    const metrics = (await getJson(`${c.procs.find((p) => p.name === 'pod-1')!.url}/metrics`)).text;
+    expect(metrics).toMatch(/defender_messages_processed_total\{outcome="duplicate-run",app="defender"\} 1\b/);
   });
 
   it('SIGKILL of an owner in the middle of a burst: the new owner applies the rest, each run exactly once', async () => {
