@@ -38,7 +38,7 @@ import { connect } from '@nats-io/transport-node';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { jetstream, type JetStreamClient } from '@nats-io/jetstream';
 import type { DefenderStore } from '@defender/contracts';
-import { imageRuntimeEnv, startNatsServer, type NatsServerHandle } from '@defender/infra-harness';
+import { imageRuntimeEnv, ProgressLine, remainingMs, shortDuration, startNatsServer, textBar, type NatsServerHandle } from '@defender/infra-harness';
 import { DEFAULT_STRATEGY } from '@defender/defense-rules';
 import { SqliteStore } from '@defender/store';
 import { percentile, table, writeBenchmarkSection } from './report';
@@ -149,8 +149,11 @@ const SAMPLE_MS = 1000;
 const DEBUG_TOKEN = 'bench-fab-replay-debug-token';
 const POLL_MS = 200;
 
+/** The warm-up's and each step's progress (rewritten on a terminal, a line every 30 s otherwise). */
+const progress = new ProgressLine(process.stderr, 'auto', 30_000);
+
 function log(line: string): void {
-  process.stderr.write(`[${new Date().toISOString().slice(11, 19)}] ${line}\n`);
+  progress.log(`[${new Date().toISOString().slice(11, 19)}] ${line}`);
 }
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 const f0 = (x: number) => (Number.isFinite(x) ? x.toFixed(0) : '-');
@@ -515,6 +518,7 @@ async function runStep(
   const maps0 = cluster.publications.length;
   const alarms0 = replay.alarms;
   const samples0 = replay.samples;
+  const runs0 = replay.runs.length;
   const load = loadAverage();
   log(`step ${k + 1}: speed ${speed}x: ${events.length} runs scheduled in ${W} s (${f1(events.length / W)} runs/s)`);
   let prewriteSeconds = NaN;
@@ -533,6 +537,10 @@ async function runStep(
   const sampler = setInterval(() => {
     backlog.push({ t: (Date.now() - wall0) / 1000, runs: replay.backlog });
     watch.sample();
+    const elapsed = (Date.now() - wall0) / 1000;
+    progress.update(
+      `[${new Date().toISOString().slice(11, 19)}] step ${k + 1} at ${speed}x ${textBar(elapsed / W)} ${f0(elapsed)} of ${W} s · ${replay.runs.length - runs0} runs published · backlog ${replay.backlog}`,
+    );
   }, SAMPLE_MS);
   try {
     for (const ev of events) {
@@ -739,10 +747,15 @@ async function main(): Promise<void> {
           -1,
           P.concurrency,
         );
-        if (Date.now() - lastLog > 30_000) {
+        if (Date.now() - lastLog > 1_000) {
           lastLog = Date.now();
           const done = r.runs.filter((x) => x.committedAt !== undefined).length;
-          log(`warm-up: ${done} of ${fab.chambers.length * P.warmupRuns} runs committed (${f1(done / ((Date.now() - w0) / 1000))} runs/s)`);
+          const total = fab.chambers.length * P.warmupRuns;
+          const left = remainingMs(done, total, Date.now() - w0);
+          progress.update(
+            `[${new Date().toISOString().slice(11, 19)}] warm-up ${textBar(done / total)} ${done} of ${total} runs committed · ${f1(done / ((Date.now() - w0) / 1000))} runs/s` +
+              (left === undefined ? '' : ` · about ${shortDuration(left)} left`),
+          );
         }
       }
     }
@@ -753,6 +766,7 @@ async function main(): Promise<void> {
     });
     if (!Number.isFinite(warmDrain)) throw new Error('the warm-up did not drain within 600 s');
     const warmSeconds = (Date.now() - w0) / 1000;
+    progress.done(`[${new Date().toISOString().slice(11, 19)}] warm-up: ${r.runs.length} runs committed in ${shortDuration(warmSeconds * 1000)}`);
     const warmProcs = watch.end();
     const warmRuns = r.runs.length;
     const warmDead = r.runs.filter((x) => x.dead).length;

@@ -17,6 +17,7 @@ import * as path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Client } from 'cassandra-driver';
 import { freePort } from './ports';
+import { ProgressLine, shortDuration, type ProgressMode } from './progress';
 
 /** Cassandra release used when neither the caller nor `CASSANDRA_VERSION` picks one (the 5.0.x line runs on JDK 17). */
 export const CASSANDRA_DEFAULT_VERSION = '5.0.9';
@@ -165,6 +166,8 @@ export async function ensureCassandraArtifacts(opts?: {
   version?: string;
   cacheDir?: string;
   log?: (line: string) => void;
+  /** The download's progress line on stderr (default `auto`: rewritten on a terminal, a line every 10 s otherwise). */
+  progress?: ProgressMode;
 }): Promise<{ version: string; classpathDir: string }> {
   const version = resolveVersion(opts?.version);
   const log = opts?.log ?? defaultLog;
@@ -182,9 +185,9 @@ export async function ensureCassandraArtifacts(opts?: {
   log(`cassandra: fetching ${version} and its dependencies through Maven into ${versionDir} ...`);
   const started = Date.now();
   try {
+    // Not quiet: Maven's "Downloaded from" lines drive the progress line (artifacts and bytes so far).
     const args = [
       '-B',
-      '-q',
       '-f',
       pom,
       `-Dcassandra.version=${version}`,
@@ -192,7 +195,20 @@ export async function ensureCassandraArtifacts(opts?: {
       `-DoutputDirectory=${tmpLib}`,
       '-DincludeScope=runtime',
     ];
-    const { code, output, spawnError } = await runCollect(mvn, args, tmpDir);
+    const progress = new ProgressLine(process.stderr, opts?.progress ?? 'auto');
+    const fetched = { artifacts: 0, bytes: 0 };
+    const show = () =>
+      progress.update(
+        `cassandra: fetching ${version} through Maven: ${fetched.artifacts} artifacts, ${(fetched.bytes / 1e6).toFixed(1)} MB, ${shortDuration(Date.now() - started)}`,
+      );
+    const { code, output, spawnError } = await runCollect(mvn, args, tmpDir, (line) => {
+      const d = mavenDownload(line);
+      if (!d) return;
+      fetched.artifacts++;
+      fetched.bytes += d.bytes;
+      show();
+    });
+    if (fetched.artifacts > 0) progress.done(`cassandra: downloaded ${fetched.artifacts} artifacts, ${(fetched.bytes / 1e6).toFixed(1)} MB`);
     if (spawnError !== undefined) {
       const missing = (spawnError as NodeJS.ErrnoException).code === 'ENOENT';
       const msg = missing
@@ -241,21 +257,41 @@ function publishCache(tmpDir: string, versionDir: string, version: string): void
   }
 }
 
+const UNIT_BYTES: Readonly<Record<string, number>> = { B: 1, kB: 1e3, KB: 1e3, MB: 1e6, GB: 1e9 };
+
+/** A Maven `Downloaded from <repo>: <url> (<size> <unit> at ...)` line: the artifact's URL and size, or undefined. */
+export function mavenDownload(line: string): { url: string; bytes: number } | undefined {
+  const m = /Downloaded from [^:]+: (\S+) \(([\d.,]+) (B|kB|KB|MB|GB)\b/.exec(line);
+  if (!m) return undefined;
+  return { url: m[1] as string, bytes: Number((m[2] as string).replace(/,/g, '')) * (UNIT_BYTES[m[3] as string] ?? 1) };
+}
+
 function runCollect(
   cmd: string,
   args: string[],
   cwd: string,
+  onLine?: (line: string) => void,
 ): Promise<{ code: number | null; output: string; spawnError?: Error }> {
   return new Promise((resolve) => {
     let output = '';
     const child = spawn(cmd, args, { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
-    const collect = (chunk: Buffer): void => {
-      output += chunk.toString('utf8');
-      // Maven is quiet with -q; the cap only protects against a runaway error dump.
-      if (output.length > 1_000_000) output = output.slice(-500_000);
+    // One partial-line buffer per stream, so stdout and stderr lines never mix.
+    const collector = () => {
+      let partial = '';
+      return (chunk: Buffer): void => {
+        const text = chunk.toString('utf8');
+        if (onLine) {
+          const lines = (partial + text).split('\n');
+          partial = lines.pop() ?? '';
+          for (const l of lines) onLine(l);
+        }
+        output += text;
+        // The cap keeps the tail (the error report) of a long download log.
+        if (output.length > 1_000_000) output = output.slice(-500_000);
+      };
     };
-    child.stdout.on('data', collect);
-    child.stderr.on('data', collect);
+    child.stdout.on('data', collector());
+    child.stderr.on('data', collector());
     child.on('error', (err) => resolve({ code: null, output, spawnError: err }));
     child.on('close', (code) => resolve({ code, output }));
   });

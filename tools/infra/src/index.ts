@@ -1,5 +1,6 @@
 export * from './ports';
 export * from './process';
+export * from './progress';
 export * from './random';
 export * from './nats';
 export * from './cassandra';

@@ -1,18 +1,14 @@
 import { EXCURSION_KINDS } from './excursions';
 import { weightStats, type FabSpec } from './fab';
 import { DEFAULT_STRATEGY } from '@defender/defense-rules';
+import { ProgressLine, shortDuration, textBar, type ProgressStream } from '@defender/infra-harness';
 import type { Progress, SimulationResult } from './simulator';
 
 const nf = new Intl.NumberFormat('en-US');
 export const num = (n: number): string => nf.format(Math.round(n));
 
-export function duration(ms: number): string {
-  const s = Math.max(0, Math.round(ms / 1000));
-  const h = Math.floor(s / 3600);
-  const m = Math.floor((s % 3600) / 60);
-  const sec = s % 60;
-  return h > 0 ? `${h}h${String(m).padStart(2, '0')}m` : m > 0 ? `${m}m${String(sec).padStart(2, '0')}s` : `${sec}s`;
-}
+/** `12s`, `3m05s`, `1h02m`. */
+export const duration = shortDuration;
 
 function compact(n: number): string {
   if (n >= 1e6) return `${(n / 1e6).toFixed(n >= 1e7 ? 0 : 1)}M`;
@@ -22,43 +18,25 @@ function compact(n: number): string {
 
 /** A one-line progress bar (fits 120 columns). */
 export function progressLine(p: Progress, width = 24): string {
-  const frac = p.total > 0 ? Math.min(1, p.published / p.total) : 1;
-  const full = Math.round(frac * width);
-  const bar = `${'█'.repeat(full)}${'░'.repeat(width - full)}`;
+  const frac = p.total > 0 ? p.published / p.total : 1;
   const phase = p.phase === 'warmup' ? 'Phase I warm-up' : p.phase === 'paced' ? `sim +${duration(p.simSeconds * 1000)}${p.lagSeconds > 5 ? ` (behind ${duration(p.lagSeconds * 1000)})` : ''}` : p.phase;
   return (
-    `fab-sim ▕${bar}▏ ${num(p.published)}/${num(p.total)} runs · ${p.runsPerSecond.toFixed(1)}/s · ${phase} · ` +
+    `fab-sim ${textBar(frac, width)} ${num(p.published)}/${num(p.total)} runs · ${p.runsPerSecond.toFixed(1)}/s · ${phase} · ` +
     `processed ${num(p.processed)} · alarms ${num(p.alarms)} · holds ${num(p.holds)} · excursions caught ${p.detected}/${p.excursions}`
   );
 }
 
-/** Renders progress on a terminal (one rewritten line) or as a line every `plainEveryMs`. */
+/** Renders progress on a terminal (one rewritten line) or as a line every `plainEveryMs` (the shared {@link ProgressLine}). */
 export class ProgressRenderer {
-  private lastPlain = 0;
-  private lastLine = '';
+  private readonly line: ProgressLine;
 
-  constructor(
-    private readonly out: NodeJS.WriteStream,
-    private readonly mode: 'bar' | 'plain' | 'none',
-    private readonly plainEveryMs = 10_000,
-  ) {}
+  constructor(out: ProgressStream, mode: 'bar' | 'plain' | 'none', plainEveryMs = 10_000) {
+    this.line = new ProgressLine(out, mode, plainEveryMs);
+  }
 
   update(p: Progress): void {
-    if (this.mode === 'none') return;
-    const line = progressLine(p);
-    if (this.mode === 'bar') {
-      if (line === this.lastLine) return;
-      this.lastLine = line;
-      const cols = this.out.columns ?? 160;
-      this.out.write(`\r\x1b[2K${line.slice(0, cols - 1)}`);
-      if (p.phase === 'done') this.out.write('\n');
-      return;
-    }
-    const now = Date.now();
-    if (p.phase === 'done' || now - this.lastPlain >= this.plainEveryMs) {
-      this.lastPlain = now;
-      this.out.write(`${line}\n`);
-    }
+    if (p.phase === 'done') this.line.done(progressLine(p));
+    else this.line.update(progressLine(p));
   }
 }
 
