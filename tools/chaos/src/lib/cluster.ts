@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
@@ -8,7 +8,7 @@ import type { KV } from '@nats-io/kv';
 import type { AssignmentMap } from '@defender/contracts';
 import { DEFAULT_BUCKETS, DEFAULT_STREAM_SETTINGS, ensureStreams, HeartbeatBucket, openBucket } from '@defender/nats-kv';
 import { SqliteStore } from '@defender/store';
-import { freePort, getJson, NatsServerHandle, spawnBuiltApp, SpawnedApp, startNatsServer, waitFor } from '@defender/infra-harness';
+import { freePort, getJson, imageNodeOptions, NatsServerHandle, spawnBuiltApp, SpawnedApp, startNatsServer, waitFor } from '@defender/infra-harness';
 import { ClusterSettings, SHORT_SETTINGS } from './settings';
 import { chamberKeyOf, chaosStrategy, SeedChamber, weightOf } from './workload';
 
@@ -79,6 +79,13 @@ export interface ChaosClusterOptions {
 }
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+/**
+ * Test-only preload that lets the harness step a process's wall clock (see the file): every
+ * controller is started with it, at offset 0 until {@link ChaosCluster.setClockOffset} writes its offset file.
+ */
+const CLOCK_OFFSET_PRELOAD = join(__dirname, 'clock-offset.cjs');
+const CLOCK_OFFSET_APPLIED = '"msg":"chaos: wall clock offset applied"';
 
 /**
  * A real Defender cluster for chaos scenarios: a private nats-server (restartable), election-agent
@@ -308,8 +315,29 @@ export class ChaosCluster {
     return [...new Set(this.agents.map((a) => `127.0.0.1:${a.grpc}`))].join(',');
   }
 
+  /** Starts a controller; its wall clock can be stepped with {@link setClockOffset} (a restart keeps the offset, like its host). */
   async startController(): Promise<Proc> {
-    return this.spawn('assignment-controller', `controller-${this.counters.controller++}`, { ELECTION_AGENT_ADDR: this.agentAddrs() });
+    const name = `controller-${this.counters.controller++}`;
+    return this.spawn('assignment-controller', name, {
+      ELECTION_AGENT_ADDR: this.agentAddrs(),
+      NODE_OPTIONS: [imageNodeOptions('assignment-controller'), `--require ${CLOCK_OFFSET_PRELOAD}`].filter(Boolean).join(' '),
+      CHAOS_CLOCK_OFFSET_FILE: join(this.dir, `clock-offset-${name}`),
+    });
+  }
+
+  /**
+   * Sets `p`'s wall clock to the host's plus `offsetMs` (a step by the difference from its current
+   * offset, as NTP would make it; its monotonic clock does not move) and waits until the process
+   * has applied it. Returns when (epoch ms, the host's clock).
+   */
+  async setClockOffset(p: Proc, offsetMs: number): Promise<number> {
+    const file = p.env['CHAOS_CLOCK_OFFSET_FILE'];
+    if (!file) throw new Error(`${p.name} was not started with a steppable clock`);
+    const applied = () => p.app.stdout().split(CLOCK_OFFSET_APPLIED).length - 1;
+    const before = applied();
+    writeFileSync(file, String(offsetMs));
+    await waitFor(`${p.name} applying a wall-clock offset of ${offsetMs} ms`, async () => applied() > before, 10_000, 10);
+    return this.note('wall clock stepped', p.name, { role: p.role, offsetMs }).at;
   }
 
   /** Starts a defender with pod UID `podUid` (a new pod: a fresh UID). */

@@ -695,3 +695,63 @@ export async function restartAfterTakeover(suite: Suite): Promise<ScenarioOutcom
   run.measure({ name: `successor's chambers without a worker`, value: idle.length, unit: 'count', target: `0 of ${own.length}`, verdict: idle.length === 0 ? 'met' : 'missed', note: `${successor.name} reclaimed ${id}; fenced log lines: ${fencedLogLines(successor)}` });
   return run.finish();
 }
+
+/**
+ * Issue 22: the controller leader's wall clock steps (NTP) while runs flow — forward and back by
+ * `stepMs`, twice each way. Heartbeat ageing and the trigger's windows are on its monotonic clock,
+ * so no defender may be judged crashed, no chamber may move and no stable ID may change hands.
+ * Then, with the clock `stepMs` behind, a defender is SIGKILLed: a step back must not hide the
+ * crash either (ageing on a wall clock stood still until the clock caught up again).
+ * The step comes from a test-only preload (`clock-offset.cjs`) that offsets `Date` in that process.
+ */
+export async function clockStep(suite: Suite, stepMs: number): Promise<ScenarioOutcome> {
+  const c = suite.cluster;
+  const s = c.settings;
+  const step = `${stepMs / 1000} s`;
+  const run = new ScenarioRun(
+    suite,
+    'clock-step',
+    `Controller leader's wall clock steps ±${step}`,
+    `The controller leader's wall clock steps +${step}, back, -${step}, back, and again (as NTP steps a host's clock), each offset held for 2x the detection time, while runs flow. Liveness is judged on the controller's monotonic clock (time since it saw a heartbeat's revision change), so no defender may be judged crashed, no chamber may move, the leader keeps its term and no stable ID changes hands. Then the clock steps -${step} again and a defender is SIGKILLed: the crash must be detected as promptly as without a step, and the replacement pod reclaims the ID. The step is made by a test-only preload that offsets Date in the controller process alone (tools/chaos/src/lib/clock-offset.cjs).`,
+  );
+  await sleep(1500);
+  const leader = await c.waitLeader();
+  const before = c.current();
+  const ids = c.liveDefenders().map((p) => c.idOf(p)).sort();
+  const claims = async () => new Map(await Promise.all(ids.map(async (id) => [id, await c.claimOf(id)] as const)));
+  const claimsBefore = await claims();
+  const holdMs = 2 * detectionSeconds(s) * 1000;
+  const offsets = [stepMs, 0, -stepMs, 0, stepMs, 0, -stepMs, 0];
+  for (const offset of offsets) {
+    await c.setClockOffset(leader, offset);
+    await sleep(holdMs);
+  }
+  const leaderAfter = await c.waitLeader();
+  const maps = run.maps();
+  const crashes = maps.filter((m) => m.map.trigger === 'crash');
+  const moved = Object.keys(before.map.assignments).filter((k) => c.current().map.assignments[k] !== before.map.assignments[k]);
+  const claimsAfter = await claims();
+  const changedHands = ids.filter((id) => {
+    const a = claimsBefore.get(id);
+    const b = claimsAfter.get(id);
+    return !a || !b || a.ownerId !== b.ownerId || a.generation !== b.generation;
+  });
+  run.measure({ name: 'wall-clock steps of the leader', value: offsets.length, unit: 'count', verdict: 'info', note: `offsets ${offsets.map((o) => `${o > 0 ? '+' : ''}${o / 1000} s`).join(', ')}, each held ${holdMs / 1000} s, applied by ${leader.name}` });
+  run.measure({ name: 'steps: crash maps (defenders judged dead)', value: crashes.length, unit: 'count', target: '0', verdict: crashes.length === 0 ? 'met' : 'missed', atDefaults: '0', note: maps.map((m) => `v${m.map.version} ${m.map.trigger}`).join(', ') || 'no map' });
+  run.measure({ name: 'steps: maps published', value: maps.length, unit: 'count', target: '0', verdict: maps.length === 0 ? 'met' : 'missed', atDefaults: '0' });
+  run.measure({ name: 'steps: chambers moved', value: moved.length, unit: 'count', target: '0', verdict: moved.length === 0 ? 'met' : 'missed', atDefaults: '0' });
+  run.measure({ name: 'steps: stable IDs that changed hands (owner or generation)', value: changedHands.length, unit: 'count', target: `0 of ${ids.length}`, verdict: changedHands.length === 0 ? 'met' : 'missed', note: changedHands.join(', ') });
+  run.measure({ name: 'steps: leader kept its term', value: leaderAfter === leader ? 1 : 0, unit: 'count', target: '1', verdict: leaderAfter === leader ? 'met' : 'missed', note: `${leader.name} -> ${leaderAfter.name}` });
+
+  await c.setClockOffset(leaderAfter, -stepMs);
+  await sleep(s.heartbeatSeconds * 2000);
+  const v = victimOf(run);
+  const crashAt = await c.kill(v.proc);
+  await c.waitForMap(`the crash map with the leader's clock ${step} behind`, (m) => !(v.id in m.map.defenderInfo), 60_000);
+  await sleep(2000);
+  const label = `crash with the leader's clock ${step} behind`;
+  const analyses: Analyse[] = [(ev) => takeoverMeasures(run, analyseTakeover(c.maps, ev, [v.id], crashAt, suite.weights), label, { orphansOnly: true })];
+  await replace(run, [v.id], label);
+  await c.setClockOffset(leaderAfter, 0);
+  return run.finish((ev) => analyses.forEach((f) => f(ev)));
+}

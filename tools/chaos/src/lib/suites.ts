@@ -2,6 +2,7 @@ import { assertInvariants, ScenarioOutcome, Suite, SuiteOptions } from './runner
 import {
   agentLoss,
   bringUp,
+  clockStep,
   coldStart,
   crashDuringRebalancing,
   crashDuringScaling,
@@ -59,6 +60,7 @@ export const CONTROL_PLANE: SuiteDef = {
   scenarios: [
     { id: 'leader-crash', run: (s) => leaderCrash(s) },
     { id: 'election-agent-loss', run: (s) => agentLoss(s) },
+    { id: 'clock-step', run: (s) => clockStep(s, 30_000) },
     { id: 'frozen-defender', run: (s) => frozenDefender(s) },
     { id: 'store-outage', run: (s) => storeOutage(s, 12_000) },
     // Last: its after-effects (see the report) would blur the scenarios after it.
