@@ -5,6 +5,8 @@ import { controllerEnvSchema } from './app/config';
 
 runApp({
   app: 'assignment-controller',
+  apiDescription:
+    "The assignment controller: its status (leader or standby, cluster state, pending trigger), the published assignment map, health and metrics.",
   schema: controllerEnvSchema,
   module: (config) => AppModule.forRoot(config),
   logFields: (config) => (config.POD_NAME ? { pod: config.POD_NAME } : {}),

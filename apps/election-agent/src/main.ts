@@ -8,6 +8,8 @@ import { attachGrpc } from './app/grpc-server';
 
 runApp({
   app: 'election-agent',
+  apiDescription:
+    "The election agent's HTTP side (the election itself is gRPC, see libs/election/proto): health and metrics.",
   schema: electionAgentEnvSchema,
   module: (config) => AppModule.forRoot(config),
   logFields: (config) => (config.POD_NAME ? { pod: config.POD_NAME } : {}),

@@ -10,6 +10,7 @@ export * from './lib/nats/nats-connection.service';
 export * from './lib/nats/nats.module';
 export * from './lib/app/create-http-app';
 export * from './lib/app/bootstrap';
+export * from './lib/app/api-docs';
 export * from './lib/app/common-app.module';
 export * from './lib/cluster/cluster-env';
 export * from './lib/cluster/cluster-kv.service';

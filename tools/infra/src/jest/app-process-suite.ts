@@ -33,9 +33,31 @@ function jsonLines(text: string): Record<string, unknown>[] {
 }
 
 /**
+ * The app's OpenAPI document at /api/docs/openapi.json and its page at /api/docs: OpenAPI 3, health
+ * and metrics among the paths, every operation with a summary and at least one response.
+ */
+async function checkApiDocs(base: string): Promise<void> {
+  const doc = await getJson(`${base}/api/docs/openapi.json`);
+  expect(doc.status).toBe(200);
+  const body = doc.body as { openapi?: string; info?: { title?: string }; paths?: Record<string, Record<string, { summary?: string; responses?: object }>> };
+  expect(body.openapi).toMatch(/^3\./);
+  expect(Object.keys(body.paths ?? {})).toEqual(expect.arrayContaining(['/health/live', '/health/ready', '/metrics']));
+  for (const [path, item] of Object.entries(body.paths ?? {})) {
+    for (const [method, op] of Object.entries(item)) {
+      expect([`${method} ${path}`, typeof op.summary === 'string' && op.summary.length > 0]).toEqual([`${method} ${path}`, true]);
+      expect([`${method} ${path}`, Object.keys(op.responses ?? {}).length > 0]).toEqual([`${method} ${path}`, true]);
+    }
+  }
+  const page = await getJson(`${base}/api/docs`);
+  expect(page.status).toBe(200);
+  expect(page.text).toContain('swagger-ui');
+}
+
+/**
  * The contract every Defender app process honours (issue: workspace): configuration validated
  * before Nest starts with every problem reported and exit code 2; /health/live, /health/ready
- * (false until connections are up), /metrics; JSON logs; clean exit on SIGTERM.
+ * (false until connections are up), /metrics; its HTTP API documented (/api/docs, matching the routes
+ * it serves); JSON logs; clean exit on SIGTERM.
  */
 export function describeAppProcess(opts: AppProcessSuiteOptions): void {
   describe(`${opts.app} process: configuration`, () => {
@@ -71,6 +93,7 @@ export function describeAppProcess(opts: AppProcessSuiteOptions): void {
         const metrics = await getJson(`http://127.0.0.1:${http}/metrics`);
         expect(metrics.status).toBe(200);
         expect(metrics.text).toMatch(new RegExp(`process_resident_memory_bytes\\{app="${opts.app}"\\} \\d+`));
+        await checkApiDocs(`http://127.0.0.1:${http}`);
         await opts.whenReady?.({ http, extra, app });
       } finally {
         const res = await app.stop('SIGTERM');
@@ -79,7 +102,10 @@ export function describeAppProcess(opts: AppProcessSuiteOptions): void {
       const lines = jsonLines(app.stdout());
       expect(lines.length).toBeGreaterThan(0);
       expect(lines.every((l) => l['app'] === opts.app && typeof l['time'] === 'string')).toBe(true);
-      expect(lines.some((l) => l['msg'] === `${opts.app} listening`)).toBe(true);
+      const listening = lines.find((l) => l['msg'] === `${opts.app} listening`);
+      expect(listening).toBeDefined();
+      // The app compares its OpenAPI document with the routes Express serves once it listens.
+      expect(listening?.['apiDocs']).toMatchObject({ page: '/api/docs', json: '/api/docs/openapi.json', undocumented: [], notServed: [] });
     });
 
     it('stays live but not ready while NATS is unreachable, and still shuts down cleanly', async () => {

@@ -1,3 +1,4 @@
+import { ApiCreatedResponse, ApiForbiddenResponse, ApiHeader, ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { Body, Controller, ForbiddenException, Get, Headers, HttpCode, HttpException, Inject, NotFoundException, Post, ServiceUnavailableException } from '@nestjs/common';
 import { DashboardConfig } from '../config';
 import { DASHBOARD_CONFIG } from '../tokens';
@@ -7,6 +8,7 @@ import { DASHBOARD_CONFIG } from '../tokens';
  * its token). Only when that is configured; POSTs must carry `x-dashboard-action: 1` (a header a
  * cross-site form cannot set) and a JSON body.
  */
+@ApiTags('local fab')
 @Controller('api/v1/local-fab')
 export class LocalFabController {
   constructor(@Inject(DASHBOARD_CONFIG) private readonly config: DashboardConfig) {}
@@ -34,12 +36,19 @@ export class LocalFabController {
     if (marker !== '1') throw new ForbiddenException('missing x-dashboard-action header');
   }
 
+  @ApiOperation({ summary: 'Local fab: processes', description: 'Whether the dashboard runs in a local fab (`npm start`) and, if so, the launcher\'s processes.' })
+  @ApiOkResponse({ description: '`{ enabled: false }` or `{ enabled: true, processes }`.' })
   @Get()
   async status() {
     if (!this.config.LOCAL_FAB_CONTROL_URL) return { enabled: false };
     return { enabled: true, ...((await this.forward('GET', '/control/processes')) as object) };
   }
 
+  @ApiOperation({ summary: 'Local fab: add a defender', description: 'Starts one more defender process. Needs the header `x-dashboard-action: 1`.' })
+  @ApiHeader({ name: 'x-dashboard-action', required: true, description: 'Must be `1` (a header a cross-site form cannot set).' })
+  @ApiCreatedResponse({ description: 'The process started.' })
+  @ApiForbiddenResponse({ description: 'Missing `x-dashboard-action: 1`.' })
+  @ApiNotFoundResponse({ description: 'Not a local fab.' })
   @Post('defenders')
   @HttpCode(201)
   add(@Headers('x-dashboard-action') marker: string | undefined) {
@@ -47,6 +56,11 @@ export class LocalFabController {
     return this.forward('POST', '/control/defenders', {});
   }
 
+  @ApiOperation({ summary: 'Local fab: crash a defender', description: 'SIGKILLs the defender named in the body (`{ defender }`). Needs `x-dashboard-action: 1`.' })
+  @ApiHeader({ name: 'x-dashboard-action', required: true, description: 'Must be `1`.' })
+  @ApiOkResponse({ description: 'The defender was killed.' })
+  @ApiForbiddenResponse({ description: 'Missing `x-dashboard-action: 1`.' })
+  @ApiNotFoundResponse({ description: 'Not a local fab.' })
   @Post('defenders/crash')
   @HttpCode(200)
   crash(@Headers('x-dashboard-action') marker: string | undefined, @Body() body: { defender?: unknown }) {
@@ -54,6 +68,11 @@ export class LocalFabController {
     return this.forward('POST', '/control/defenders/crash', { defender: body?.defender });
   }
 
+  @ApiOperation({ summary: 'Local fab: drain a defender', description: 'Stops the defender named in the body (`{ defender }`) gracefully (SIGTERM: in-flight runs finish). Needs `x-dashboard-action: 1`.' })
+  @ApiHeader({ name: 'x-dashboard-action', required: true, description: 'Must be `1`.' })
+  @ApiOkResponse({ description: 'The defender is draining.' })
+  @ApiForbiddenResponse({ description: 'Missing `x-dashboard-action: 1`.' })
+  @ApiNotFoundResponse({ description: 'Not a local fab.' })
   @Post('defenders/drain')
   @HttpCode(200)
   drain(@Headers('x-dashboard-action') marker: string | undefined, @Body() body: { defender?: unknown }) {
@@ -61,6 +80,11 @@ export class LocalFabController {
     return this.forward('POST', '/control/defenders/drain', { defender: body?.defender });
   }
 
+  @ApiOperation({ summary: 'Local fab: restart the leading controller', description: 'Kills (`{ mode: "kill" }`, default) or stops the controller that leads; the standby takes over. Needs `x-dashboard-action: 1`.' })
+  @ApiHeader({ name: 'x-dashboard-action', required: true, description: 'Must be `1`.' })
+  @ApiOkResponse({ description: 'The leader was restarted.' })
+  @ApiForbiddenResponse({ description: 'Missing `x-dashboard-action: 1`.' })
+  @ApiNotFoundResponse({ description: 'Not a local fab.' })
   @Post('controller/restart-leader')
   @HttpCode(200)
   restartLeader(@Headers('x-dashboard-action') marker: string | undefined, @Body() body: { mode?: unknown }) {

@@ -1,3 +1,4 @@
+import { ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiParam, ApiProduces, ApiTags } from '@nestjs/swagger';
 import { Controller, Get, NotFoundException, OnModuleInit, Param, Res } from '@nestjs/common';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -21,6 +22,7 @@ export function assetsDir(): string {
 }
 
 /** Serves the single-page dashboard (index.html, render.js, app.js, style.css), read once at start. */
+@ApiTags('dashboard page')
 @Controller()
 export class StaticController implements OnModuleInit {
   private readonly files = new Map<string, Buffer>();
@@ -44,11 +46,18 @@ export class StaticController implements OnModuleInit {
     res.send(body);
   }
 
+  @ApiOperation({ summary: 'The dashboard (HTML page)' })
+  @ApiProduces('text/html')
+  @ApiOkResponse({ description: 'index.html.' })
   @Get()
   index(@Res() res: Reply): void {
     this.send(res, 'index.html');
   }
 
+  @ApiOperation({ summary: 'A dashboard asset', description: 'render.js, app.js, style.css, favicon.svg.' })
+  @ApiParam({ name: 'file', description: 'File name (lowercase letters, digits, dashes; .js, .css, .svg or .html).' })
+  @ApiOkResponse({ description: 'The file.' })
+  @ApiNotFoundResponse({ description: 'No such asset.' })
   @Get('assets/:file')
   asset(@Param('file') file: string, @Res() res: Reply): void {
     if (!/^[a-z0-9-]+\.(js|css|svg|html)$/.test(file)) throw new NotFoundException();

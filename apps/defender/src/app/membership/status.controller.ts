@@ -1,3 +1,4 @@
+import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { Controller, Get, Inject, Optional } from '@nestjs/common';
 import { LeadershipService } from '@defender/controller';
 import { DEFENDER_CONFIG } from '../tokens';
@@ -5,6 +6,7 @@ import { DefenderConfig } from '../config';
 import { MembershipService } from './membership.service';
 
 /** GET /api/v1/status and /api/v1/assignments (seed 000's shapes). */
+@ApiTags('status')
 @Controller('api/v1')
 export class StatusController {
   constructor(
@@ -13,6 +15,8 @@ export class StatusController {
     @Optional() private readonly leadership?: LeadershipService,
   ) {}
 
+  @ApiOperation({ summary: 'Defender status', description: 'Stable ID, pod, state (seed 002\'s state machine), whether it leads (embedded controller mode), owned chambers, map version, uptime.' })
+  @ApiOkResponse({ description: 'The status (seed 000\'s shape).' })
   @Get('status')
   status() {
     return {
@@ -27,6 +31,8 @@ export class StatusController {
     };
   }
 
+  @ApiOperation({ summary: 'Chambers this defender owns', description: 'Its stable ID, the assignment map version and the chambers it owns under it.' })
+  @ApiOkResponse({ description: '`{ defenderId, assignmentVersion, chambers }`.' })
   @Get('assignments')
   assignments() {
     return {

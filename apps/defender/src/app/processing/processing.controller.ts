@@ -1,3 +1,4 @@
+import { ApiBearerAuth, ApiCreatedResponse, ApiHeader, ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiServiceUnavailableResponse, ApiTags, ApiUnauthorizedResponse } from '@nestjs/swagger';
 import { Controller, Get, Headers, Inject, Post, Res, ServiceUnavailableException, UnauthorizedException, NotFoundException } from '@nestjs/common';
 import { Session } from 'node:inspector/promises';
 import { getHeapSnapshot } from 'node:v8';
@@ -14,6 +15,7 @@ interface Writable {
 }
 
 /** GET /api/v1/cache/stats, the chambers being processed, and token-protected profiling. */
+@ApiTags('processing')
 @Controller()
 export class ProcessingController {
   constructor(
@@ -21,6 +23,9 @@ export class ProcessingController {
     @Inject(DEFENDER_CONFIG) private readonly config: DefenderConfig,
   ) {}
 
+  @ApiOperation({ summary: 'History cache statistics', description: 'Entries, bytes, hits and misses of the defender\'s history cache (chambers\' recent points).' })
+  @ApiOkResponse({ description: 'The cache statistics.' })
+  @ApiServiceUnavailableResponse({ description: 'The cache is not open yet (the store is not ready).' })
   @Get('api/v1/cache/stats')
   cacheStats() {
     const stats = this.processing.cacheStats();
@@ -28,11 +33,18 @@ export class ProcessingController {
     return stats;
   }
 
+  @ApiOperation({ summary: 'Chambers being processed', description: 'Per owned chamber: its worker\'s state (running, paused, draining), high-water mark, runs in flight and the last error.' })
+  @ApiOkResponse({ description: '`{ chambers: [...] }`.' })
   @Get('api/v1/chambers')
   chambers() {
     return { chambers: this.processing.workerStates() };
   }
 
+  @ApiOperation({ summary: 'V8 heap snapshot (debug)', description: 'Streams a .heapsnapshot (open in Chrome DevTools > Memory). Pauses the process while it is taken. Needs DEBUG_TOKEN as a bearer token; 404 when DEBUG_TOKEN is unset.' })
+  @ApiBearerAuth()
+  @ApiOkResponse({ description: 'The snapshot, application/octet-stream.' })
+  @ApiUnauthorizedResponse({ description: 'Missing or wrong bearer token.' })
+  @ApiNotFoundResponse({ description: 'Debug endpoints are disabled (DEBUG_TOKEN unset).' })
   /** A V8 heap snapshot (open in Chrome DevTools > Memory). */
   @Get('debug/heap-snapshot')
   heapSnapshot(@Headers('authorization') auth: string | undefined, @Res() res: Writable): void {
@@ -44,6 +56,12 @@ export class ProcessingController {
     stream.on('end', () => res.end());
   }
 
+  @ApiOperation({ summary: 'CPU profile (debug)', description: 'Profiles the next `x-profile-seconds` (default 10, at most 60) and returns a .cpuprofile. Needs DEBUG_TOKEN as a bearer token; 404 when DEBUG_TOKEN is unset.' })
+  @ApiBearerAuth()
+  @ApiHeader({ name: 'x-profile-seconds', required: false, description: 'Seconds to profile, 1-60 (default 10).' })
+  @ApiCreatedResponse({ description: 'The CPU profile (Chrome .cpuprofile JSON).' })
+  @ApiUnauthorizedResponse({ description: 'Missing or wrong bearer token.' })
+  @ApiNotFoundResponse({ description: 'Debug endpoints are disabled (DEBUG_TOKEN unset).' })
   /** A CPU profile of the next `seconds` (default 10, at most 60), as a .cpuprofile. */
   @Post('debug/cpu-profile')
   async cpuProfile(@Headers('authorization') auth: string | undefined, @Headers('x-profile-seconds') secs: string | undefined): Promise<unknown> {

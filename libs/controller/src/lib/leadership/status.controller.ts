@@ -1,8 +1,10 @@
+import { ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { Controller, Get, NotFoundException } from '@nestjs/common';
 import { ClusterKvService } from '@defender/nest-common';
 import { LeadershipService } from './leadership.service';
 
 /** GET /api/v1/status and /api/v1/assignments. */
+@ApiTags('status')
 @Controller('api/v1')
 export class StatusController {
   constructor(
@@ -10,6 +12,8 @@ export class StatusController {
     private readonly kv: ClusterKvService,
   ) {}
 
+  @ApiOperation({ summary: 'Controller status', description: 'Whether this controller leads, its fencing token, lifecycle, cluster state, last decision, a pending trigger (topology change waiting for its window), active defenders, the published map version.' })
+  @ApiOkResponse({ description: 'The status.' })
   @Get('status')
   status() {
     const current = this.leadership.current;
@@ -27,6 +31,9 @@ export class StatusController {
     };
   }
 
+  @ApiOperation({ summary: 'The assignment map', description: 'The map as stored in NATS KV with its revision (any replica can answer).' })
+  @ApiOkResponse({ description: 'The map: version, fencing token, state, defenders, chamber assignments.' })
+  @ApiNotFoundResponse({ description: 'No map has been published yet.' })
   /** The assignment map as stored in NATS KV (any replica can answer). */
   @Get('assignments')
   async assignments() {

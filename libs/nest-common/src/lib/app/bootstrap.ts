@@ -2,6 +2,7 @@ import { DynamicModule, INestApplication } from '@nestjs/common';
 import { z } from 'zod';
 import { loadConfigOrExit } from '../config/load-config';
 import { createAppLogger, AppLogger } from '../logging/json-logger';
+import { apiDocsMismatch, API_DOCS_JSON_PATH, API_DOCS_PATH, servedRoutes, setupApiDocs } from './api-docs';
 import { createHttpApp, installGracefulShutdown } from './create-http-app';
 
 export interface BootstrapOptions<S extends z.ZodObject<z.ZodRawShape>> {
@@ -13,6 +14,8 @@ export interface BootstrapOptions<S extends z.ZodObject<z.ZodRawShape>> {
   module: (config: z.infer<S>) => DynamicModule;
   /** Fields put on every log line (e.g. the pod name). */
   logFields?: (config: z.infer<S>) => Record<string, unknown>;
+  /** What the app's HTTP API is for: the description of its OpenAPI document (`/api/docs`). */
+  apiDescription: string;
   /** Runs after the app is created, before it listens (e.g. attach a gRPC microservice). */
   beforeListen?: (app: INestApplication, config: z.infer<S>, logger: AppLogger) => Promise<void>;
 }
@@ -27,9 +30,15 @@ export async function bootstrap<S extends z.ZodObject<z.ZodRawShape>>(opts: Boot
   const logger = createAppLogger(opts.app, LOG_LEVEL, opts.logFields?.(config) ?? {});
   const app = await createHttpApp(opts.module(config), logger);
   installGracefulShutdown(app, logger);
+  const document = setupApiDocs(app, `Defender ${opts.app}`, opts.apiDescription, 'v1');
   await opts.beforeListen?.(app, config, logger);
   await app.listen(HTTP_PORT, HTTP_HOST);
-  logger.info({ url: await app.getUrl() }, `${opts.app} listening`);
+  // The document against the routes the app actually serves: a route without documentation (or a
+  // documented one that is not served) is a defect the app's contract test reads from this line.
+  const mismatch = apiDocsMismatch(document, servedRoutes(app));
+  const docs = { page: `/${API_DOCS_PATH}`, json: `/${API_DOCS_JSON_PATH}`, operations: Object.keys(document.paths).length, ...mismatch };
+  if (mismatch.undocumented.length > 0 || mismatch.notServed.length > 0) logger.warn({ apiDocs: docs }, 'API documentation does not match the routes');
+  logger.info({ url: await app.getUrl(), apiDocs: docs }, `${opts.app} listening`);
   return app;
 }
 

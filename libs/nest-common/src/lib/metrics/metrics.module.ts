@@ -1,5 +1,19 @@
-import { DynamicModule, Module } from '@nestjs/common';
-import { PrometheusModule } from '@willsoto/nestjs-prometheus';
+import { Controller, DynamicModule, Get, Module, Res } from '@nestjs/common';
+import { ApiOkResponse, ApiOperation, ApiProduces, ApiTags } from '@nestjs/swagger';
+import { PrometheusController, PrometheusModule } from '@willsoto/nestjs-prometheus';
+
+/** The library's /metrics route, documented in the app's OpenAPI document. */
+@ApiTags('metrics')
+@Controller()
+export class MetricsController extends PrometheusController {
+  @Get()
+  @ApiOperation({ summary: 'Prometheus metrics', description: 'Every metric of the app (its own and the Node defaults, labelled with the app name) in the Prometheus text format.' })
+  @ApiProduces('text/plain')
+  @ApiOkResponse({ description: 'The metrics, text/plain; version=0.0.4.' })
+  override index(@Res({ passthrough: true }) response: unknown): Promise<string> {
+    return super.index(response);
+  }
+}
 
 /**
  * GET /metrics in Prometheus text format with the Node default metrics (prefixed with the app
@@ -14,6 +28,7 @@ export class MetricsModule {
       imports: [
         PrometheusModule.register({
           path: '/metrics',
+          controller: MetricsController,
           defaultLabels: { app: opts.app, ...(opts.defaultLabels ?? {}) },
           defaultMetrics: { enabled: true },
         }),

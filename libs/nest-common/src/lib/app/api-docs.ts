@@ -1,0 +1,79 @@
+import type { INestApplication } from '@nestjs/common';
+import { DocumentBuilder, SwaggerModule, type OpenAPIObject } from '@nestjs/swagger';
+
+/** The page (Swagger UI) of an app's HTTP API. */
+export const API_DOCS_PATH = 'api/docs';
+/** The OpenAPI 3 document of an app's HTTP API, as JSON. */
+export const API_DOCS_JSON_PATH = 'api/docs/openapi.json';
+
+const HTTP_METHODS = ['get', 'post', 'put', 'delete', 'patch', 'head', 'options'] as const;
+
+/** One route, `GET /api/v1/chambers/{key}` (OpenAPI path syntax). */
+export type RouteKey = string;
+
+/** Express `:param` segments as OpenAPI `{param}`. */
+export function openApiPath(expressPath: string): string {
+  return expressPath.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
+}
+
+/**
+ * Builds the app's OpenAPI document from its controllers (routes, parameters, the `@ApiOperation`
+ * and `@ApiResponse` decorators on them).
+ */
+export function buildApiDocument(app: INestApplication, title: string, description: string, version: string): OpenAPIObject {
+  const config = new DocumentBuilder().setTitle(title).setDescription(description).setVersion(version).build();
+  return SwaggerModule.createDocument(app, config);
+}
+
+/**
+ * Serves the app's API documentation: the page at `/api/docs`, the document at
+ * `/api/docs/openapi.json`. Call before the app listens. Returns the document.
+ */
+export function setupApiDocs(app: INestApplication, title: string, description: string, version: string): OpenAPIObject {
+  const document = buildApiDocument(app, title, description, version);
+  SwaggerModule.setup(API_DOCS_PATH, app, document, { jsonDocumentUrl: API_DOCS_JSON_PATH, raw: ['json'] });
+  return document;
+}
+
+/** Every operation of a document, `METHOD /path`. */
+export function documentedRoutes(document: OpenAPIObject): Set<RouteKey> {
+  const out = new Set<RouteKey>();
+  for (const [path, item] of Object.entries(document.paths ?? {})) {
+    for (const m of HTTP_METHODS) if ((item as Record<string, unknown>)[m]) out.add(`${m.toUpperCase()} ${path}`);
+  }
+  return out;
+}
+
+interface ExpressLayer {
+  route?: { path?: unknown; methods?: Record<string, boolean> };
+}
+
+/**
+ * The routes the running app serves (Express's router, after `listen`/`init`), except the API
+ * documentation's own: `METHOD /path` in OpenAPI path syntax.
+ */
+export function servedRoutes(app: INestApplication): Set<RouteKey> {
+  const instance = app.getHttpAdapter().getInstance() as { router?: { stack?: ExpressLayer[] }; _router?: { stack?: ExpressLayer[] } };
+  const stack = instance.router?.stack ?? instance._router?.stack ?? [];
+  const out = new Set<RouteKey>();
+  for (const layer of stack) {
+    const path = layer.route?.path;
+    if (typeof path !== 'string' || path.startsWith(`/${API_DOCS_PATH}`)) continue;
+    for (const [m, on] of Object.entries(layer.route?.methods ?? {})) {
+      if (on && m !== '_all') out.add(`${m.toUpperCase()} ${openApiPath(path)}`);
+    }
+  }
+  return out;
+}
+
+/**
+ * Routes served but not documented, and documented but not served (both sorted; empty when the
+ * document matches the app).
+ */
+export function apiDocsMismatch(document: OpenAPIObject, served: ReadonlySet<RouteKey>): { undocumented: RouteKey[]; notServed: RouteKey[] } {
+  const documented = documentedRoutes(document);
+  return {
+    undocumented: [...served].filter((r) => !documented.has(r)).sort(),
+    notServed: [...documented].filter((r) => !served.has(r)).sort(),
+  };
+}
