@@ -9,6 +9,7 @@
  * Reports go to docs/chaos/ (CHAOS_REPORT_DIR to change); the exit code is 1 when an invariant is violated.
  */
 import { parseArgs } from 'node:util';
+import { ProgressLine, remainingMs, shortDuration } from '@defender/infra-harness';
 import { rerenderReports, reportDir } from './lib/report';
 import { ScenarioOutcome } from './lib/runner';
 import { DEFAULT_SETTINGS } from './lib/settings';
@@ -99,13 +100,25 @@ async function main(argv: string[]): Promise<number> {
   if (cli.command === 'soak') {
     const { seconds, seed } = cli;
     process.stderr.write(`chaos: soak for ${seconds} s (seed ${seed})\n`);
-    outcomes.push(await runSoak({ seconds, seed }));
+    outcomes.push(await runSoak({ seconds, seed, progress: new ProgressLine(process.stderr, 'auto', 15_000) }));
   } else {
-    for (const def of SUITES.filter((d) => cli.suites.includes(d.name))) {
+    const defs = SUITES.filter((d) => cli.suites.includes(d.name));
+    const total = defs.reduce((a, d) => a + d.scenarios.length, 0);
+    const started = Date.now();
+    let done = 0;
+    let held = 0;
+    for (const def of defs) {
       const suite = await startSuite(def, cli.defaults ? { settings: DEFAULT_SETTINGS, reportSuffix: '-defaults' } : {});
       try {
         for (const sc of def.scenarios) {
+          const left = remainingMs(done, total, Date.now() - started);
+          process.stderr.write(
+            `chaos: [${done + 1}/${total}] ${def.name}: ${sc.id} · ${shortDuration(Date.now() - started)} elapsed` +
+              `${left === undefined ? '' : `, about ${shortDuration(left)} left`} · invariants held in ${held} of ${done} so far\n`,
+          );
           const o = await sc.run(suite);
+          done++;
+          if (o.report.ok) held++;
           process.stderr.write(`chaos: ${summary(o)}\n`);
           outcomes.push(o);
         }

@@ -1,4 +1,4 @@
-import { rng } from '@defender/infra-harness';
+import { ProgressLine, rng, shortDuration, textBar } from '@defender/infra-harness';
 import { analyseTakeover, ChamberEvidence, percentile } from './analysis';
 import { isAlive } from './cluster';
 import { ScenarioOutcome, ScenarioRun, sleep, Suite } from './runner';
@@ -14,6 +14,27 @@ export interface SoakOptions {
   readonly maxDefenders: number;
   /** Pause between two faults, seconds (uniform). */
   readonly gapSeconds: readonly [number, number];
+  /** Where the soak shows its progress (elapsed, left, faults so far, processes, runs); none by default. */
+  readonly progress?: ProgressLine;
+}
+
+/** The soak's progress line: time, faults so far by kind, what is alive, runs published, unexpected exits. */
+export function soakProgressLine(p: {
+  elapsedMs: number;
+  totalMs: number;
+  faults: ReadonlyMap<string, number>;
+  defenders: number;
+  runs: number;
+  unexpectedExits: number;
+  phase: 'faults' | 'settling';
+}): string {
+  const faults = [...p.faults.values()].reduce((a, b) => a + b, 0);
+  const byKind = [...p.faults].sort((a, b) => b[1] - a[1]).map(([k, n]) => `${k} ${n}`).join(', ');
+  const time =
+    p.phase === 'faults'
+      ? `${shortDuration(p.elapsedMs)} of ${shortDuration(p.totalMs)} · ${shortDuration(Math.max(0, p.totalMs - p.elapsedMs))} left`
+      : `faults done after ${shortDuration(p.totalMs)}; settling, then the invariants are checked`;
+  return `soak ${textBar(p.elapsedMs / p.totalMs)} ${time} · ${faults} faults${byKind ? ` (${byKind})` : ''} · ${p.defenders} defenders live · ${p.runs} runs published · ${p.unexpectedExits} unexpected exits`;
 }
 
 export const DEFAULT_SOAK: SoakOptions = { seconds: 600, seed: 1, minDefenders: 3, maxDefenders: 7, gapSeconds: [2, 6] };
@@ -86,6 +107,18 @@ export async function soak(suite: Suite, opts: SoakOptions): Promise<ScenarioOut
         for (let i = 0; i < n; i++) await c.startDefender(newPod());
       })(),
     );
+
+  const started = Date.now();
+  let phase: 'faults' | 'settling' = 'faults';
+  const showProgress = () => {
+    let runs = 0;
+    for (const list of suite.publisher.published().values()) runs += list.filter((x) => x.publishedAt >= run.from).length;
+    const elapsedMs = Math.min(Date.now() - started, opts.seconds * 1000);
+    const unexpectedExits = c.unexpectedExits(run.from).length;
+    opts.progress?.update(soakProgressLine({ elapsedMs, totalMs: opts.seconds * 1000, faults: counts, defenders: c.liveDefenders().length, runs, unexpectedExits, phase }));
+  };
+  // Unref'd: a soak that throws leaves nothing running.
+  const ticker = opts.progress ? setInterval(showProgress, 1000).unref() : undefined;
 
   while (Date.now() < until) {
     await sleep(between(opts.gapSeconds[0], opts.gapSeconds[1]) * 1000);
@@ -199,6 +232,7 @@ export async function soak(suite: Suite, opts: SoakOptions): Promise<ScenarioOut
     }
   }
   c.note('faults-stop');
+  phase = 'settling';
   await Promise.all(background);
   for (const p of c.procs) if (p.frozen && isAlive(p)) c.thaw(p);
   // Recovery: at least the minimum of defenders, both agents, two controllers.
@@ -208,6 +242,8 @@ export async function soak(suite: Suite, opts: SoakOptions): Promise<ScenarioOut
   while (c.liveDefenders().length < opts.minDefenders) await c.startDefender(newPod());
   await c.waitLeader(60_000);
   await c.waitStable(120_000).catch((err: unknown) => run.note(`the cluster did not settle: ${(err as Error).message}`));
+  if (ticker) clearInterval(ticker);
+  opts.progress?.done(`soak: ${[...counts.values()].reduce((a, b) => a + b, 0)} faults in ${shortDuration(opts.seconds * 1000)}, the cluster settled; checking the invariants`);
   for (const [k, n] of [...counts].sort()) run.measure({ name: `faults injected: ${k}`, value: n, unit: 'count', verdict: 'info' });
   const elapsed = (Date.now() - run.from) / 1000;
   return run.finish((ev: ChamberEvidence[]) => {
