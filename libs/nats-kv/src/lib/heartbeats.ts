@@ -7,7 +7,10 @@ import { mapKvError } from './errors';
 export interface ObservedHeartbeat {
   readonly heartbeat: Heartbeat;
   readonly revision: number;
-  /** When the NATS server stored it. */
+  /**
+   * When the NATS server stored it, by the server's clock: data for people, never aged against a
+   * local clock (liveness is the revision changing, timed on the reader's monotonic clock).
+   */
   readonly storedAt: Date;
 }
 
@@ -20,8 +23,8 @@ export interface BadHeartbeat {
 
 /**
  * The `defender-heartbeats` bucket: one key per defender ID. Liveness is judged by the reader from
- * when it last saw a key's revision change, never from KV expiry (NATS before 2.11 sends no watch
- * event when an entry ages out).
+ * when it last saw a key's revision change, on its own monotonic clock, never from KV expiry (NATS
+ * before 2.11 sends no watch event when an entry ages out) nor from a stored time.
  */
 export class HeartbeatBucket {
   constructor(
