@@ -13,9 +13,12 @@ if [ ! -x node_modules/.bin/nx ] || [ ! -f node_modules/.package-lock.json ] || 
   npm ci --no-audit --no-fund
 fi
 
+export SWC_NODE_PROJECT="$PWD/tsconfig.base.json"
 case " $* " in
   *" --help "* | *" -h "*) ;;
   *)
+    # A wrong option is reported at once, not after the build.
+    LOCAL_FAB_CHECK_ONLY=1 node -r ./node_modules/@swc-node/register/index.js tools/local-fab/src/main.ts "$@"
     echo "local-fab: building defender, assignment-controller, election-agent, dashboard (log: tmp/local-fab/build.log) ..."
     if ! NX_DAEMON=false npx nx run-many -t build -p defender assignment-controller election-agent dashboard --output-style=static >tmp/local-fab/build.log 2>&1; then
       tail -n 40 tmp/local-fab/build.log
@@ -25,5 +28,4 @@ case " $* " in
     ;;
 esac
 
-export SWC_NODE_PROJECT="$PWD/tsconfig.base.json"
 exec node -r ./node_modules/@swc-node/register/index.js tools/local-fab/src/main.ts "$@"

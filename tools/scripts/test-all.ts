@@ -35,7 +35,22 @@ function run(cmd: string, args: string[], env: NodeJS.ProcessEnv): Promise<numbe
   });
 }
 
+const USAGE = `Usage: npm test [-- <nx run-many options>]
+
+Lints, type-checks, builds and tests every project (nx run-many -t lint typecheck build test), with
+nats-server checked and Cassandra started once for the whole run (CASSANDRA_HOSTS: use that cluster
+instead). Options after -- go to nx run-many, e.g. \`npm test -- -p store\` for one project.
+REQUIRE_INFRA=1 makes a server that cannot be started a failure instead of a skip.
+
+  -h, --help  this text (nothing is started)
+`;
+
 async function main(): Promise<number> {
+  const args = process.argv.slice(2);
+  if (args.includes('--help') || args.includes('-h')) {
+    process.stdout.write(USAGE);
+    return 0;
+  }
   const started = Date.now();
   const env: NodeJS.ProcessEnv = { ...process.env, NX_DAEMON: 'false', TZ: 'UTC', FORCE_COLOR: '0' };
 
@@ -72,7 +87,7 @@ async function main(): Promise<number> {
     const nx = join(REPO, 'node_modules', '.bin', 'nx');
     const code = await run(
       nx,
-      ['run-many', '-t', 'lint', 'typecheck', 'build', 'test', '--output-style=stream', '--parallel=2', ...process.argv.slice(2)],
+      ['run-many', '-t', 'lint', 'typecheck', 'build', 'test', '--output-style=stream', '--parallel=2', ...args],
       env,
     );
     log(`finished with code ${code} in ${((Date.now() - started) / 1000).toFixed(0)} s`);

@@ -83,6 +83,8 @@ async function main(): Promise<number> {
   const defenders = posInt('defenders', values.defenders, 3, 50);
   const controllers = posInt('controllers', values.controllers, 1, 5);
   const port = values.port === undefined ? undefined : posInt('port', values.port, 8090, 65535, 0);
+  // start.sh checks the command line this way before it spends a minute building.
+  if (process.env['LOCAL_FAB_CHECK_ONLY'] === '1') return 0;
   const fabArgs = [
     ...(values.size ? ['--size', values.size] : []),
     ...(values.tools ? ['--tools', values.tools] : []),
