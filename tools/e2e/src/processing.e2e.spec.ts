@@ -7,7 +7,7 @@ import { SqliteStore } from '@defender/store';
 import { describeWithInfra, getJson, startNatsServer, NatsServerHandle } from '@defender/infra-harness';
 import { publishOnce } from '@defender/nats-kv';
 import { LocalCluster, SeedChamber } from './cluster';
-import { completeRun, makeTrace, notificationOf, publishRaw, RunSpec } from './runs';
+import { completeRun, completeRunWithCorruptChunk, makeTrace, notificationOf, publishRaw, RunSpec } from './runs';
 
 const SVIDS = ['pressure', 'rf_power'];
 
@@ -277,6 +277,8 @@ describeWithInfra(['nats'], 'run processing: exactly-once, ordered, fenced (mult
       ['no-indicators', () => completeRun(store, nc, spec('tool1', 96, { nanFraction: 1 }))],
       ['trace-too-large', () => publishRaw(nc, subj, JSON.stringify(notificationOf(spec('tool1', 97, { samples: 25_000_000 }))))],
       ['invalid-strategy', () => completeRun(store, nc, spec('tool3', 99))],
+      // A stored trace whose bytes were damaged after the write: its chunk fails the checksum.
+      ['corrupt-trace', () => completeRunWithCorruptChunk(c.sqlitePath, store, nc, spec('tool1', 89))],
     ];
     const deadSeqs: number[] = [];
     const goodSeqs: number[] = [];
@@ -284,14 +286,19 @@ describeWithInfra(['nats'], 'run processing: exactly-once, ordered, fenced (mult
       deadSeqs.push(await send());
       goodSeqs.push(await good(goodSeqs.length));
     }
-    // A valid run with NaN-filled samples (a third missing) is processed, and a duplicate run id is skipped (not a dead letter).
+    // A valid run with NaN-filled samples (a third missing) is processed, so is one with ±Infinity samples, and a duplicate run id is skipped (not a dead letter).
     const nanSeq = await completeRun(store, nc, spec('tool1', 98, { nanFraction: 0.3 }));
+    // ±Infinity samples are invalid samples like NaN: the run is processed and no point is infinite.
+    const infSeq = await completeRun(store, nc, spec('tool1', 88, { infFraction: 0.2 }));
     const dupSeq = await publishRaw(nc, subj, JSON.stringify(notificationOf(spec('tool1', 98))));
     await cluster!.waitFor('tool1 through the corpus', async () => (await hwm(store, 'tool1')) === dupSeq, 60_000);
     await cluster!.waitFor('tool2 kept flowing', async () => (await hwm(store, 'tool2')) === goodSeqs.at(-1), 60_000);
     expect((await committed(store, 'tool2')).map((r) => r.sequence)).toEqual(goodSeqs);
     const t1 = await committed(store, 'tool1');
     expect(t1.find((r) => r.sequence === nanSeq)?.points.length).toBeGreaterThan(0);
+    const inf = t1.find((r) => r.sequence === infSeq);
+    expect(inf?.points.length).toBeGreaterThan(0);
+    expect(inf?.points.filter((p) => !Number.isFinite(p.value))).toEqual([]);
     expect(t1.filter((r) => r.runId === notificationOf(spec('tool1', 98)).runId).map((r) => r.sequence)).toEqual([nanSeq]);
 
     const jsm = await jetstreamManager(nc);
