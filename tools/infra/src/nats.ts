@@ -1,5 +1,5 @@
 import { ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { freePort, waitFor } from './ports';
@@ -21,8 +21,11 @@ export interface NatsServerHandle {
   readonly pid: number | undefined;
   /** Graceful stop (SIGTERM), then removes the store directory. */
   stop(): Promise<void>;
-  /** Stops the process (SIGTERM, or SIGKILL when `hard`) and starts it again on the same port and store. */
-  restart(opts?: { hard?: boolean; downMs?: number }): Promise<void>;
+  /**
+   * Stops the process (SIGTERM, or SIGKILL when `hard`) and starts it again on the same port and
+   * store; with `emptyStore`, on an emptied store directory (every stream and bucket gone).
+   */
+  restart(opts?: { hard?: boolean; downMs?: number; emptyStore?: boolean }): Promise<void>;
   /** Stops the process without removing the store (a NATS outage); {@link start} brings it back. */
   halt(opts?: { hard?: boolean }): Promise<void>;
   start(): Promise<void>;
@@ -146,6 +149,10 @@ export async function startNatsServer(opts: { storeDir?: string; jetstream?: boo
     halt,
     async restart(o = {}) {
       await halt(o);
+      if (o.emptyStore) {
+        rmSync(storeDir, { recursive: true, force: true });
+        mkdirSync(storeDir, { recursive: true });
+      }
       if (o.downMs) await new Promise((r) => setTimeout(r, o.downMs));
       await start();
     },

@@ -27,6 +27,26 @@ export class NatsUnavailableError extends Error {
   readonly retryable = true;
 }
 
+/**
+ * A JetStream stream (or a KV bucket's stream) does not exist: NATS lost it (restarted with an empty
+ * store) or nobody created it yet. Retryable: whoever needs it creates it again and retries.
+ */
+export class StreamMissingError extends Error {
+  override readonly name = 'StreamMissingError';
+  readonly retryable = true;
+  constructor(
+    readonly stream: string,
+    options?: { cause?: unknown },
+  ) {
+    super(`stream ${stream} does not exist (NATS lost it, or it was never created)`, options);
+  }
+}
+
+/** True for JetStream's answer that a stream (or a KV bucket) does not exist. */
+export function isStreamNotFound(err: unknown): boolean {
+  return err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamNotFound;
+}
+
 /** Every stable ID in 0..MAX_DEFENDERS-1 is held by a live process. */
 export class PoolExhaustedError extends Error {
   override readonly name = 'PoolExhaustedError';

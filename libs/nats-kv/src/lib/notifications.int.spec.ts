@@ -3,6 +3,7 @@ import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { describeWithInfra, startNatsServer, waitFor } from '@defender/infra-harness';
 import { lastMessageId, NotificationReader, publishOnce, watchNotifications } from './notifications';
 import { ensureStreams, STREAMS } from './streams';
+import { StreamMissingError } from './errors';
 
 describeWithInfra(['nats'], 'notification streams against a real nats-server', () => {
   it('creates the streams idempotently (concurrently), reads a chamber by sequence, wakes on new runs, dedupes events', async () => {
@@ -53,6 +54,35 @@ describeWithInfra(['nats'], 'notification streams against a real nats-server', (
     }
   });
 
+  it('a stream recreated after NATS lost its store has another identity, and its sequences restart at 1', async () => {
+    const srv = await startNatsServer();
+    const nc = await connect({ servers: srv.url, maxReconnectAttempts: -1, reconnectTimeWait: 100 });
+    try {
+      await ensureStreams(nc);
+      const js = jetstream(nc);
+      for (let i = 0; i < 3; i++) await js.publish('dc.t.c.completed', String(i));
+      const reader = await NotificationReader.open(nc);
+      const first = await reader.streamId();
+      // Callers asking at once share requests, and every answer is the stream's as it is.
+      expect(await Promise.all([reader.streamId(), reader.streamId(), reader.streamId()])).toEqual([first, first, first]);
+      expect((await reader.next('dc.t.c.completed', 3))?.sequence).toBe(3);
+
+      await srv.restart({ emptyStore: true });
+      const missing = await waitForValue(() => reader.streamId().then(() => undefined, (err: unknown) => (err instanceof StreamMissingError ? err : undefined)));
+      expect(missing).toMatchObject({ name: 'StreamMissingError', retryable: true, stream: STREAMS.notifications });
+      expect(await reader.next('dc.t.c.completed', 1).catch((err: unknown) => err)).toMatchObject({ retryable: true });
+
+      await ensureStreams(nc);
+      const second = await reader.streamId();
+      expect(second).not.toBe(first);
+      expect((await js.publish('dc.t.c.completed', 'again')).seq).toBe(1);
+      expect((await reader.next('dc.t.c.completed', 1))?.sequence).toBe(1);
+    } finally {
+      await nc.close();
+      await srv.stop();
+    }
+  });
+
   it('the feed resumes without gaps after a NATS restart', async () => {
     const srv = await startNatsServer();
     const nc = await connect({ servers: srv.url, maxReconnectAttempts: -1, reconnectTimeWait: 100 });
@@ -81,3 +111,18 @@ describeWithInfra(['nats'], 'notification streams against a real nats-server', (
     }
   });
 });
+
+/** Polls `f` until it returns a value (NATS reconnecting after a restart answers with transport errors first). */
+async function waitForValue<T>(f: () => Promise<T | undefined>): Promise<T> {
+  let found: T | undefined;
+  await waitFor(
+    'a value',
+    async () => {
+      found = await f().catch(() => undefined);
+      return found !== undefined;
+    },
+    30_000,
+    100,
+  );
+  return found as T;
+}

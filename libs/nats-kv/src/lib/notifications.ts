@@ -1,6 +1,6 @@
 import type { NatsConnection } from '@nats-io/nats-core';
 import { DeliverPolicy, jetstream, JetStreamApiError, JetStreamManager, jetstreamManager } from '@nats-io/jetstream';
-import { mapKvError } from './errors';
+import { isStreamNotFound, mapKvError, StreamMissingError } from './errors';
 import { STREAMS } from './streams';
 
 /** One stored notification. */
@@ -17,6 +17,10 @@ export interface StoredNotification {
  * position lives in the store (its high-water mark) and a new owner resumes exactly after it.
  */
 export class NotificationReader {
+  /** The stream-info request in flight, and the one queued behind it (see {@link streamId}). */
+  private idInFlight: Promise<string> | undefined;
+  private idQueued: Promise<string> | undefined;
+
   private constructor(
     private readonly jsm: JetStreamManager,
     private readonly stream: string,
@@ -41,7 +45,48 @@ export class NotificationReader {
       if (!m) return null;
       return { subject: m.subject, sequence: m.seq, data: m.data, storedAt: m.time };
     } catch (err) {
+      if (isStreamNotFound(err)) throw new StreamMissingError(this.stream, { cause: err });
       throw mapKvError(err, this.stream, subject);
+    }
+  }
+
+  /**
+   * The stream's identity: its creation time as the server reports it (`created` in stream info; a
+   * stream recreated empty has a new one, and its sequences restart at 1). The answer always comes
+   * from a request sent after this call began, so it covers every {@link next} that completed
+   * before; callers asking at once share requests (at most one in flight and one queued behind it),
+   * so thousands of chambers checking after every read cost a few requests per round trip.
+   *
+   * @throws StreamMissingError when the stream does not exist (retryable).
+   * @throws NatsUnavailableError when NATS does not answer (retry later).
+   */
+  streamId(): Promise<string> {
+    if (!this.idInFlight) {
+      const p = this.fetchStreamId();
+      this.idInFlight = p;
+      const clear = () => {
+        if (this.idInFlight === p) this.idInFlight = undefined;
+      };
+      p.then(clear, clear);
+      return p;
+    }
+    // The request in flight may have been answered before this call began: wait for the next one.
+    this.idQueued ??= this.idInFlight.then(
+      () => undefined,
+      () => undefined,
+    ).then(() => {
+      this.idQueued = undefined;
+      return this.streamId();
+    });
+    return this.idQueued;
+  }
+
+  private async fetchStreamId(): Promise<string> {
+    try {
+      return (await this.jsm.streams.info(this.stream)).created;
+    } catch (err) {
+      if (isStreamNotFound(err)) throw new StreamMissingError(this.stream, { cause: err });
+      throw mapKvError(err, this.stream, '(info)');
     }
   }
 

@@ -1,5 +1,6 @@
 import {
   ChamberRef,
+  ChamberState,
   chamberKey,
   CommitRunResult,
   CorruptRecordError,
@@ -107,7 +108,13 @@ function isOutage(err: unknown): boolean {
  * 3. bad input is dead-lettered (`dc.dead.<reason>`) and the mark moves past it; an outage (NATS,
  *    store) pauses the chamber and retries without counting attempts; other failures are retried
  *    `maxAttempts` times, then dead-lettered;
- * 4. a FencedError (a newer owner exists) stops the worker at once.
+ * 4. a FencedError (a newer owner exists) stops the worker at once;
+ * 5. the mark counts in one stream (its identity is stored with it): a notification is committed
+ *    only after the source confirmed, after reading it, that the stream is still that one, and an
+ *    idle worker checks it at every poll. A recreated stream (sequences restarted below the mark)
+ *    pauses the chamber and re-bases it (stream offset := mark, fenced), so the new stream is read
+ *    from its start and run ids applied before are skipped: nothing is skipped silently, nothing is
+ *    applied twice (ADR 0007).
  */
 export class ChamberWorker {
   private readonly abort = new AbortController();
@@ -115,6 +122,10 @@ export class ChamberWorker {
   private pendingNotice = false;
   private loop: Promise<void> | undefined;
   private highWaterMark = 0;
+  /** The stream the mark counts in (undefined until bound) and what its sequences add up to in the store. */
+  private boundStream: string | undefined;
+  private streamOffset = 0;
+  private streamStatus: StreamStatus = 'unbound';
   /** The attempt in progress, if any (see withTimeout). */
   private currentAttempt: AttemptState | undefined;
   private inflightRun = false;
@@ -134,6 +145,10 @@ export class ChamberWorker {
 
   get mark(): number {
     return this.highWaterMark;
+  }
+  /** The stream the chamber's mark counts in, its offset, and whether it matches the stream now. */
+  get stream(): { readonly streamId: string | undefined; readonly offset: number; readonly status: StreamStatus } {
+    return { streamId: this.boundStream, offset: this.streamOffset, status: this.streamStatus };
   }
   get busy(): boolean {
     return this.inflightRun;
@@ -155,7 +170,7 @@ export class ChamberWorker {
 
   /** A new notification exists for this chamber at `sequence`. */
   notify(sequence: number): void {
-    if (sequence <= this.highWaterMark) return;
+    if (sequence <= this.highWaterMark - this.streamOffset) return;
     this.pendingNotice = true;
     this.wakeUp?.();
   }
@@ -172,17 +187,25 @@ export class ChamberWorker {
     try {
       await this.outageRetry('claim', async () => {
         const state = await this.deps.store.chamberState.claim(this.chamber, this.epoch, this.opts.ownerId, this.deps.now());
-        this.highWaterMark = state.highWaterMark;
+        this.adoptState(state);
       });
+      // The outbox counts in store sequences: it does not depend on the stream.
       if (this.highWaterMark > 0) await this.outageRetry('publish', () => this.publishOutbox(true));
+      await this.outageRetry('stream', () => this.sameStream());
       while (!signal.aborted) {
         this.pendingNotice = false;
-        const msg = await this.outageRetry('read', () => this.deps.source.next(this.subject, this.highWaterMark + 1));
+        const raw = await this.outageRetry('read', () => this.deps.source.next(this.subject, this.highWaterMark - this.streamOffset + 1));
         if (signal.aborted) break;
-        if (!msg) {
+        if (!raw) {
           await this.idle();
+          if (!signal.aborted) await this.outageRetry('stream', () => this.sameStream());
           continue;
         }
+        // Read from the stream the mark counts in? Asked after the read, so a stream recreated before
+        // it or during it is seen; a recreated one re-bases the chamber and this read is dropped.
+        if (!(await this.outageRetry('stream', () => this.sameStream()))) continue;
+        if (signal.aborted) break;
+        const msg: RunMessage = { ...raw, sequence: this.streamOffset + raw.sequence, streamSequence: raw.sequence };
         const release = await this.deps.semaphore.acquire();
         try {
           if (signal.aborted) break;
@@ -203,6 +226,50 @@ export class ChamberWorker {
       if (err instanceof StoppedSignal) return 'stopped';
       throw err;
     }
+  }
+
+  private adoptState(state: ChamberState): void {
+    this.highWaterMark = state.highWaterMark;
+    this.boundStream = state.streamId;
+    this.streamOffset = state.streamOffset ?? 0;
+  }
+
+  /**
+   * True when the stream is the one the mark counts in. Otherwise binds the chamber to the stream
+   * as it is now and returns false (the caller reads again from the new position): a mark recorded
+   * without an identity adopts the stream once; a mark of another (recreated) stream is re-based
+   * onto it, fenced, and until that succeeds the chamber stays paused (retried like an outage).
+   */
+  private async sameStream(): Promise<boolean> {
+    const streamId = this.deps.source.streamId?.bind(this.deps.source);
+    if (!streamId) return true;
+    const current = await streamId();
+    if (current === this.boundStream) {
+      this.streamStatus = 'bound';
+      return true;
+    }
+    const recorded = this.boundStream;
+    if (recorded !== undefined && this.streamStatus !== 'mismatch') {
+      this.streamStatus = 'mismatch';
+      this.deps.observer?.streamMismatch?.(this.key, { recorded, current, highWaterMark: this.highWaterMark });
+    }
+    const state = await this.deps.store.chamberState.bindStream({
+      chamber: this.chamber,
+      epoch: this.epoch,
+      expectedStreamId: recorded,
+      streamId: current,
+      rebase: recorded !== undefined,
+    });
+    // Someone bound it meanwhile (only a newer owner can: then our next commit is fenced): its binding counts.
+    this.adoptState(state);
+    if (state.streamId !== current) return false;
+    this.streamStatus = 'bound';
+    if (recorded === undefined) {
+      if (state.highWaterMark > 0) this.deps.observer?.streamAdopted?.(this.key, { streamId: current, highWaterMark: state.highWaterMark });
+    } else {
+      this.deps.observer?.streamRebased?.(this.key, { from: recorded, to: current, offset: this.streamOffset });
+    }
+    return false;
   }
 
   /**
@@ -276,7 +343,7 @@ export class ChamberWorker {
     }
   }
 
-  private async process(msg: NotificationMessage): Promise<void> {
+  private async process(msg: RunMessage): Promise<void> {
     const started = this.deps.monotonic();
     this.deps.observer?.received?.(this.key, msg.sequence);
     // Parsed once per run; a parse failure is rethrown by each attempt and handled there as before
@@ -296,7 +363,7 @@ export class ChamberWorker {
     }
   }
 
-  private async attempts(msg: NotificationMessage, parsed: Parsed, started: number, reserved: number): Promise<void> {
+  private async attempts(msg: RunMessage, parsed: Parsed, started: number, reserved: number): Promise<void> {
     for (let attempt = 1; ; attempt++) {
       try {
         const outcome = await this.withTimeout(() => this.attempt(msg, parsed, reserved));
@@ -623,13 +690,13 @@ export class ChamberWorker {
     }
   }
 
-  private async deadLetter(msg: NotificationMessage, reason: DeadLetterReason, detail: string, runId: string, attempts: number): Promise<void> {
+  private async deadLetter(msg: RunMessage, reason: DeadLetterReason, detail: string, runId: string, attempts: number): Promise<void> {
     const dl: DeadLetter = {
       schema: 1,
       reason,
       detail,
       subject: msg.subject,
-      streamSequence: msg.sequence,
+      streamSequence: msg.streamSequence,
       payloadBase64: Buffer.from(msg.data).toString('base64'),
       defenderId: this.opts.ownerId,
       attempts,
@@ -662,6 +729,17 @@ export class ChamberWorker {
 function handled<T>(p: Promise<T>): Promise<T> {
   p.catch(() => undefined);
   return p;
+}
+
+/** Where a chamber's mark stands against the stream: not yet bound, bound to it, or recorded with another. */
+export type StreamStatus = 'unbound' | 'bound' | 'mismatch';
+
+/**
+ * A notification as the worker handles it: `sequence` is the store's (the stream's plus the
+ * chamber's stream offset), `streamSequence` the stream's own.
+ */
+interface RunMessage extends NotificationMessage {
+  readonly streamSequence: number;
 }
 
 /** Outbox entries read at once. */

@@ -24,6 +24,14 @@ export interface NotificationMessage {
 export interface NotificationSource {
   /** First notification on `subject` at or after `fromSequence`, or null when there is none yet. */
   next(subject: string, fromSequence: number): Promise<NotificationMessage | null>;
+  /**
+   * The identity of the stream as it is now (e.g. its creation time): the answer must be one the
+   * server gave after the call began, so it covers every `next` that completed before the call. A
+   * stream recreated empty restarts its sequences at 1 and has another identity. Rejects with a
+   * retryable error while the stream is missing. Without it, a worker cannot tell a recreated stream
+   * and trusts its mark (ADR 0007).
+   */
+  streamId?(): Promise<string>;
 }
 
 /** Where alarms, holds and dead letters go; every publication is deduplicated by `msgId`. */
@@ -103,6 +111,18 @@ export interface PipelineObserver {
   /** `WorkerDeps.releaseTrace` threw: the trace's memory is left to the garbage collector. */
   releaseFailed?(chamber: string, err: unknown): void;
   fenced?(chamber: string, epoch: number, err: unknown): void;
+  /** A mark recorded without a stream identity (before migration 3) adopted the current stream, once. */
+  streamAdopted?(chamber: string, info: { readonly streamId: string; readonly highWaterMark: number }): void;
+  /**
+   * The stream is not the one the chamber's mark was recorded with (recreated: its sequences restarted):
+   * the chamber is paused, nothing is committed, until it is re-based (`streamRebased`).
+   */
+  streamMismatch?(chamber: string, info: { readonly recorded: string; readonly current: string; readonly highWaterMark: number }): void;
+  /**
+   * The chamber was re-based onto the stream `to`: its sequence 1 is the store's `offset + 1`; every
+   * notification it holds is read, those of run ids applied before are skipped (`duplicate-run`).
+   */
+  streamRebased?(chamber: string, info: { readonly from: string; readonly to: string; readonly offset: number }): void;
   /** An outbox event the stream acknowledged (an alarm or hold; again after a claim if its mark was not written). */
   published?(chamber: string, event: OutboxEntry): void;
   stage?(stage: 'history' | 'trace' | 'evaluate' | 'commit', ms: number): void;

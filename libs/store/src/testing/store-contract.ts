@@ -279,6 +279,51 @@ export function describeStoreContract(name: string, backend: () => StoreContract
       });
     });
 
+    describe('stream binding (a mark counts in one stream; ADR 0007)', () => {
+      it('a new chamber has no stream; its owner binds one, and a mark without one adopts the stream once', async () => {
+        const ch = freshChamber();
+        await store.chamberState.claim(ch, 1, 'defender-1', T0);
+        await store.chamberState.commitRun(commit(ch, 1, 7));
+        expect((await store.chamberState.get(ch))?.streamId).toBeUndefined();
+        const bound = await store.chamberState.bindStream({ chamber: ch, epoch: 1, expectedStreamId: undefined, streamId: 'stream-a', rebase: false });
+        expect(bound).toMatchObject({ highWaterMark: 7, streamId: 'stream-a' });
+        expect(bound.streamOffset ?? 0).toBe(0);
+        expect(await store.chamberState.get(ch)).toEqual(bound);
+        // A claim keeps the binding.
+        expect(await store.chamberState.claim(ch, 2, 'defender-2', T0)).toMatchObject({ highWaterMark: 7, streamId: 'stream-a' });
+      });
+
+      it('a re-base onto a recreated stream keeps the mark and sets the offset to it; run ids applied before stay duplicates', async () => {
+        const ch = freshChamber();
+        await store.chamberState.claim(ch, 1, 'defender-1', T0);
+        await store.chamberState.bindStream({ chamber: ch, epoch: 1, expectedStreamId: undefined, streamId: 'stream-a', rebase: false });
+        await store.chamberState.commitRun(commit(ch, 1, 40));
+        const rebased = await store.chamberState.bindStream({ chamber: ch, epoch: 1, expectedStreamId: 'stream-a', streamId: 'stream-b', rebase: true });
+        expect(rebased).toMatchObject({ highWaterMark: 40, streamId: 'stream-b', streamOffset: 40 });
+        expect(await store.chamberState.get(ch)).toEqual(rebased);
+        // The new stream's sequence 1 is the store's 41: the applied run comes back as a duplicate, a new one applies.
+        expect((await store.chamberState.commitRun(commit(ch, 1, 41, { runId: 'run-40' }))).outcome).toBe('duplicate-run');
+        expect((await store.chamberState.commitRun(commit(ch, 1, 42))).outcome).toBe('applied');
+        // A second recreation: the offset grows with the mark, never back.
+        const again = await store.chamberState.bindStream({ chamber: ch, epoch: 1, expectedStreamId: 'stream-b', streamId: 'stream-c', rebase: true });
+        expect(again).toMatchObject({ highWaterMark: 42, streamId: 'stream-c', streamOffset: 42 });
+      });
+
+      it('a binding is fenced, and only moves from the stream the caller saw', async () => {
+        const ch = freshChamber();
+        await store.chamberState.claim(ch, 1, 'defender-1', T0);
+        await store.chamberState.bindStream({ chamber: ch, epoch: 1, expectedStreamId: undefined, streamId: 'stream-a', rebase: false });
+        await store.chamberState.commitRun(commit(ch, 1, 5));
+        // Another owner saw no stream (or an older one): the stored binding wins, nothing changes.
+        const stale = await store.chamberState.bindStream({ chamber: ch, epoch: 1, expectedStreamId: undefined, streamId: 'stream-x', rebase: true });
+        expect(stale).toMatchObject({ streamId: 'stream-a', highWaterMark: 5 });
+        expect(stale.streamOffset ?? 0).toBe(0);
+        await store.chamberState.claim(ch, 2, 'defender-2', T0);
+        expect(await rejection(store.chamberState.bindStream({ chamber: ch, epoch: 1, expectedStreamId: 'stream-a', streamId: 'stream-b', rebase: true }))).toBeInstanceOf(FencedError);
+        expect(await store.chamberState.get(ch)).toMatchObject({ streamId: 'stream-a', ownerEpoch: 2 });
+      });
+    });
+
     describe('outbox', () => {
       it('keeps a run\'s events in order until marked published; a replay adds none', async () => {
         const ch = freshChamber();

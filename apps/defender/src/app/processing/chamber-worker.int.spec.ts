@@ -64,6 +64,7 @@ function withCommitRun(store: SqliteStore, before: () => void | Promise<void>): 
         return store.chamberState.commitRun(input);
       },
       appliedRun: (...a: Parameters<typeof store.chamberState.appliedRun>) => store.chamberState.appliedRun(...a),
+      bindStream: (...a: Parameters<typeof store.chamberState.bindStream>) => store.chamberState.bindStream(...a),
     },
   });
   return flaky;
@@ -684,4 +685,75 @@ describeWithInfra(['nats'], 'ChamberWorker exactly once past the duplicate windo
       { ...DEFAULT_STREAM_SETTINGS, duplicateWindowSeconds: 1 },
     );
   }, 90_000);
+});
+
+/**
+ * Guarantee 9 (a recreated stream is detected) and 10 with real NATS and SQLite: NATS restarts with
+ * an empty store and a publisher recreates the stream, whose sequences restart at 1, below the
+ * chamber's mark. Before ADR 0007 the worker read on from its mark and skipped every new run
+ * silently; now it detects the new stream, re-bases the chamber (offset := mark) and reads the new
+ * stream from its start: re-published runs are skipped by run id, new ones applied, each once.
+ */
+describeWithInfra(['nats'], 'ChamberWorker after NATS lost its store, against real NATS and SQLite', () => {
+  it('a mark without a stream adopts it; after the stream is recreated empty, every new run is applied once and none twice', async () => {
+    const nats = await startNatsServer();
+    const dir = mkdtempSync(join(tmpdir(), 'worker-recreated-'));
+    const nc = await connect({ servers: nats.url, maxReconnectAttempts: -1, reconnectTimeWait: 100 });
+    const store = await SqliteStore.open({ filename: join(dir, 'd.db') });
+    const cache = new UChartHistoryCache({ source: store.uchart, sizeMb: 8 });
+    const events: string[] = [];
+    const outcomes: string[] = [];
+    let worker: ChamberWorker | undefined;
+    try {
+      await ensureStreams(nc);
+      await store.chamberMetadata.upsert({ ...chamber, svidCount: 1, collectionFreqHz: 1, contextDurationSeconds: 60, weight: 60, lastUpdated: new Date(), source: 'configured', observedRuns: 0 });
+      const reader = await NotificationReader.open(nc);
+      const firstStream = await reader.streamId();
+      // r1 was applied by a release before migration 3: its mark carries no stream.
+      const s1 = await publishRunOf(nc, store, 1);
+      await store.chamberState.commitRun({ chamber, epoch: 1, ownerId: 'defender-0', sequence: s1, runId: 'r1', committedAt: new Date(), points: [] });
+
+      const deps: WorkerDeps = {
+        ...workerDeps({ nc, reader, cache, store, deadLetters: [], now: () => new Date() }),
+        observer: {
+          streamAdopted: (_c, i) => events.push(`adopted ${i.streamId === firstStream ? 'first' : i.streamId} at ${i.highWaterMark}`),
+          streamMismatch: (_c, i) => events.push(`mismatch ${i.recorded === firstStream ? 'first' : i.recorded} at ${i.highWaterMark}`),
+          streamRebased: (_c, i) => events.push(`rebased to ${i.to === firstStream ? 'first' : 'new'} at ${i.offset}`),
+          processed: (_c, seq, _ms, outcome) => outcomes.push(`${seq} ${outcome}`),
+        },
+      };
+      worker = new ChamberWorker(chamber, 2, deps, { ...workerOpts, idlePollMs: 200, ownerId: 'defender-1' });
+      worker.start(() => undefined);
+      for (const k of [2, 3, 4]) worker.notify(await publishRunOf(nc, store, k));
+      await waitFor('r2-r4 applied', async () => worker?.mark === 4, 20_000);
+      expect(events).toEqual(['adopted first at 1']);
+      expect(worker.stream).toEqual({ streamId: firstStream, offset: 0, status: 'bound' });
+
+      // NATS loses its store; a publisher recreates the stream and publishes r3 and r4 again
+      // (its retries) and the new runs r5-r7: sequences 1-5, every one at or below the mark (4).
+      await nats.restart({ emptyStore: true });
+      await waitFor('the stream recreated', async () => ensureStreams(nc).then(() => true, () => false), 30_000, 200);
+      const again: number[] = [];
+      for (const k of [3, 4, 5, 6, 7]) again.push(await publishRunOf(nc, store, k));
+      expect(again).toEqual([1, 2, 3, 4, 5]);
+      for (const seq of again) worker.notify(seq);
+
+      await waitFor('r5-r7 applied', async () => worker?.mark === 9, 30_000);
+      expect(events).toEqual(['adopted first at 1', 'mismatch first at 4', 'rebased to new at 4']);
+      expect(worker.stream).toMatchObject({ offset: 4, status: 'bound' });
+      expect(worker.stream.streamId).not.toBe(firstStream);
+      // Store sequences keep growing: the new stream's 1-5 are the store's 5-9.
+      expect(outcomes).toEqual(['2 applied', '3 applied', '4 applied', '5 duplicate-run', '6 duplicate-run', '7 applied', '8 applied', '9 applied']);
+      const runs = await store.uchart.history(chamber, { limit: 20 });
+      expect(runs.map((r) => `${r.sequence}:${r.runId}`)).toEqual(['1:r1', '2:r2', '3:r3', '4:r4', '7:r5', '8:r6', '9:r7']);
+      expect(await store.chamberState.get(chamber)).toMatchObject({ highWaterMark: 9, streamOffset: 4, streamId: worker.stream.streamId });
+    } finally {
+      await worker?.stop();
+      cache.close();
+      await store.close();
+      await nc.close();
+      await nats.stop();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 120_000);
 });

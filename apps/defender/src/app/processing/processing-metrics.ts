@@ -17,6 +17,9 @@ export const PM = {
   inflight: 'defender_inflight_runs',
   storeOperation: 'defender_store_operation_duration_seconds',
   traceGc: 'defender_trace_gc_duration_seconds',
+  streamMismatch: 'defender_store_stream_mismatch',
+  streamRebased: 'defender_stream_rebased_total',
+  streamMissing: 'defender_stream_missing',
 } as const;
 
 const LATENCY = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
@@ -35,6 +38,13 @@ export const processingMetricProviders = [
   makeCounterProvider({ name: PM.fenced, help: 'Chambers stopped because a newer owner fenced our writes' }),
   makeCounterProvider({ name: PM.paused, help: 'Pauses because NATS or the store was unavailable', labelNames: ['stage'] }),
   makeGaugeProvider({ name: PM.inflight, help: 'Runs being processed now' }),
+  makeGaugeProvider({
+    name: PM.streamMismatch,
+    help: 'Chambers paused because the notification stream is not the one their high-water mark was recorded with (recreated): 1 per chamber while paused; chamber="" counts them (ADR 0007)',
+    labelNames: ['chamber'],
+  }),
+  makeCounterProvider({ name: PM.streamRebased, help: 'Chambers re-based onto a recreated notification stream (ADR 0007)' }),
+  makeGaugeProvider({ name: PM.streamMissing, help: '1 while the notification stream does not exist (NATS lost it); this defender recreates it' }),
   makeHistogramProvider({
     name: PM.traceGc,
     help: 'Young-generation GCs run after large trace reads (TRACE_GC_THRESHOLD_MB), seconds',

@@ -33,11 +33,17 @@ export class ProcessingController {
     return stats;
   }
 
-  @ApiOperation({ summary: 'Chambers being processed', description: 'Per owned chamber: its worker\'s state (running, paused, draining), high-water mark, runs in flight and the last error.' })
-  @ApiOkResponse({ description: '`{ chambers: [...] }`.' })
+  @ApiOperation({
+    summary: 'Chambers being processed',
+    description:
+      'Per owned chamber: high-water mark (store sequence), epoch, whether a run is in flight, and the notification stream its mark counts in ' +
+      '(`stream.status`: `bound`, `unbound`, or `mismatch`: paused because the stream was recreated). `stream`: the notification stream as last checked ' +
+      '(missing, and the chambers paused on a mismatch; ADR 0007).',
+  })
+  @ApiOkResponse({ description: '`{ chambers: [...], stream: { stream, streamId, missing, mismatchedChambers } }`.' })
   @Get('api/v1/chambers')
   chambers() {
-    return { chambers: this.processing.workerStates() };
+    return { chambers: this.processing.workerStates(), stream: this.processing.streamHealth() };
   }
 
   @ApiOperation({ summary: 'V8 heap snapshot (debug)', description: 'Streams a .heapsnapshot (open in Chrome DevTools > Memory). Pauses the process while it is taken. Needs DEBUG_TOKEN as a bearer token; 404 when DEBUG_TOKEN is unset.' })

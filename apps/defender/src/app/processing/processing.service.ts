@@ -5,9 +5,9 @@ import { performance } from 'node:perf_hooks';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { ChamberRef, DeadLetter, DefenderStore, parseNotificationSubject, splitChamberKey } from '@defender/contracts';
 import { ownerEpoch } from '@defender/membership';
-import { ensureStreams, lastMessageId, NotificationFeed, NotificationReader, publishOnce, STREAMS, watchNotifications } from '@defender/nats-kv';
+import { ensureStreams, lastMessageId, NotificationFeed, NotificationReader, publishOnce, StreamMissingError, STREAMS, watchNotifications } from '@defender/nats-kv';
 import { NatsConnectionService, StoreService } from '@defender/nest-common';
-import { ChamberWorker, PipelineObserver, ByteBudget, RunEvaluator, Semaphore, WorkerDeps } from '@defender/pipeline';
+import { ChamberWorker, PipelineObserver, ByteBudget, RunEvaluator, Semaphore, StreamStatus, WorkerDeps } from '@defender/pipeline';
 import { releaseTraceMemory, UChartHistoryCache } from '@defender/store';
 import { DefenderConfig } from '../config';
 import { DEFENDER_CONFIG } from '../tokens';
@@ -52,6 +52,12 @@ export class ProcessingService implements ChamberWork, OnApplicationBootstrap, O
   private processedTotalCount = 0;
   private storeHandle: DefenderStore | undefined;
   private readonly youngGc: YoungGc | undefined;
+  /** Chambers paused on a stream mismatch (ADR 0007), for the gauge's total. */
+  private readonly mismatched = new Set<string>();
+  /** The notification stream's identity at the last check, and whether it was missing. */
+  private lastStreamId: string | undefined;
+  private streamWasMissing = false;
+  private streamCheck: NodeJS.Timeout | undefined;
 
   constructor(
     @Inject(DEFENDER_CONFIG) private readonly config: DefenderConfig,
@@ -74,6 +80,9 @@ export class ProcessingService implements ChamberWork, OnApplicationBootstrap, O
     @InjectMetric(PM.inflight) private readonly inflightGauge: Gauge,
     @InjectMetric(PM.storeOperation) storeOperation: Histogram,
     @InjectMetric(PM.traceGc) private readonly traceGc: Histogram,
+    @InjectMetric(PM.streamMismatch) private readonly streamMismatch: Gauge,
+    @InjectMetric(PM.streamRebased) private readonly streamRebased: Counter,
+    @InjectMetric(PM.streamMissing) private readonly streamMissing: Gauge,
   ) {
     store.addObserver((op) => storeOperation.observe({ operation: op.operation, outcome: op.outcome }, op.durationSeconds));
     this.semaphore = new Semaphore(config.MAX_CONCURRENT_MESSAGES);
@@ -97,9 +106,71 @@ export class ProcessingService implements ChamberWork, OnApplicationBootstrap, O
     return this.cache?.stats() ?? null;
   }
 
-  /** Chambers with a running worker, their high-water marks. */
-  workerStates(): { chamber: string; highWaterMark: number; busy: boolean; epoch: number }[] {
-    return [...this.workers.values()].map((w) => ({ chamber: w.key, highWaterMark: w.mark, busy: w.busy, epoch: w.epoch })).sort((a, b) => (a.chamber < b.chamber ? -1 : 1));
+  /**
+   * Chambers with a running worker: their high-water marks (store sequences) and the stream the mark
+   * counts in (`stream.status` `mismatch`: paused, the stream was recreated; ADR 0007).
+   */
+  workerStates(): { chamber: string; highWaterMark: number; busy: boolean; epoch: number; stream: { streamId: string | undefined; offset: number; status: StreamStatus } }[] {
+    return [...this.workers.values()]
+      .map((w) => ({ chamber: w.key, highWaterMark: w.mark, busy: w.busy, epoch: w.epoch, stream: w.stream }))
+      .sort((a, b) => (a.chamber < b.chamber ? -1 : 1));
+  }
+
+  /** The notification stream as last checked: missing, and the chambers paused on a mismatch. */
+  streamHealth(): { stream: string; streamId: string | undefined; missing: boolean; mismatchedChambers: string[] } {
+    return { stream: this.config.NATS_STREAM_NAME, streamId: this.lastStreamId, missing: this.streamWasMissing, mismatchedChambers: [...this.mismatched].sort() };
+  }
+
+  /**
+   * Every heartbeat interval: is the notification stream still the one we saw? A recreated stream
+   * wakes every worker, which re-checks (and re-bases its chamber) before its next commit; a missing
+   * one is created again (with the configured settings), so publishers and workers resume.
+   */
+  private async checkStream(): Promise<void> {
+    const reader = this.reader;
+    const nc = this.nc;
+    if (!reader || !nc || this.draining) return;
+    try {
+      const id = await reader.streamId();
+      if (this.streamWasMissing) this.logger.warn({ msg: 'notification stream exists again', stream: this.config.NATS_STREAM_NAME });
+      this.streamWasMissing = false;
+      this.streamMissing.set(0);
+      if (this.lastStreamId !== undefined && id !== this.lastStreamId) {
+        this.logger.error({ msg: 'notification stream recreated: its sequences restarted; every chamber re-checks its mark before its next commit', stream: this.config.NATS_STREAM_NAME, was: this.lastStreamId, now: id });
+        this.workers.forEach((w) => w.notify(Number.MAX_SAFE_INTEGER));
+      }
+      this.lastStreamId = id;
+    } catch (err) {
+      if (!(err instanceof StreamMissingError)) {
+        this.logger.debug({ msg: 'notification stream check failed', err: (err as Error).message });
+        return;
+      }
+      if (!this.streamWasMissing) {
+        this.logger.error({ msg: 'notification stream missing (NATS lost its store?): processing paused; creating it again', stream: this.config.NATS_STREAM_NAME });
+      }
+      this.streamWasMissing = true;
+      this.streamMissing.set(1);
+      await ensureStreams(nc, this.streamSettings()).then(
+        () => this.logger.warn({ msg: 'streams created again', stream: this.config.NATS_STREAM_NAME }),
+        (e: unknown) => this.logger.warn({ msg: 'could not create the streams again; retrying', err: (e as Error).message }),
+      );
+    }
+  }
+
+  /** A chamber that moved away no longer counts as paused here (its new owner reports it). */
+  private forgetMismatch(key: string): void {
+    if (!this.mismatched.delete(key)) return;
+    this.streamMismatch.remove({ chamber: key });
+    this.streamMismatch.set({ chamber: '' }, this.mismatched.size);
+  }
+
+  private streamSettings() {
+    return {
+      replicas: this.config.NATS_STREAM_REPLICAS,
+      notificationMaxAgeSeconds: this.config.NOTIFICATION_RETENTION_SECONDS,
+      eventsMaxAgeSeconds: this.config.EVENTS_RETENTION_SECONDS,
+      duplicateWindowSeconds: this.config.STREAM_DUPLICATE_WINDOW_SECONDS,
+    };
   }
 
   /**
@@ -113,13 +184,11 @@ export class ProcessingService implements ChamberWork, OnApplicationBootstrap, O
     this.storeHandle = store;
     for (let attempt = 0; !this.draining; attempt++) {
       try {
-        await ensureStreams(nc, {
-          replicas: this.config.NATS_STREAM_REPLICAS,
-          notificationMaxAgeSeconds: this.config.NOTIFICATION_RETENTION_SECONDS,
-          eventsMaxAgeSeconds: this.config.EVENTS_RETENTION_SECONDS,
-          duplicateWindowSeconds: this.config.STREAM_DUPLICATE_WINDOW_SECONDS,
-        });
+        await ensureStreams(nc, this.streamSettings());
         this.reader ??= await NotificationReader.open(nc, this.config.NATS_STREAM_NAME);
+        this.lastStreamId ??= await this.reader.streamId();
+        this.streamCheck ??= setInterval(() => void this.checkStream(), this.config.HEARTBEAT_INTERVAL_SECONDS * 1000);
+        this.streamCheck.unref();
         // The cache keeps as many runs per chamber as the default strategy reads (a history call asking
         // for more bypasses it and decodes every point of every run from the store).
         this.cache ??= new UChartHistoryCache({ source: store.uchart, sizeMb: this.config.CACHE_SIZE_MB, runsPerChamber: this.evaluator.historyRuns(undefined) });
@@ -215,6 +284,7 @@ export class ProcessingService implements ChamberWork, OnApplicationBootstrap, O
         const w = this.workers.get(key);
         if (!w) return;
         this.workers.delete(key);
+        this.forgetMismatch(key);
         // Finish the run in progress (or lose it to the fence), then forget the chamber's cache.
         await w.stop();
         this.cache?.invalidate(w.chamber);
@@ -224,6 +294,7 @@ export class ProcessingService implements ChamberWork, OnApplicationBootstrap, O
 
   async drain(timeoutMs: number): Promise<void> {
     this.draining = true;
+    if (this.streamCheck) clearInterval(this.streamCheck);
     await this.feed?.stop().catch(() => undefined);
     const all = Promise.all([...this.workers.values()].map((w) => w.stop()));
     const timedOut = await Promise.race([all.then(() => false), new Promise<boolean>((r) => setTimeout(() => r(true), timeoutMs).unref())]);
@@ -288,6 +359,7 @@ export class ProcessingService implements ChamberWork, OnApplicationBootstrap, O
         }, Math.min(30_000, 500 * 2 ** attempt)).unref();
       } else if (reason === 'fenced') {
         this.workers.delete(worker.key);
+        this.forgetMismatch(worker.key);
       }
     });
   }
@@ -310,6 +382,7 @@ export class ProcessingService implements ChamberWork, OnApplicationBootstrap, O
         claim: timed(this.storeWrite, (c: ChamberRef, e: number, o: string, n: Date) => s.chamberState.claim(c, e, o, n)),
         commitRun: timed(this.storeWrite, (i: Parameters<typeof s.chamberState.commitRun>[0]) => s.chamberState.commitRun(i)),
         appliedRun: timed(this.storeRead, (c: ChamberRef, runId: string) => s.chamberState.appliedRun(c, runId)),
+        bindStream: timed(this.storeWrite, (i: Parameters<typeof s.chamberState.bindStream>[0]) => s.chamberState.bindStream(i)),
       },
       traces: {
         ...s.traces,
@@ -376,6 +449,28 @@ export class ProcessingService implements ChamberWork, OnApplicationBootstrap, O
       fenced: (chamber, epoch, err) => {
         this.fenced.inc();
         this.logger.warn({ msg: 'fenced: a newer owner holds the chamber', chamber, epoch, err: (err as Error)?.message });
+      },
+      streamAdopted: (chamber, info) => {
+        this.logger.warn({ msg: 'high-water mark recorded without a stream identity (before migration 3): adopted the current stream, once', chamber, ...info });
+      },
+      streamMismatch: (chamber, info) => {
+        this.mismatched.add(chamber);
+        this.streamMismatch.set({ chamber }, 1);
+        this.streamMismatch.set({ chamber: '' }, this.mismatched.size);
+        this.logger.error({
+          msg:
+            'notification stream is not the one this chamber\'s high-water mark counts in (recreated: sequences restarted below the mark); ' +
+            'chamber paused, nothing committed; re-basing it onto the new stream (run ids applied before are skipped). If it stays paused, check the store and NATS',
+          chamber,
+          ...info,
+        });
+      },
+      streamRebased: (chamber, info) => {
+        this.mismatched.delete(chamber);
+        this.streamMismatch.remove({ chamber });
+        this.streamMismatch.set({ chamber: '' }, this.mismatched.size);
+        this.streamRebased.inc();
+        this.logger.warn({ msg: 'chamber re-based onto the recreated notification stream: reading it from its start', chamber, ...info });
       },
       published: (_chamber, event) => {
         if (event.subject.startsWith('defense.alarms.')) this.alarms.inc();

@@ -18,6 +18,7 @@ export {
 export type {
   AlarmInput,
   AlarmRecord,
+  BindStreamInput,
   ChamberMetadata,
   ChamberState,
   CommitRunInput,
@@ -58,6 +59,7 @@ export {
   isJsonValue,
   RECORD_LIMITS,
   strategyScope,
+  validateBindStream,
   validateChamberRef,
   validateClaim,
   validateCommitRunInput,

@@ -2,6 +2,7 @@ import type { ChamberRef, RunRef } from './chamber';
 import type {
   AlarmRecord,
   ChamberMetadata,
+  BindStreamInput,
   ChamberState,
   CommitRunInput,
   CommitRunResult,
@@ -118,6 +119,15 @@ export interface ChamberStateRepository {
    * state), or undefined. A hint for skipping work early; `commitRun` decides.
    */
   appliedRun(chamber: ChamberRef, runId: string): Promise<number | undefined>;
+  /**
+   * Records which notification stream the chamber's mark counts in (see {@link BindStreamInput}),
+   * fenced like a commit, only while the stored stream id is still `expectedStreamId` (else the
+   * state is returned unchanged: the caller compares its `streamId`). With `rebase`, the stream
+   * offset becomes the high-water mark in the same operation, so the mark, the applied run ids and
+   * the outbox keep their (store) sequences and a run applied before is still recognised by id.
+   * @throws FencedError when the stored epoch is greater than `epoch` (nothing written).
+   */
+  bindStream(input: BindStreamInput): Promise<ChamberState>;
 }
 
 /**

@@ -224,6 +224,36 @@ export interface ChamberState extends ChamberRef {
   readonly ownerId: string;
   readonly highWaterMark: number;
   readonly updatedAt: Date;
+  /**
+   * Identity of the notification stream the mark counts in (its creation time, from stream info), as
+   * recorded by `ChamberStateRepository.bindStream`; undefined for a chamber no owner bound yet (a new
+   * chamber, or state written before migration 3). A stream recreated empty restarts its sequences
+   * at 1: a mark is meaningful only against the stream it was recorded with (ADR 0007).
+   */
+  readonly streamId?: string;
+  /**
+   * What is added to a sequence of the stream `streamId` names to get the store's sequence (0 until
+   * the chamber is re-based onto a recreated stream; then the mark at the re-base). Store sequences
+   * (the mark, runs, alarms, outbox) keep growing across streams. Undefined means 0.
+   */
+  readonly streamOffset?: number;
+}
+
+/**
+ * Binds a chamber's mark to a notification stream (`ChamberStateRepository.bindStream`): adopts the
+ * stream of a mark that has none (`rebase: false`), or re-bases the mark onto a recreated stream
+ * (`rebase: true`: `streamOffset := highWaterMark`, so the new stream's sequence 1 is the store's
+ * `highWaterMark + 1`).
+ */
+export interface BindStreamInput {
+  readonly chamber: ChamberRef;
+  /** Caller's owner epoch (fencing token). */
+  readonly epoch: number;
+  /** The stream id the caller read from the state (undefined: none bound); a different stored one wins. */
+  readonly expectedStreamId: string | undefined;
+  /** The identity of the stream as it is now (1-128 chars). */
+  readonly streamId: string;
+  readonly rebase: boolean;
 }
 
 /** One run's results, committed atomically with the high-water mark (see `ChamberStateRepository.commitRun`). */

@@ -2,6 +2,7 @@ import { isValidId, type ChamberRef } from './chamber';
 import { InvalidRecordError, type RecordIssue } from './errors';
 import type {
   AlarmInput,
+  BindStreamInput,
   ChamberMetadata,
   CommitRunInput,
   HoldInput,
@@ -19,6 +20,8 @@ import type {
 export const RECORD_LIMITS = {
   runId: 256,
   ownerId: 128,
+  /** A notification stream's identity (`BindStreamInput.streamId`). */
+  streamId: 128,
   indicatorKey: 512,
   ruleId: 256,
   holdId: 128,
@@ -225,6 +228,16 @@ export function validateClaim(c: ChamberRef, epoch: number, ownerId: string, now
   text(issues, 'ownerId', ownerId, RECORD_LIMITS.ownerId);
   date(issues, 'now', now);
   issues.throwIfAny('claim');
+}
+
+/** @throws InvalidRecordError listing every problem of a `bindStream` call. */
+export function validateBindStream(input: BindStreamInput): void {
+  const issues = new Issues();
+  chamber(issues, 'chamber', input.chamber);
+  int(issues, 'epoch', input.epoch, 0);
+  text(issues, 'streamId', input.streamId, RECORD_LIMITS.streamId);
+  optionalText(issues, 'expectedStreamId', input.expectedStreamId, RECORD_LIMITS.streamId);
+  issues.throwIfAny('bindStream');
 }
 
 /** @throws InvalidRecordError for an invalid chamber reference. */

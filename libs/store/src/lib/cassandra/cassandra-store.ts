@@ -9,6 +9,7 @@ import {
   StoreUnavailableError,
   TraceNotFoundError,
   validateChamberRef,
+  validateBindStream,
   validateClaim,
   validateCommitRunInput,
   validateEpoch,
@@ -22,6 +23,7 @@ import {
   VersionConflictError,
   type AlarmRecord,
   type AlarmRepository,
+  type BindStreamInput,
   type ChamberMetadata,
   type ChamberMetadataRepository,
   type ChamberRef,
@@ -383,7 +385,7 @@ class CassandraChamberLog implements ChamberStateRepository, AlarmRepository {
   private async readState(chamber: ChamberRef): Promise<ChamberState | undefined> {
     const row = (
       await this.s.exec(
-        `SELECT owner_epoch, hwm, owner_id, state_updated_at FROM ${this.t} WHERE tool_id = ? AND chamber_id = ? LIMIT 1`,
+        `SELECT owner_epoch, hwm, owner_id, state_updated_at, stream_id, stream_offset FROM ${this.t} WHERE tool_id = ? AND chamber_id = ? LIMIT 1`,
         [chamber.toolId, chamber.chamberId],
         this.s.serialRead,
       )
@@ -439,6 +441,28 @@ class CassandraChamberLog implements ChamberStateRepository, AlarmRepository {
         }
       }
       throw new StoreUnavailableError(`chamber ${chamber.toolId}:${chamber.chamberId}: claim kept losing races`);
+    });
+  }
+
+  bindStream(input: BindStreamInput): Promise<ChamberState> {
+    return this.s.op('chamberState.bindStream', 'write', async () => {
+      validateBindStream(input);
+      const chamber = chamberOf(input.chamber);
+      for (let attempt = 0; attempt < COMMIT_ATTEMPTS; attempt++) {
+        const state = await this.readState(chamber);
+        if (!state) throw new InvalidRecordError('bindStream', [{ path: 'chamber', message: 'the chamber was never claimed' }]);
+        if (state.ownerEpoch > input.epoch) throw new FencedError(chamber, input.epoch, state.ownerEpoch, state.ownerId);
+        if (state.streamId !== input.expectedStreamId) return state;
+        const offset = input.rebase ? state.highWaterMark : (state.streamOffset ?? 0);
+        // The mark is a condition too: the offset is the mark this update saw (only a newer owner,
+        // fenced by the epoch condition, could move it meanwhile).
+        const r = await this.s.exec(
+          `UPDATE ${this.t} SET stream_id = ?, stream_offset = ? WHERE tool_id = ? AND chamber_id = ? IF owner_epoch <= ? AND hwm = ? AND stream_id = ?`,
+          [input.streamId, offset, chamber.toolId, chamber.chamberId, input.epoch, state.highWaterMark, input.expectedStreamId ?? null],
+        );
+        if (r.wasApplied()) return { ...state, streamId: input.streamId, ...(offset > 0 ? { streamOffset: offset } : {}) };
+      }
+      throw new StoreUnavailableError(`chamber ${chamber.toolId}:${chamber.chamberId}: binding its stream kept losing races`);
     });
   }
 

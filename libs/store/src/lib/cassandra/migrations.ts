@@ -77,6 +77,16 @@ export const CASSANDRA_MIGRATIONS: readonly CassandraMigration[] = [
       `ALTER TABLE {ks}.chamber_log ADD IF NOT EXISTS msg_id text`,
     ],
   },
+  {
+    id: 3,
+    name: 'the notification stream a mark counts in',
+    // The identity of the stream the high-water mark counts in and the offset of its sequences
+    // (ADR 0007); NULL on existing chambers until their owner adopts the current stream.
+    statements: [
+      `ALTER TABLE {ks}.chamber_log ADD IF NOT EXISTS stream_id text STATIC`,
+      `ALTER TABLE {ks}.chamber_log ADD IF NOT EXISTS stream_offset bigint STATIC`,
+    ],
+  },
 ];
 
 /** SHA-256 of a migration's statements (whitespace-normalized), recorded when applied. */

@@ -244,6 +244,20 @@ export function stateFromRow(chamber: ChamberRef, get: RowGetter, table: string)
     ownerId: storedText(get('owner_id'), ctx, 'owner_id'),
     highWaterMark: storedInt(get('hwm'), ctx, 'hwm'),
     updatedAt: storedDate(get('state_updated_at'), ctx, 'state_updated_at'),
+    ...streamBindingFromRow(get, ctx),
+  };
+}
+
+/**
+ * `stream_id` / `stream_offset` (migration 3): absent or NULL before a chamber was bound to a stream;
+ * an offset of 0 is left out (the same state reads the same from either adapter).
+ */
+function streamBindingFromRow(get: RowGetter, ctx: RecordContext): { streamId?: string; streamOffset?: number } {
+  const id = get('stream_id');
+  const offset = get('stream_offset');
+  return {
+    ...(id === null || id === undefined ? {} : { streamId: storedText(id, ctx, 'stream_id') }),
+    ...(offset === null || offset === undefined || storedInt(offset, ctx, 'stream_offset') === 0 ? {} : { streamOffset: storedInt(offset, ctx, 'stream_offset') }),
   };
 }
 

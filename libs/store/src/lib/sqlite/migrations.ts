@@ -77,6 +77,16 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
       ALTER TABLE chamber_state ADD COLUMN published_through INTEGER NOT NULL DEFAULT 0;
     `,
   },
+  {
+    id: 3,
+    name: 'the notification stream a mark counts in',
+    // The identity of the stream the high-water mark counts in and the offset of its sequences
+    // (ADR 0007). Existing marks have none: their owner adopts the current stream once.
+    sql: `
+      ALTER TABLE chamber_state ADD COLUMN stream_id TEXT;
+      ALTER TABLE chamber_state ADD COLUMN stream_offset INTEGER NOT NULL DEFAULT 0;
+    `,
+  },
 ];
 
 export function sqliteMigrationChecksum(m: SqliteMigration): string {

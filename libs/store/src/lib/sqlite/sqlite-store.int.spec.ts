@@ -255,6 +255,27 @@ describe('SQLite store: files shared by processes', () => {
     }
   });
 
+  it('migration 3 on a file of the previous release: a mark without a stream adopts one once, then re-bases', async () => {
+    const file = newFile();
+    const ch = freshChamber();
+    const legacy = new Database(file);
+    migrateSqlite(legacy, SQLITE_MIGRATIONS.slice(0, 2));
+    legacy.prepare('INSERT INTO chamber_state (tool_id, chamber_id, owner_epoch, hwm, owner_id, state_updated_at) VALUES (?, ?, 1, 30, ?, 0)').run(ch.toolId, ch.chamberId, 'defender-1');
+    legacy.close();
+
+    const store = await SqliteStore.open({ filename: file });
+    try {
+      const before = await store.chamberState.claim(ch, 2, 'defender-2', new Date(0));
+      expect(before).toMatchObject({ highWaterMark: 30 });
+      expect(before.streamId).toBeUndefined();
+      expect(before.streamOffset ?? 0).toBe(0);
+      expect(await store.chamberState.bindStream({ chamber: ch, epoch: 2, expectedStreamId: undefined, streamId: 'created-1', rebase: false })).toMatchObject({ highWaterMark: 30, streamId: 'created-1' });
+      expect(await store.chamberState.bindStream({ chamber: ch, epoch: 2, expectedStreamId: 'created-1', streamId: 'created-2', rebase: true })).toMatchObject({ highWaterMark: 30, streamId: 'created-2', streamOffset: 30 });
+    } finally {
+      await store.close();
+    }
+  });
+
   it('a path that cannot be opened as a database is a StoreUnavailableError', async () => {
     await expect(SqliteStore.open({ filename: dir })).rejects.toBeInstanceOf(StoreUnavailableError);
   });

@@ -8,6 +8,7 @@ import {
   StoreClosedError,
   StoreUnavailableError,
   TraceNotFoundError,
+  validateBindStream,
   validateChamberRef,
   validateClaim,
   validateCommitRunInput,
@@ -22,6 +23,7 @@ import {
   VersionConflictError,
   type AlarmRecord,
   type AlarmRepository,
+  type BindStreamInput,
   type ChamberMetadata,
   type ChamberMetadataRepository,
   type ChamberRef,
@@ -334,7 +336,7 @@ class SqliteChamberLog implements ChamberStateRepository, AlarmRepository {
 
   private readState(chamber: ChamberRef): ChamberState | undefined {
     const row = this.c
-      .sql('SELECT owner_epoch, hwm, owner_id, state_updated_at FROM chamber_state WHERE tool_id = ? AND chamber_id = ?')
+      .sql('SELECT owner_epoch, hwm, owner_id, state_updated_at, stream_id, stream_offset FROM chamber_state WHERE tool_id = ? AND chamber_id = ?')
       .get(chamber.toolId, chamber.chamberId) as SqlRow | undefined;
     return row ? stateFromRow(chamber, getter(row), 'chamber_state') : undefined;
   }
@@ -430,6 +432,24 @@ class SqliteChamberLog implements ChamberStateRepository, AlarmRepository {
           outcome: 'applied',
           state: { ...chamber, ownerEpoch: input.epoch, ownerId: input.ownerId, highWaterMark: input.sequence, updatedAt: input.committedAt },
         };
+      });
+    });
+  }
+
+  bindStream(input: BindStreamInput): Promise<ChamberState> {
+    return this.c.op('chamberState.bindStream', 'write', () => {
+      validateBindStream(input);
+      const chamber = chamberOf(input.chamber);
+      return this.c.write((): ChamberState => {
+        const state = this.readState(chamber);
+        if (!state) throw new InvalidRecordError('bindStream', [{ path: 'chamber', message: 'the chamber was never claimed' }]);
+        if (state.ownerEpoch > input.epoch) throw new FencedError(chamber, input.epoch, state.ownerEpoch, state.ownerId);
+        if (state.streamId !== input.expectedStreamId) return state;
+        const offset = input.rebase ? state.highWaterMark : (state.streamOffset ?? 0);
+        this.c
+          .sql('UPDATE chamber_state SET stream_id = ?, stream_offset = ? WHERE tool_id = ? AND chamber_id = ?')
+          .run(input.streamId, offset, chamber.toolId, chamber.chamberId);
+        return { ...state, streamId: input.streamId, ...(offset > 0 ? { streamOffset: offset } : {}) };
       });
     });
   }
