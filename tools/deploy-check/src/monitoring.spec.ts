@@ -119,6 +119,46 @@ describe('Grafana dashboard (deploy/grafana/dashboards/defender.json)', () => {
   });
 });
 
+describe('alert rules (deploy/prometheus/alerts.yml)', () => {
+  interface Rule {
+    alert: string;
+    expr: string;
+    for?: string;
+    labels?: { severity?: string };
+    annotations?: { summary?: string; description?: string };
+  }
+  const alerts = parse(readRepoFile('deploy/prometheus/alerts.yml')) as { groups: { name: string; rules: Rule[] }[] };
+  const rules = alerts.groups.flatMap((g) => g.rules);
+
+  it('parse as PromQL over metrics and labels the apps export, each with a severity, a summary and what to do', () => {
+    const problems = rules.flatMap((r) => checkPromql(r.expr, metrics).map((p) => `${r.alert}: ${p}`));
+    expect(problems).toEqual([]);
+    for (const r of rules) {
+      expect({ alert: r.alert, severity: ['critical', 'warning', 'info'].includes(r.labels?.severity ?? ''), text: (r.annotations?.summary ?? '').length > 0 && (r.annotations?.description ?? '').length > 0 }).toEqual({
+        alert: r.alert,
+        severity: true,
+        text: true,
+      });
+    }
+    expect(new Set(rules.map((r) => r.alert)).size).toBe(rules.length);
+  });
+
+  it('cover a missing leader, paused processing, dead letters, the alarm budget and fencing', () => {
+    expect(rules.map((r) => r.alert)).toEqual(expect.arrayContaining(['DefenderNoLeader', 'DefenderProcessingPaused', 'DefenderDeadLetters', 'DefenderAlarmRateAboveBudget', 'DefenderFencedWrites']));
+  });
+
+  it('are loaded by Prometheus in compose and ship unchanged as the PrometheusRule of the service-monitor component', () => {
+    const config = parse(readRepoFile('deploy/prometheus/prometheus.yml')) as { rule_files?: string[] };
+    const prom = compose.services['prometheus']!;
+    const mount = (prom.volumes ?? []).map((v) => (typeof v === 'string' ? v.split(':') : [v.source ?? '', v.target ?? ''])).find((v) => v[0] === './deploy/prometheus/alerts.yml')?.[1];
+    expect(config.rule_files).toEqual([mount]);
+    const rule = parse(readRepoFile('k8s/components/service-monitor/prometheusrules.yaml')) as { kind: string; spec: { groups: unknown } };
+    expect(rule.kind).toBe('PrometheusRule');
+    expect(rule.spec.groups).toEqual(alerts.groups);
+    expect(readRepoFile('k8s/components/service-monitor/kustomization.yaml')).toMatch(/- prometheusrules\.yaml/);
+  });
+});
+
 describe('the PromQL check catches what it is for', () => {
   it.each([
     ['a syntax error', 'sum(rate(defender_alarms_total[5m])', /syntax error/],
