@@ -81,7 +81,13 @@ async function main(argv: string[]): Promise<number> {
   try {
     switch (cmd) {
       case 'status': {
-        const s = await status(nc, target);
+        const store = await tryStore(target, note);
+        let s;
+        try {
+          s = await status(nc, target, store);
+        } finally {
+          await store?.close();
+        }
         out(json ? JSON.stringify(s, null, 2) : formatStatus(s));
         return 0;
       }

@@ -3,8 +3,10 @@ import { join } from 'node:path';
 import { connect } from '@nats-io/transport-node';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { Kvm } from '@nats-io/kv';
+import { jetstreamManager } from '@nats-io/jetstream';
 import { AssignmentMapBucket, ensureStreams, HeartbeatBucket, openBucket, publishOnce } from '@defender/nats-kv';
-import { describeWithInfra, testNatsUrl } from '@defender/infra-harness';
+import { describeWithInfra, startNatsServer, testNatsUrl } from '@defender/infra-harness';
+import { SqliteStore } from '@defender/store';
 import { assignments, CtlError, drain, explainChamber, status, tailAlarms } from './commands';
 import { REPO, resolveTarget, type Target } from './context';
 import { heartbeatOf, mapOf } from './testing';
@@ -98,4 +100,63 @@ describeWithInfra(['nats'], 'defenderctl on real NATS', () => {
     expect(bad.status).toBe(2);
     expect(bad.stderr).toMatch(/unknown command "frobnicate"/);
   });
+});
+
+/** `defenderctl status` when NATS lost its store: every missing bucket and stream is a problem line, never a crash. */
+describeWithInfra(['nats'], 'defenderctl status after NATS lost its store', () => {
+  it('names the chambers whose mark counts in an older stream, and survives missing buckets and streams', async () => {
+    const srv = await startNatsServer();
+    const nc = await connect({ servers: srv.url, maxReconnectAttempts: -1, reconnectTimeWait: 100 });
+    const store = await SqliteStore.open({ filename: ':memory:' });
+    try {
+      const target = resolveTarget({ nats: srv.url }, {}, null);
+      await ensureStreams(nc);
+      const maps = new AssignmentMapBucket(await openBucket(nc, target.buckets.assignments), target.buckets.assignments);
+      await maps.publish(mapOf(1, { 'ETCH01:PM1': 'defender-0', 'ETCH01:PM2': 'defender-0', 'ETCH01:PM3': 'defender-0' }), null);
+      await new HeartbeatBucket(await openBucket(nc, target.buckets.heartbeats), target.buckets.heartbeats).publish(heartbeatOf('defender-0'));
+      const current = (await jetstreamManager(nc)).streams.info('dc-notifications');
+      const pm1 = { toolId: 'ETCH01', chamberId: 'PM1' };
+      const pm2 = { toolId: 'ETCH01', chamberId: 'PM2' };
+      for (const [ch, streamId] of [[pm1, 'an-older-stream'], [pm2, (await current).created]] as const) {
+        await store.chamberState.claim(ch, 1, 'defender-0', new Date());
+        await store.chamberState.bindStream({ chamber: ch, epoch: 1, expectedStreamId: undefined, streamId, rebase: false });
+      }
+
+      const before = await status(nc, target, store);
+      expect(before.marks).toEqual({ checked: 3, onOtherStream: ['ETCH01:PM1'], unbound: 1 });
+      expect(before.problems).toEqual([expect.stringMatching(/1 chamber\(s\) have a high-water mark of another \(older\) dc-notifications stream.*ETCH01:PM1/)]);
+      expect(before.streams.map((x) => [x.name, x.exists])).toEqual([
+        ['dc-notifications', true],
+        ['dc-dead-letters', true],
+        ['defense-events', true],
+      ]);
+
+      await srv.restart({ emptyStore: true });
+      let after: Awaited<ReturnType<typeof status>> | undefined;
+      // The first calls after the restart may meet the reconnect; every answer after it must be a status.
+      for (let i = 0; i < 100 && !after; i++) {
+        after = await status(nc, target, store).catch((err: unknown) => {
+          if ((err as Error).name === 'StreamNotFoundError') throw err;
+          return new Promise<undefined>((r) => setTimeout(() => r(undefined), 200));
+        });
+      }
+      expect(after).toBeDefined();
+      expect(after?.map).toBeNull();
+      expect(after?.defenders).toEqual([]);
+      expect(after?.leader).toBeNull();
+      expect(after?.marks).toBeNull();
+      expect(after?.streams.map((x) => x.exists)).toEqual([false, false, false]);
+      expect(after?.problems).toEqual([
+        expect.stringMatching(/KV bucket defender-heartbeats is missing .*every defender creates it again/),
+        expect.stringMatching(/KV bucket defender-assignments is missing .*controller creates it again/),
+        expect.stringMatching(/stream dc-notifications is missing .*re-base/),
+        expect.stringMatching(/stream dc-dead-letters is missing/),
+        expect.stringMatching(/stream defense-events is missing/),
+      ]);
+    } finally {
+      await store.close();
+      await nc.close();
+      await srv.stop();
+    }
+  }, 120_000);
 });

@@ -2,7 +2,7 @@ import type { NatsConnection } from '@nats-io/nats-core';
 import { DeliverPolicy, jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { Kvm, type KV } from '@nats-io/kv';
 import { InvalidMessageError, parseAssignmentMap, parseChamberKey, type AssignmentMap, type DefenderStore } from '@defender/contracts';
-import { ASSIGNMENT_MAP_KEY, AssignmentMapBucket, HeartbeatBucket, STREAMS } from '@defender/nats-kv';
+import { ASSIGNMENT_MAP_KEY, AssignmentMapBucket, HeartbeatBucket, isStreamNotFound, StreamMissingError, STREAMS } from '@defender/nats-kv';
 import { rebaselineRecords } from '@defender/pipeline';
 import { openStore } from '@defender/store';
 import type { Target } from './context';
@@ -24,6 +24,59 @@ async function openKv(nc: NatsConnection, bucket: string): Promise<KV> {
 
 async function readMap(nc: NatsConnection, t: Target): Promise<AssignmentMap | null> {
   return (await new AssignmentMapBucket(await openKv(nc, t.buckets.assignments), t.buckets.assignments).read())?.map ?? null;
+}
+
+/** The message for a bucket or stream NATS does not hold (restarted with an empty store, or never created). */
+function missingMessage(what: string, who: string): string {
+  return `${what} is missing (NATS restarted with an empty store, or it was never created): ${who}`;
+}
+
+/** `read()`, or null and a problem when `err` says the bucket or stream is missing; other errors propagate. */
+async function unlessMissing<T>(read: () => Promise<T>, problem: string, problems: string[]): Promise<T | null> {
+  try {
+    return await read();
+  } catch (err) {
+    if (isStreamNotFound(err) || err instanceof StreamMissingError || isStreamNotFound((err as { cause?: unknown }).cause) || /stream not found|bucket not found|does not exist/i.test((err as Error).message)) {
+      problems.push(problem);
+      return null;
+    }
+    throw err;
+  }
+}
+
+/** Each Defender stream: its identity (creation time), messages and last sequence, or missing. */
+async function streamStates(nc: NatsConnection, problems: string[]): Promise<StatusView['streams']> {
+  const jsm = await jetstreamManager(nc);
+  return Promise.all(
+    Object.values(STREAMS).map(async (name) => {
+      const info = await unlessMissing(
+        () => jsm.streams.info(name),
+        missingMessage(`stream ${name}`, name === STREAMS.notifications ? 'defenders create it again; chambers re-base onto it (ADR 0007)' : 'defenders create it again'),
+        problems,
+      );
+      return info ? { name, exists: true, created: info.created, messages: info.state.messages, lastSequence: info.state.last_seq } : { name, exists: false };
+    }),
+  );
+}
+
+/**
+ * Chambers of the map whose high-water mark counts in another notification stream than the one NATS
+ * holds now (`created` of the stream): their owner pauses them until it has re-based them (ADR 0007).
+ */
+async function chambersOnOtherStream(store: DefenderStore, map: AssignmentMap | null, streamId: string): Promise<{ checked: number; other: string[]; unbound: number }> {
+  const keys = Object.keys(map?.assignments ?? {}).sort();
+  const other: string[] = [];
+  let unbound = 0;
+  for (let i = 0; i < keys.length; i += 32) {
+    await Promise.all(
+      keys.slice(i, i + 32).map(async (key) => {
+        const st = await store.chamberState.get(parseChamberKey(key));
+        if (!st || st.streamId === undefined) unbound++;
+        else if (st.streamId !== streamId) other.push(key);
+      }),
+    );
+  }
+  return { checked: keys.length, other: other.sort(), unbound };
 }
 
 async function controllerStatus(url: string): Promise<StatusView['controllers'][number]> {
@@ -53,7 +106,11 @@ async function readLeader(nc: NatsConnection, t: Target): Promise<StatusView['le
     // No election bucket: no agent has run against this NATS yet (reported as "no leader").
     return null;
   }
-  const e = await kv.get(t.electionName);
+  // The bucket may vanish between the open and the read (NATS restarted empty): as good as none.
+  const e = await kv.get(t.electionName).catch((err: unknown) => {
+    if (isStreamNotFound(err) || /stream not found/i.test((err as Error).message)) return null;
+    throw err;
+  });
   if (!e || e.operation !== 'PUT') return null;
   const r = e.json<Record<string, unknown>>();
   const expires = Number(r['leaseExpiresAtMs']);
@@ -65,14 +122,42 @@ async function readLeader(nc: NatsConnection, t: Target): Promise<StatusView['le
   };
 }
 
-export async function status(nc: NatsConnection, t: Target): Promise<StatusView> {
-  const hb = new HeartbeatBucket(await openKv(nc, t.buckets.heartbeats), t.buckets.heartbeats);
-  const [{ heartbeats }, map, leader, controllers] = await Promise.all([hb.readAll(), readMap(nc, t), readLeader(nc, t), Promise.all(t.controllerUrls.map(controllerStatus))]);
+/**
+ * The cluster as NATS (and, given a store, the chambers' marks) show it. A missing bucket or stream
+ * is reported in `problems` with what recreates it, never a crash.
+ */
+export async function status(nc: NatsConnection, t: Target, store: DefenderStore | null = null): Promise<StatusView> {
+  const problems: string[] = [];
+  const readHeartbeats = async () => new HeartbeatBucket(await new Kvm(nc).open(t.buckets.heartbeats), t.buckets.heartbeats).readAll();
+  const readMapOrMissing = async () => new AssignmentMapBucket(await new Kvm(nc).open(t.buckets.assignments), t.buckets.assignments).read();
+  const [hb, stored, leader, controllers, streams] = await Promise.all([
+    unlessMissing(readHeartbeats, missingMessage(`KV bucket ${t.buckets.heartbeats}`, 'every defender creates it again at its next heartbeat'), problems),
+    unlessMissing(readMapOrMissing, missingMessage(`KV bucket ${t.buckets.assignments}`, 'the leading controller creates it again and publishes a map above every version it saw'), problems),
+    readLeader(nc, t),
+    Promise.all(t.controllerUrls.map(controllerStatus)),
+    streamStates(nc, problems),
+  ]);
+  const map = stored?.map ?? null;
+  const notifications = streams.find((x) => x.name === STREAMS.notifications);
+  let marks: StatusView['marks'] = null;
+  if (store && notifications?.created) {
+    const r = await chambersOnOtherStream(store, map, notifications.created);
+    marks = { checked: r.checked, onOtherStream: r.other, unbound: r.unbound };
+    if (r.other.length > 0) {
+      problems.push(
+        `${r.other.length} chamber(s) have a high-water mark of another (older) ${STREAMS.notifications} stream: paused until their owner re-bases them onto the current one ` +
+          `(automatic within a heartbeat; if it persists, check that their owner runs and reaches the store): ${r.other.slice(0, 10).join(', ')}${r.other.length > 10 ? ', ...' : ''}`,
+      );
+    }
+  }
   return {
     leader,
     controllers,
     map: mapSummary(map),
-    defenders: defenderRows(heartbeats, map, Date.now()),
+    defenders: defenderRows(hb?.heartbeats ?? [], map, Date.now()),
+    streams,
+    marks,
+    problems,
   };
 }
 

@@ -42,6 +42,11 @@ export function formatStatus(s: StatusView): string {
       `map         v${m.version} (${m.trigger}, ${m.state}) at ${m.timestamp} by ${m.controllerId}, token ${m.fencingToken}: ${m.chamberCount} chambers on ${m.defenderCount} defenders, max/avg ${m.maxOverAvg?.toFixed(3) ?? '-'}, last change moved ${pct(m.movedWeightFraction)} of the weight (floor ${pct(m.floorFraction)})`,
     );
   } else out.push('map         none published yet');
+  for (const st of s.streams) {
+    out.push(`stream      ${st.name}: ${st.exists ? `created ${st.created ?? '?'}, ${st.messages ?? 0} messages, last seq ${st.lastSequence ?? 0}` : 'MISSING'}`);
+  }
+  if (s.marks) out.push(`marks       ${s.marks.checked} chambers checked: ${s.marks.onOtherStream.length} on another stream (paused), ${s.marks.unbound} not bound yet`);
+  for (const p of s.problems) out.push(`PROBLEM     ${p}`);
   out.push('');
   out.push(
     table(

@@ -28,6 +28,12 @@ export interface StatusView {
     floorFraction: number;
   } | null;
   readonly defenders: readonly DefenderRow[];
+  /** Defender's streams: identity (creation time), messages, last sequence; `exists: false` when NATS lost it. */
+  readonly streams: readonly { name: string; exists: boolean; created?: string; messages?: number; lastSequence?: number }[];
+  /** With a store: the map's chambers whose mark counts in another notification stream (paused; ADR 0007). */
+  readonly marks: { checked: number; onOtherStream: readonly string[]; unbound: number } | null;
+  /** Missing buckets or streams, paused chambers: what is wrong and what recovers it. */
+  readonly problems: readonly string[];
 }
 
 export interface DefenderRow {
