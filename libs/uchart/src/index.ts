@@ -150,6 +150,7 @@ export {
   hotellingPhaseOneLimit,
   hotellingPhaseTwoLimit,
   jacksonMudholkarLimit,
+  fitTail,
   logNormalPredictionLimit,
   MultivariateInputError,
   NotPositiveDefiniteError,
@@ -168,6 +169,7 @@ export {
   type PcaOptions,
   type PcaScore,
   type ScaledChiSquare,
+  type TailFit,
   type SpeLimitMethod,
   type VariableContribution,
 } from './lib/multivariate';

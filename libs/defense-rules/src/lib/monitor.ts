@@ -35,7 +35,7 @@ import {
   fitPcaModel,
   fQuantile,
   InsufficientBaselineError,
-  logNormalPredictionLimit,
+  fitTail,
   scorePca,
   type PcaModel,
   type StatisticName,
@@ -400,17 +400,17 @@ function fitPca(rows: readonly (readonly number[])[], names: readonly string[], 
     // to m values extrapolates into a far tail; the F / Jackson-Mudholkar limits account for estimation
     // error under normality. Neither alone holds the budget on real traces: the larger one applies. The
     // SPE of a chamber whose residuals are heavy-tailed (a few indicators dominate it) has a longer tail
-    // than any chi-square: a lognormal prediction limit on the leave-one-out SPEs covers it (ADR 0005,
-    // decision 13).
+    // than any chi-square: the leave-one-out SPEs choose, by likelihood, between g chi2(h) and a
+    // lognormal (with its prediction limit) (ADR 0005, decision 13).
     const theory = model.limits.theory;
     const looSpe = model.phaseOne.looSpe;
-    const logNormal = looSpe && looSpe.every((v) => v > 0) ? logNormalPredictionLimit(looSpe, alpha) : 0;
+    const tail = looSpe && looSpe.length >= 3 && looSpe.every((v) => v > 0) ? fitTail(looSpe, alpha).limit : model.limits.spe;
     return {
       ...model,
       limits: {
         ...model.limits,
         t2: Math.max(model.limits.t2, theory.t2),
-        spe: Math.max(model.limits.spe, theory.speJacksonMudholkar ?? theory.speBox, logNormal),
+        spe: Math.max(tail, theory.speJacksonMudholkar ?? theory.speBox),
       },
     };
   } catch (err) {

@@ -26,11 +26,13 @@ export {
   hotellingPhaseOneLimit,
   hotellingPhaseTwoLimit,
   jacksonMudholkarLimit,
+  fitTail,
   logNormalPredictionLimit,
   residualMoments,
   scaledChiSquareQuantile,
   type ResidualMoments,
   type ScaledChiSquare,
+  type TailFit,
 } from './limits';
 export {
   cholesky,

@@ -4,6 +4,7 @@
  * (Jackson & Mudholkar 1979; Box 1954), and a scaled chi-square g * chi2(h) fitted by moments.
  */
 import { ChartConfigError, DegenerateBaselineError } from '../errors';
+import { logGamma } from '../constants';
 import { betaQuantile, chiSquareQuantile, fQuantile, normalQuantile } from '../distributions';
 
 function checkAlpha(alpha: number): void {
@@ -158,4 +159,53 @@ export function logNormalPredictionLimit(values: ArrayLike<number>, alpha: numbe
   // One-sided t(1 - alpha; nu)^2 = F(1 - 2 alpha; 1, nu) for alpha < 1/2 (symmetric above).
   const t = alpha === 0.5 ? 0 : Math.sign(0.5 - alpha) * Math.sqrt(fQuantile(Math.abs(1 - 2 * alpha), 1, n - 1));
   return Math.exp(mean + t * sd * Math.sqrt(1 + 1 / n));
+}
+
+/** The upper-tail model of a positive statistic chosen by {@link fitTail}, and its prediction limit. */
+export interface TailFit {
+  readonly model: 'scaled-chi-square' | 'lognormal';
+  /** Log-likelihood of the values under each model (both have two parameters, so the larger wins). */
+  readonly logLikelihood: { readonly scaledChiSquare: number; readonly logNormal: number };
+  /** The chosen model's (1 - alpha) limit: g chi2(h) quantile, or the lognormal prediction limit. */
+  readonly limit: number;
+}
+
+/**
+ * Chooses between g chi2(h) (moments) and a lognormal for observed positive values (e.g. leave-one-out
+ * SPEs) by maximum likelihood (equal parameter counts: the AIC comparison) and returns the chosen
+ * model's (1 - alpha) limit. A chi-square-like statistic keeps its chi-square tail; one whose values
+ * are dominated by a few heavy-tailed terms gets the lognormal's longer tail.
+ *
+ * @throws DegenerateBaselineError with fewer than three values or one that is not positive and finite
+ */
+export function fitTail(values: ArrayLike<number>, alpha: number): TailFit {
+  checkAlpha(alpha);
+  const n = values.length;
+  if (n < 3) throw new DegenerateBaselineError(`a tail fit needs at least three values, got ${n}`);
+  let sumLog = 0;
+  for (let i = 0; i < n; i++) {
+    const v = values[i] as number;
+    if (!(v > 0 && Number.isFinite(v))) throw new DegenerateBaselineError(`a tail fit needs positive values, got ${v}`);
+    sumLog += Math.log(v);
+  }
+  const { g, h } = fitScaledChiSquare(values);
+  const mu = sumLog / n;
+  let ss = 0;
+  for (let i = 0; i < n; i++) ss += (Math.log(values[i] as number) - mu) ** 2;
+  const sigma2 = ss / n;
+  let chi = 0;
+  let ln = 0;
+  const chiConst = (h / 2) * Math.log(2) + logGamma(h / 2) + Math.log(g);
+  for (let i = 0; i < n; i++) {
+    const x = values[i] as number;
+    const y = x / g;
+    chi += (h / 2 - 1) * Math.log(y) - y / 2 - chiConst;
+    ln += -Math.log(x) - 0.5 * Math.log(2 * Math.PI * sigma2) - (Math.log(x) - mu) ** 2 / (2 * sigma2);
+  }
+  const logNormalWins = sigma2 > 0 && ln > chi;
+  return {
+    model: logNormalWins ? 'lognormal' : 'scaled-chi-square',
+    logLikelihood: { scaledChiSquare: chi, logNormal: ln },
+    limit: logNormalWins ? logNormalPredictionLimit(values, alpha) : scaledChiSquareQuantile({ g, h }, alpha),
+  };
 }

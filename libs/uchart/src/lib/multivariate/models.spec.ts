@@ -3,10 +3,11 @@
  * (separately tested) dense linear algebra, plus property tests (fast-check, fixed seeds).
  */
 import fc from 'fast-check';
+import { chiSquareQuantile, normalQuantile } from '../distributions';
 import { ChartConfigError, DegenerateBaselineError, InsufficientBaselineError } from '../errors';
 import { MultivariateInputError, NotPositiveDefiniteError } from './errors';
 import { fitHotelling, scoreHotelling, type HotellingModel } from './hotelling';
-import { fitScaledChiSquare, jacksonMudholkarLimit, logNormalPredictionLimit, scaledChiSquareQuantile } from './limits';
+import { fitScaledChiSquare, fitTail, jacksonMudholkarLimit, logNormalPredictionLimit, scaledChiSquareQuantile } from './limits';
 import {
   cholesky,
   choleskySolve,
@@ -616,5 +617,31 @@ describe('lognormal prediction limit', () => {
     expect(() => logNormalPredictionLimit([1, 0, 2], 0.01)).toThrow(DegenerateBaselineError);
     expect(() => logNormalPredictionLimit([1, 2], 0.01)).toThrow(DegenerateBaselineError);
     expect(() => logNormalPredictionLimit([1, 2, 3], 0)).toThrow(ChartConfigError);
+  });
+});
+
+describe('tail model chosen by likelihood', () => {
+  // Deterministic samples by inverse CDF at evenly spaced probabilities (no RNG): chi2(6) and a lognormal.
+  const probs = Array.from({ length: 60 }, (_, i) => (i + 0.5) / 60);
+  const chiSquare6 = probs.map((p) => 2 * chiSquareQuantile(p, 6));
+  const logNormal = probs.map((p) => Math.exp(1 + 1.2 * normalQuantile(p)));
+
+  it('keeps the chi-square for chi-square-like values and its limit is the moment fit\'s quantile', () => {
+    const fit = fitTail(chiSquare6, 1e-3);
+    expect(fit.model).toBe('scaled-chi-square');
+    expect(fit.limit).toBeCloseTo(scaledChiSquareQuantile(fitScaledChiSquare(chiSquare6), 1e-3), 10);
+  });
+
+  it('takes the lognormal when a few large values make the tail heavy, with its prediction limit', () => {
+    const fit = fitTail(logNormal, 1e-3);
+    expect(fit.model).toBe('lognormal');
+    expect(fit.logLikelihood.logNormal).toBeGreaterThan(fit.logLikelihood.scaledChiSquare);
+    expect(fit.limit).toBeCloseTo(logNormalPredictionLimit(logNormal, 1e-3), 10);
+    expect(fit.limit).toBeGreaterThan(scaledChiSquareQuantile(fitScaledChiSquare(logNormal), 1e-3));
+  });
+
+  it('refuses what it cannot fit', () => {
+    expect(() => fitTail([1, 2], 0.01)).toThrow(DegenerateBaselineError);
+    expect(() => fitTail([1, -2, 3], 0.01)).toThrow(DegenerateBaselineError);
   });
 });
