@@ -143,8 +143,8 @@ describe('alert rules (deploy/prometheus/alerts.yml)', () => {
     expect(new Set(rules.map((r) => r.alert)).size).toBe(rules.length);
   });
 
-  it('cover a missing leader, paused processing, dead letters, the alarm budget and fencing', () => {
-    expect(rules.map((r) => r.alert)).toEqual(expect.arrayContaining(['DefenderNoLeader', 'DefenderProcessingPaused', 'DefenderDeadLetters', 'DefenderAlarmRateAboveBudget', 'DefenderFencedWrites']));
+  it('cover a missing leader, paused processing, dead letters, the alarm budget, fencing and a stream mismatch', () => {
+    expect(rules.map((r) => r.alert)).toEqual(expect.arrayContaining(['DefenderNoLeader', 'DefenderProcessingPaused', 'DefenderDeadLetters', 'DefenderAlarmRateAboveBudget', 'DefenderFencedWrites', 'DefenderStoreStreamMismatch']));
   });
 
   it('are loaded by Prometheus in compose and ship unchanged as the PrometheusRule of the service-monitor component', () => {
