@@ -144,7 +144,7 @@ describe('alert rules (deploy/prometheus/alerts.yml)', () => {
   });
 
   it('cover a missing leader, paused processing, dead letters, the alarm budget, fencing and a stream mismatch', () => {
-    expect(rules.map((r) => r.alert)).toEqual(expect.arrayContaining(['DefenderNoLeader', 'DefenderProcessingPaused', 'DefenderDeadLetters', 'DefenderAlarmRateAboveBudget', 'DefenderFencedWrites', 'DefenderStoreStreamMismatch']));
+    expect(rules.map((r) => r.alert)).toEqual(expect.arrayContaining(['DefenderNoLeader', 'DefenderProcessingPaused', 'DefenderDeadLetters', 'DefenderAlarmRateAboveBudget', 'DefenderFencedWrites', 'DefenderStoreStreamMismatch', 'DefenderChamberAlarmRateAboveBudget']));
   });
 
   it('are loaded by Prometheus in compose and ship unchanged as the PrometheusRule of the service-monitor component', () => {

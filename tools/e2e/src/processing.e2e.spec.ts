@@ -133,6 +133,13 @@ describeWithInfra(['nats'], 'run processing: exactly-once, ordered, fenced (mult
     expect(applied).toBeGreaterThan(0);
     expect(opCount('chamberState.commitRun')).toBeGreaterThanOrEqual(applied);
     expect(opCount('traces.read')).toBeGreaterThanOrEqual(applied);
+    // Per chamber: runs applied and run alarms published (the alarm rate against the budget).
+    const perChamber = (name: string, chamber: string) =>
+      [...metrics.matchAll(new RegExp(`${name}\\{chamber="${chamber}",app="defender"\\} (\\d+)`, 'g'))].reduce((n, m) => n + Number(m[1]), 0);
+    for (const tool of ['tool1', 'tool2', 'tool3']) {
+      expect(perChamber('defender_chamber_runs_total', `${tool}:ch1`)).toBe(34);
+      expect(perChamber('defender_chamber_alarms_total', `${tool}:ch1`)).toBe((await store.alarms.list({ toolId: tool, chamberId: 'ch1' }, { limit: 100 })).length);
+    }
   });
 
   it('an outage longer than the duplicate window (shortened to 1 s): no alarm published twice, no run applied twice', async () => {

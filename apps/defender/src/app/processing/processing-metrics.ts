@@ -20,6 +20,8 @@ export const PM = {
   streamMismatch: 'defender_store_stream_mismatch',
   streamRebased: 'defender_stream_rebased_total',
   streamMissing: 'defender_stream_missing',
+  chamberRuns: 'defender_chamber_runs_total',
+  chamberAlarms: 'defender_chamber_alarms_total',
 } as const;
 
 const LATENCY = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
@@ -45,6 +47,9 @@ export const processingMetricProviders = [
   }),
   makeCounterProvider({ name: PM.streamRebased, help: 'Chambers re-based onto a recreated notification stream (ADR 0007)' }),
   makeGaugeProvider({ name: PM.streamMissing, help: '1 while the notification stream does not exist (NATS lost it); this defender recreates it' }),
+  // Per chamber (one series pair per chamber the defender has owned): its alarm rate against the budget.
+  makeCounterProvider({ name: PM.chamberRuns, help: 'Runs applied, per chamber', labelNames: ['chamber'] }),
+  makeCounterProvider({ name: PM.chamberAlarms, help: 'Run alarms published, per chamber (one per alarmed run)', labelNames: ['chamber'] }),
   makeHistogramProvider({
     name: PM.traceGc,
     help: 'Young-generation GCs run after large trace reads (TRACE_GC_THRESHOLD_MB), seconds',

@@ -83,6 +83,8 @@ export class ProcessingService implements ChamberWork, OnApplicationBootstrap, O
     @InjectMetric(PM.streamMismatch) private readonly streamMismatch: Gauge,
     @InjectMetric(PM.streamRebased) private readonly streamRebased: Counter,
     @InjectMetric(PM.streamMissing) private readonly streamMissing: Gauge,
+    @InjectMetric(PM.chamberRuns) private readonly chamberRuns: Counter,
+    @InjectMetric(PM.chamberAlarms) private readonly chamberAlarms: Counter,
   ) {
     store.addObserver((op) => storeOperation.observe({ operation: op.operation, outcome: op.outcome }, op.durationSeconds));
     this.semaphore = new Semaphore(config.MAX_CONCURRENT_MESSAGES);
@@ -424,6 +426,7 @@ export class ProcessingService implements ChamberWork, OnApplicationBootstrap, O
       processed: (chamber, sequence, ms, outcome) => {
         this.processedTotalCount++;
         this.processed.inc({ outcome });
+        if (outcome === 'applied') this.chamberRuns.inc({ chamber });
         this.processTime.observe(ms / 1000);
         this.inflightGauge.set(this.inflight());
         const stats = this.cache?.stats();
@@ -472,8 +475,10 @@ export class ProcessingService implements ChamberWork, OnApplicationBootstrap, O
         this.streamRebased.inc();
         this.logger.warn({ msg: 'chamber re-based onto the recreated notification stream: reading it from its start', chamber, ...info });
       },
-      published: (_chamber, event) => {
-        if (event.subject.startsWith('defense.alarms.')) this.alarms.inc();
+      published: (chamber, event) => {
+        if (!event.subject.startsWith('defense.alarms.')) return;
+        this.alarms.inc();
+        this.chamberAlarms.inc({ chamber });
       },
       stage: (stage, ms) => {
         if (stage === 'evaluate') this.uchartCalc.observe(ms / 1000);
