@@ -9,8 +9,8 @@ import {
   LeaderElection,
   leaseRecordSchema,
   LeaseRecord,
-  seededRandom,
 } from '@defender/election';
+import { seededRandom } from '@defender/hashing';
 import { ChaosProxy, ProxyMode } from './testing/chaos-proxy';
 import { AgentProcess, Harness } from './testing/cluster';
 

@@ -10,6 +10,7 @@ export {
   xxh64Hex,
 } from './lib/xxhash64';
 export { fmix64, pairToUnitInterval } from './lib/mix64';
+export { normalDeviate, seededRandom, type UniformRandom } from './lib/random';
 export {
   DEFAULT_VNODES,
   HashRing,

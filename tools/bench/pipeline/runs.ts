@@ -2,18 +2,7 @@
 // reaches the e2e fixtures, so the few bits needed are copied here): deterministic traces and the
 // completion notification the data-collection layer publishes once a trace is in the store.
 import type { RunNotification, SampleArray, TraceRecord } from '@defender/contracts';
-
-/** Deterministic uniform [0, 1) generator (mulberry32). */
-export function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { seededRandom } from '@defender/hashing';
 
 export interface RunSpec {
   toolId: string;
@@ -37,7 +26,7 @@ export function svidNames(n: number): string[] {
 
 /** A run's trace: per SVID level 100 + 10 x index, noise sd 1 (Box-Muller pairs), optional shift. */
 export function makeTrace(spec: RunSpec): TraceRecord {
-  const u = rng(spec.seed);
+  const u = seededRandom(spec.seed);
   const svids = new Map<string, SampleArray>();
   spec.svids.forEach((name, i) => {
     const a = new Float64Array(spec.samples);

@@ -7,7 +7,8 @@ import {
   type DefenderInput,
   type PreviousAssignment,
 } from '../index';
-import { fab, logUniformWeight, mulberry32, shuffle } from '../test/fab';
+import { seededRandom } from '@defender/hashing';
+import { fab, logUniformWeight, shuffle } from '../test/fab';
 
 const SLACK = 1e-9;
 
@@ -55,7 +56,7 @@ const smallCase = fc
     cooldown: fc.boolean(),
   })
   .map((c) => {
-    const rnd = mulberry32(c.seed);
+    const rnd = seededRandom(c.seed);
     const chambers: ChamberInput[] = Array.from({ length: c.n }, (_, i) => ({
       key: `tool${Math.floor(rnd() * 1000)}:chamber${i}`,
       weight: rnd() < c.zeroShare ? 0 : rnd() < 0.5 ? logUniformWeight(rnd()) : Math.floor(rnd() * 1000),
@@ -86,7 +87,7 @@ describe('computeAssignment properties (arbitrary small inputs)', () => {
     fc.assert(
       fc.property(smallCase, fc.integer(), ({ chambers, live, previous, options }, shuffleSeed) => {
         const a = computeAssignment(previous, chambers, live, options);
-        const rnd = mulberry32(shuffleSeed);
+        const rnd = seededRandom(shuffleSeed);
         const reordered: PreviousAssignment = {
           assignments: Object.fromEntries(shuffle(Object.entries(previous.assignments), rnd)),
           lastMovedAt: Object.fromEntries(shuffle(Object.entries(previous.lastMovedAt), rnd)),
@@ -185,7 +186,7 @@ const fabCase = fc
     capacities: fc.boolean(),
   })
   .map(({ m, to, perDefender, seed, capacities }) => {
-    const rnd = mulberry32(seed);
+    const rnd = seededRandom(seed);
     const live: DefenderInput[] = Array.from({ length: m }, (_, i) => ({
       id: `defender-${i}`,
       ...(capacities ? { capacity: [1, 2, 3][Math.floor(rnd() * 3)] } : {}),

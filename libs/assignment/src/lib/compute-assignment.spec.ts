@@ -9,7 +9,8 @@ import {
   InvalidAssignmentInputError,
   NoDefendersError,
 } from '../index';
-import { defenders, fab, loads, mulberry32, shuffle } from '../test/fab';
+import { seededRandom } from '@defender/hashing';
+import { defenders, fab, loads, shuffle } from '../test/fab';
 
 const TOL = 1e-9;
 
@@ -53,7 +54,7 @@ describe('computeAssignment (sticky-balanced, the default)', () => {
     const r = computeAssignment(
       { assignments: cold.assignments },
       chambers,
-      shuffle(defenders(30), mulberry32(5)),
+      shuffle(defenders(30), seededRandom(5)),
     );
     expect(r.assignments).toEqual(cold.assignments);
     expect(r.stats).toMatchObject({ chambersMoved: 0, movedWeight: 0, chambersPlaced: 0 });
@@ -407,7 +408,7 @@ describe('computeAssignment edge cases', () => {
     const previous = computeAssignment(null, chambers, defenders(20));
     const live = [...defenders(17), ...defenders(5, 40)];
     const a = computeAssignment({ assignments: previous.assignments }, chambers, live);
-    const rnd = mulberry32(99);
+    const rnd = seededRandom(99);
     const shuffledPrevious = Object.fromEntries(shuffle(Object.entries(previous.assignments), rnd));
     const b = computeAssignment(
       { assignments: shuffledPrevious },

@@ -1,15 +1,5 @@
+import { seededRandom } from '@defender/hashing';
 import type { ChamberInput, DefenderInput } from '../index';
-
-/** Seeded PRNG (mulberry32): the same seed gives the same fab on every machine. */
-export function mulberry32(seed: number): () => number {
-  let a = seed | 0;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 export const MIN_WEIGHT = 30_000;
 export const MAX_WEIGHT = 3_600_000;
@@ -21,7 +11,7 @@ export function logUniformWeight(u: number): number {
 
 /** `n` chambers keyed like a fab (`tool0001:chamber3`, 4 chambers per tool), log-uniform weights. */
 export function fab(n: number, seed: number): ChamberInput[] {
-  const rnd = mulberry32(seed);
+  const rnd = seededRandom(seed);
   return Array.from({ length: n }, (_, i) => ({
     key: `tool${String(Math.floor(i / 4)).padStart(4, '0')}:chamber${(i % 4) + 1}`,
     weight: logUniformWeight(rnd()),

@@ -1,21 +1,14 @@
+import { seededRandom, type UniformRandom } from '@defender/hashing';
+
 // Module-level references: hot loops then skip a global lookup per call (which is slow where code
 // runs in a vm context, as under Jest).
 const { floor, imul, log, sqrt } = Math;
 
 /** A uniform [0, 1) generator. */
-export type Rng = () => number;
+export type Rng = UniformRandom;
 
-/** Deterministic uniform [0, 1) generator (mulberry32): the same seed gives the same fab and runs. */
-export function rng(seed: number): Rng {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = imul(t ^ (t >>> 15), t | 1);
-    t ^= t + imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** Deterministic uniform [0, 1) generator (the workspace's seededRandom, mulberry32): the same seed gives the same fab and runs. */
+export const rng: (seed: number) => Rng = seededRandom;
 
 /** Mixes integers into a 32-bit seed (for per-chamber, per-run streams that do not depend on order). */
 export function mix(...parts: number[]): number {

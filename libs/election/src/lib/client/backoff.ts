@@ -8,7 +8,7 @@ export interface Backoff {
 /**
  * "Equal jitter" exponential backoff: the n-th delay is uniformly drawn from [d/2, d] with
  * d = min(maxMs, initialMs * 2^n), so retries of many clients spread out but never hammer at 0 ms.
- * @param random uniform in [0, 1); inject a seeded one for reproducible tests.
+ * @param random uniform in [0, 1); inject `seededRandom` (@defender/hashing) for reproducible tests.
  */
 export function jitteredBackoff(opts: { initialMs: number; maxMs: number; random?: () => number }): Backoff {
   if (!(opts.initialMs > 0) || !(opts.maxMs >= opts.initialMs)) {
@@ -25,17 +25,5 @@ export function jitteredBackoff(opts: { initialMs: number; maxMs: number; random
     reset() {
       attempt = 0;
     },
-  };
-}
-
-/** A small seeded PRNG (mulberry32), uniform in [0, 1): reproducible jitter and schedules in tests. */
-export function seededRandom(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
 }

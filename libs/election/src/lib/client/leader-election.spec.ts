@@ -1,11 +1,11 @@
 import { performance } from 'node:perf_hooks';
+import { seededRandom } from '@defender/hashing';
 import { ElectionCallError } from '../errors';
 import { InMemoryLeaseStore } from '../lease-store';
 import { LeaseInfo } from '../proto';
 import { ElectionAuthority } from '../server/election-authority';
 import { LeaderWatchHub } from '../server/leader-watch-hub';
 import { CampaignRequest, LeaseRequest } from '../validation';
-import { seededRandom } from './backoff';
 import { InProcessElectionTransport } from './in-process-transport';
 import { DeposedReason, ElectionTransport, LeaderElection, LeadershipTerm } from './leader-election';
 

@@ -4,12 +4,13 @@
  * every violation, escalation to a hold, and what the store accepts.
  */
 import { DEFAULT_STRATEGY_DOCUMENT } from '@defender/defense-rules';
+import { normalDeviate, seededRandom } from '@defender/hashing';
 import { describeFlags, POINT_FLAGS } from './flags';
 import { MONITOR_PART_CHART_TYPE } from './chart-types';
 import { MONITOR_CHART_TYPE } from './monitor-stage';
 import { PENDING_BASELINE_CHART_TYPE, rebaselineRecords } from './rebaseline';
 import { createRunEvaluator } from './run-evaluator';
-import { mulberry32, normal, SimulatedChamber, traceOf } from './testing/harness';
+import { SimulatedChamber, traceOf } from './testing/harness';
 
 const STEPS = [
   { name: 'Ramp', startIndex: 0 },
@@ -18,14 +19,14 @@ const STEPS = [
 
 /** A run of two correlated sensors and a setpoint: a run offset shared by both, per-sample noise. */
 function run(i: number, rand: () => number, fault?: { readonly pressureStep?: number; readonly setpoint?: number }) {
-  const offset = normal(rand);
+  const offset = normalDeviate(rand);
   const pressure: number[] = [];
   const flow: number[] = [];
   const setpoint: number[] = [];
   for (let t = 0; t < 60; t++) {
     const main = t >= 20;
-    pressure.push((main ? 40 : 10 + t) + offset + 0.2 * normal(rand) + (main && fault?.pressureStep ? fault.pressureStep : 0));
-    flow.push((main ? 200 : 100) + 5 * offset + normal(rand));
+    pressure.push((main ? 40 : 10 + t) + offset + 0.2 * normalDeviate(rand) + (main && fault?.pressureStep ? fault.pressureStep : 0));
+    flow.push((main ? 200 : 100) + 5 * offset + normalDeviate(rand));
     setpoint.push(main ? (fault?.setpoint ?? 500) : 0);
   }
   return traceOf(`run-${i}`, { Pressure: pressure, Flow: flow, SP_001: setpoint }, { steps: STEPS });
@@ -35,7 +36,7 @@ describe('chamber monitor in the run evaluator', () => {
   const doc = { ...DEFAULT_STRATEGY_DOCUMENT, monitor: { baseline: { minRuns: 30 }, mewma: false } };
 
   it('collects Phase I, stores the model once, then judges each run with at most one alarm', () => {
-    const rand = mulberry32(11);
+    const rand = seededRandom(11);
     const chamber = new SimulatedChamber(createRunEvaluator());
     const phase = Array.from({ length: 30 }, (_, i) => chamber.process(run(i, rand), 'R1', doc));
     expect(phase.slice(0, 29).every((p) => p.evaluation.alarms.length === 0 && p.evaluation.newLimitSets.length === 0)).toBe(true);
@@ -89,7 +90,7 @@ describe('chamber monitor in the run evaluator', () => {
   });
 
   it('extends Phase I once: refitted on its runs and the unalarmed runs it judged, at the next version', () => {
-    const rand = mulberry32(15);
+    const rand = seededRandom(15);
     const chamber = new SimulatedChamber(createRunEvaluator());
     const extending = { ...doc, monitor: { baseline: { minRuns: 30, extendTo: 60 }, mewma: false } };
     const models: { run: number; version: number; reason: string; runs: number }[] = [];
@@ -111,7 +112,7 @@ describe('chamber monitor in the run evaluator', () => {
   });
 
   it("carries the adaptive centre in each judged run's points: after the extension, the previous run is all the history a run needs", () => {
-    const rand = mulberry32(21);
+    const rand = seededRandom(21);
     const chamber = new SimulatedChamber(createRunEvaluator());
     const extending = { ...doc, monitor: { baseline: { minRuns: 30, extendTo: 40 }, mewma: false } };
     // A slow level drift of both sensors, followed by the centre.
@@ -135,11 +136,11 @@ describe('chamber monitor in the run evaluator', () => {
   });
 
   it('stores a model too large for one limit set in parts (head last), reads it back whole, and refuses a missing part', () => {
-    const rand = mulberry32(31);
+    const rand = seededRandom(31);
     const wide = (i: number) => {
       const svids: Record<string, number[]> = {};
-      const offset = normal(rand);
-      for (let k = 0; k < 64; k++) svids[`S${String(k).padStart(2, '0')}`] = Array.from({ length: 40 }, () => 100 + k + offset + normal(rand));
+      const offset = normalDeviate(rand);
+      for (let k = 0; k < 64; k++) svids[`S${String(k).padStart(2, '0')}`] = Array.from({ length: 40 }, () => 100 + k + offset + normalDeviate(rand));
       return traceOf(`run-${i}`, svids);
     };
     const chamber = new SimulatedChamber(createRunEvaluator());
@@ -175,10 +176,10 @@ describe('chamber monitor in the run evaluator', () => {
   });
 
   it('lists at most 100 violations of a run, the worst first, and counts every one by rule', () => {
-    const rand = mulberry32(41);
+    const rand = seededRandom(41);
     const wide = (i: number, shift = 0) => {
       const svids: Record<string, number[]> = {};
-      for (let k = 0; k < 40; k++) svids[`S${String(k).padStart(2, '0')}`] = Array.from({ length: 40 }, () => 100 + k + shift * (k + 1) + normal(rand));
+      for (let k = 0; k < 40; k++) svids[`S${String(k).padStart(2, '0')}`] = Array.from({ length: 40 }, () => 100 + k + shift * (k + 1) + normalDeviate(rand));
       return traceOf(`run-${i}`, svids);
     };
     const chamber = new SimulatedChamber(createRunEvaluator());
@@ -196,7 +197,7 @@ describe('chamber monitor in the run evaluator', () => {
   });
 
   it('keeps recipes apart: each recipe has its own Phase I and model', () => {
-    const rand = mulberry32(12);
+    const rand = seededRandom(12);
     const chamber = new SimulatedChamber(createRunEvaluator());
     let models = 0;
     for (let i = 0; i < 60; i++) {
@@ -208,7 +209,7 @@ describe('chamber monitor in the run evaluator', () => {
   });
 
   it('re-baselines on request: a new Phase I after it, excluded runs left out, the new version replaces the old', () => {
-    const rand = mulberry32(13);
+    const rand = seededRandom(13);
     const chamber = new SimulatedChamber(createRunEvaluator());
     for (let i = 0; i < 32; i++) chamber.process(run(i, rand), 'R1', doc);
     expect(chamber.limits.map((l) => [l.indicatorKey, l.version])).toEqual([['R1|m:model', 1]]);
@@ -237,7 +238,7 @@ describe('chamber monitor in the run evaluator', () => {
   });
 
   it('re-baselines legacy charts the same way', () => {
-    const rand = mulberry32(14);
+    const rand = seededRandom(14);
     const chamber = new SimulatedChamber(createRunEvaluator());
     const legacy = { schemaVersion: 1, name: 'l', indicators: [{ id: 'mean', svid: 'Pressure', statistic: 'mean' }], escalation: [] };
     for (let i = 0; i < 21; i++) chamber.process(run(i, rand), 'R1', legacy);

@@ -26,10 +26,11 @@ import {
 } from '@defender/uchart';
 import fc from 'fast-check';
 import type { AlarmInput } from '@defender/contracts';
+import { normalDeviate, seededRandom } from '@defender/hashing';
 import { decodeLimits, decodePoint } from './codec';
 import { POINT_FLAGS } from './flags';
 import { createRunEvaluator, storeIndicatorKey, type RunEvaluatorOptions } from './run-evaluator';
-import { CHAMBER, mulberry32, normal, SimulatedChamber, T0, traceOf, type ProcessedRun } from './testing/harness';
+import { CHAMBER, SimulatedChamber, T0, traceOf, type ProcessedRun } from './testing/harness';
 
 /** defense-rules fed directly: in-memory run records (null for a dead-lettered run) and frozen limits. */
 class ReferenceChamber {
@@ -189,18 +190,18 @@ const LEVEL = { a: [10, 1], b: [100, 5] } as const;
 
 /** Traces of 12 samples at 2 Hz (steps `ramp` at 0, `main` at 3) per the plan; SVID `c` is constant. */
 function* plannedRuns(plan: RunPlan): Generator<{ trace: TraceRecord; recipe: string }> {
-  const rand = mulberry32(plan.seed);
+  const rand = seededRandom(plan.seed);
   for (let i = 0; i < plan.runs; i++) {
     const dead = rand() < plan.deadRate;
     const svids: Record<string, number[]> = {};
     for (const [name, [level, sd]] of Object.entries(LEVEL)) {
       const gap = dead || rand() < plan.svidGapRate;
-      const runLevel = level + sd * (normal(rand) + (i >= plan.shiftAt ? plan.shiftSigmas : 0));
+      const runLevel = level + sd * (normalDeviate(rand) + (i >= plan.shiftAt ? plan.shiftSigmas : 0));
       svids[name] = Array.from({ length: 12 }, () => {
         if (gap) return NaN;
         const u = rand();
         if (u < plan.nanRate) return u < plan.nanRate / 3 ? Infinity : NaN;
-        return runLevel + 0.2 * sd * normal(rand);
+        return runLevel + 0.2 * sd * normalDeviate(rand);
       });
     }
     svids['c'] = new Array<number>(12).fill(dead ? NaN : 5);
