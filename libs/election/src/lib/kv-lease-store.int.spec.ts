@@ -137,6 +137,43 @@ describeWithInfra(['nats'], 'KvLeaseStore on a real NATS KV bucket', () => {
     }
   });
 
+  it('after NATS lost its store: the bucket is created again and an agent goes on granting tokens above the last it saw', async () => {
+    const server = await startNatsServer();
+    try {
+      const nc = await conn(server.url);
+      const recreated: string[] = [];
+      const bucket = freshBucket();
+      const store = await KvLeaseStore.open(nc, { bucket, timeoutMs: 1000, onBucketRecreated: (b) => recreated.push(b) });
+      let now = 1_000_000;
+      const authority = new ElectionAuthority({ store, clockSkewMs: 0, now: () => now });
+      for (const candidate of ['a', 'b', 'c']) {
+        await authority.campaign({ election: 'e', candidate, ttlMs: 1000 });
+        now += 5000;
+      }
+      expect((await authority.getLeader('e')).fencingToken).toBe(3);
+
+      await server.restart({ emptyStore: true });
+      let granted: Awaited<ReturnType<ElectionAuthority['campaign']>> | undefined;
+      await waitFor(
+        'a grant after the bucket came back',
+        async () => {
+          granted = await authority.campaign({ election: 'e', candidate: 'd', ttlMs: 1000 }).catch((err: unknown) => {
+            if (!(err instanceof LeaseStoreUnavailableError)) throw err;
+            return undefined;
+          });
+          return granted !== undefined;
+        },
+        30_000,
+        200,
+      );
+      expect(recreated).toEqual([bucket]);
+      expect(granted).toMatchObject({ kind: 'granted', isLeader: true });
+      expect(granted?.view.fencingToken).toBe(4);
+    } finally {
+      await server.stop();
+    }
+  });
+
   it('LeaderWatchHub reports terms, releases and expiries (by timer, without any write), across a NATS restart', async () => {
     const server = await startNatsServer();
     const hubs: LeaderWatchHub[] = [];

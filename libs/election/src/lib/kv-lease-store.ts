@@ -1,5 +1,5 @@
 import type { NatsConnection } from '@nats-io/nats-core';
-import { jetstream, JetStreamApiCodes, JetStreamApiError } from '@nats-io/jetstream';
+import { jetstream, JetStreamApiCodes, JetStreamApiError, jetstreamManager, type JetStreamClient } from '@nats-io/jetstream';
 import { KV, KvEntry, KvWatchInclude, Kvm } from '@nats-io/kv';
 import { CorruptLeaseRecordError, LeaseStoreUnavailableError, RevisionConflictError } from './errors';
 import { LeaseRecord, leaseRecordSchema, LeaseSnapshot } from './lease';
@@ -19,6 +19,10 @@ export interface KvLeaseStoreOptions {
    * {@link LeaseStoreUnavailableError} instead of waiting for their timeout.
    */
   isConnected?: () => boolean;
+  /** The bucket was missing (NATS lost its store) and was created again. */
+  onBucketRecreated?: (bucket: string) => void;
+  /** Checking whether the bucket exists after a failed call failed too (NATS unavailable). */
+  onBucketCheckFailed?: (err: Error) => void;
 }
 
 const CONFLICT_CODES: ReadonlySet<number> = new Set([
@@ -36,27 +40,59 @@ const CONFLICT_CODES: ReadonlySet<number> = new Set([
  * server ageing the key out (nats-server before 2.11 does not even tell watchers when it does).
  */
 export class KvLeaseStore implements LeaseStore {
+  private recreating: Promise<void> | undefined;
+
   private constructor(
     private readonly kv: KV,
     private readonly opts: KvLeaseStoreOptions,
+    private readonly js: JetStreamClient,
+    private readonly nc: NatsConnection,
   ) {}
 
   /** Opens `bucket`, creating it (file storage, no TTL) when missing. */
   static async open(nc: NatsConnection, opts: KvLeaseStoreOptions): Promise<KvLeaseStore> {
     try {
       const js = jetstream(nc, { timeout: opts.timeoutMs ?? 2000 });
-      const kv = await new Kvm(js).create(opts.bucket, {
-        history: opts.history ?? 10,
-        replicas: opts.replicas ?? 1,
-        description: 'Defender leader elections: one lease record per election (election-agent)',
-      });
-      return new KvLeaseStore(kv, opts);
+      const kv = await KvLeaseStore.createBucket(js, opts);
+      return new KvLeaseStore(kv, opts, js, nc);
     } catch (err) {
       throw new LeaseStoreUnavailableError(
         `cannot open KV bucket "${opts.bucket}": ${(err as Error).message}`,
         { cause: err },
       );
     }
+  }
+
+  private static createBucket(js: JetStreamClient, opts: KvLeaseStoreOptions): Promise<KV> {
+    return new Kvm(js).create(opts.bucket, {
+      history: opts.history ?? 10,
+      replicas: opts.replicas ?? 1,
+      description: 'Defender leader elections: one lease record per election (election-agent)',
+    });
+  }
+
+  /**
+   * After a failed call: if NATS lost the bucket (restarted with an empty store), creates it again
+   * so that the next call works (this handle binds to it by name); tokens go on above what the
+   * agent saw (decideCampaign's floor, ADR 0007). One check at a time; a check that fails (NATS
+   * unavailable) is reported to `onBucketCheckFailed` and repeated after the next failed call.
+   */
+  private recreateIfMissing(): void {
+    this.recreating ??= (async () => {
+      const jsm = await jetstreamManager(this.nc);
+      try {
+        await jsm.streams.info(`KV_${this.opts.bucket}`);
+        return;
+      } catch (err) {
+        if (!(err instanceof JetStreamApiError) || err.code !== JetStreamApiCodes.StreamNotFound) throw err;
+      }
+      await KvLeaseStore.createBucket(this.js, this.opts);
+      this.opts.onBucketRecreated?.(this.opts.bucket);
+    })()
+      .catch((err: unknown) => this.opts.onBucketCheckFailed?.(err as Error))
+      .finally(() => {
+        this.recreating = undefined;
+      });
   }
 
   async get(election: string): Promise<LeaseSnapshot> {
@@ -118,6 +154,7 @@ export class KvLeaseStore implements LeaseStore {
   }
 
   private unavailable(election: string, op: string, err: unknown): LeaseStoreUnavailableError {
+    this.recreateIfMissing();
     return new LeaseStoreUnavailableError(
       `election "${election}": KV ${op} on bucket "${this.opts.bucket}" failed: ${(err as Error).message}`,
       { cause: err },

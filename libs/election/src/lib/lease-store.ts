@@ -66,6 +66,12 @@ export class InMemoryLeaseStore implements LeaseStore {
     return this.write(election, record);
   }
 
+  /** Forgets every key and restarts revisions at 1, as a bucket NATS lost and created again would. */
+  wipe(): void {
+    this.entries.clear();
+    this.sequence = 0;
+  }
+
   /** Replaces the key with a delete marker, as `nats kv del` would. */
   delete(election: string): number {
     this.sequence += 1;

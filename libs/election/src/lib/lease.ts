@@ -122,6 +122,13 @@ export function decideCampaign(
   req: { readonly candidate: string; readonly ttlMs: number },
   nowMs: number,
   clockSkewMs: number,
+  /**
+   * The highest token the deciding agent has seen for this election (0: none). A bucket NATS lost
+   * and created again starts at revision 0: without the floor, tokens would restart at 1, below the
+   * fencing token of the map the last term published, and no new leader could ever publish one
+   * that defenders accept (ADR 0007).
+   */
+  tokenFloor = 0,
 ): CampaignDecision {
   const current = snapshot.record;
   if (current !== null && !current.released && current.holder === req.candidate) {
@@ -132,7 +139,7 @@ export function decideCampaign(
   if (current !== null && nowMs < vacantAtMs(current, clockSkewMs)) {
     return { kind: 'deny', retryAfterMs: vacantAtMs(current, clockSkewMs) - nowMs };
   }
-  const token = current !== null ? current.token + 1 : snapshot.revision + 1;
+  const token = Math.max(current !== null ? current.token : snapshot.revision, tokenFloor) + 1;
   return {
     kind: 'grant',
     previousHolder: current?.holder ?? null,

@@ -1,6 +1,7 @@
 import type { NatsConnection } from '@nats-io/nats-core';
+import { jetstreamManager } from '@nats-io/jetstream';
 import { Bucket, Kvm, KV } from '@nats-io/kv';
-import { mapKvError } from './errors';
+import { isStreamNotFound, mapKvError, StreamMissingError } from './errors';
 
 /** Bucket names from the seeds (overridable through NATS_KV_* variables in the apps). */
 export const DEFAULT_BUCKETS = {
@@ -48,6 +49,27 @@ export async function listKeys(kv: KV, bucket: string): Promise<string[]> {
     const subjects = Object.keys(info.state.subjects ?? {});
     return subjects.map((s) => kv.decodeKey(s.substring(kv.prefixLen))).sort();
   } catch (err) {
+    // The bucket is gone (NATS lost its store): retryable, whoever needs it creates it again.
+    if (isStreamNotFound(err)) throw new StreamMissingError(`KV_${bucket}`, { cause: err });
     throw mapKvError(err, bucket, '>');
   }
+}
+
+/**
+ * Creates `name` again if NATS lost it (restarted with an empty store), with the same settings as
+ * {@link openBucket}; existing handles to it work again once it exists. Cheap when it exists (one
+ * stream-info request).
+ *
+ * @returns whether it had to be created.
+ * @throws NatsUnavailableError when NATS does not answer.
+ */
+export async function recreateBucketIfMissing(nc: NatsConnection, name: string, opts: BucketOptions = {}): Promise<boolean> {
+  try {
+    await (await jetstreamManager(nc)).streams.info(`KV_${name}`);
+    return false;
+  } catch (err) {
+    if (!isStreamNotFound(err)) throw mapKvError(err, name, '(bucket)');
+  }
+  await openBucket(nc, name, opts);
+  return true;
 }

@@ -3,8 +3,10 @@ import { join } from 'node:path';
 import { connect } from '@nats-io/transport-node';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { buildAssignmentMap } from '@defender/membership';
-import { AssignmentMapBucket, HeartbeatBucket, openBucket } from '@defender/nats-kv';
-import { describeWithInfra, freePort, getJson, spawnBuiltApp, SpawnedApp, testNatsUrl, waitFor } from '@defender/infra-harness';
+import { AssignmentMapBucket, HeartbeatBucket, openBucket, STREAMS } from '@defender/nats-kv';
+import { parseStableIdClaim } from '@defender/contracts';
+import { jetstreamManager } from '@nats-io/jetstream';
+import { describeWithInfra, freePort, getJson, spawnBuiltApp, SpawnedApp, startNatsServer, testNatsUrl, waitFor } from '@defender/infra-harness';
 import { EXIT_POOL_EXHAUSTED } from './membership.service';
 
 let run = 0;
@@ -137,3 +139,73 @@ describeWithInfra(['nats'], 'defender membership (real processes, real NATS)', (
     expect(second.p.child.exitCode).toBeNull();
   });
 });
+
+/**
+ * ADR 0007: NATS restarts with an empty store under running defenders. Their next failed heartbeat
+ * creates the buckets again; each re-creates its own claim (same generation: a missing claim was
+ * not taken over) and its heartbeat, and the notification stream is created again. Before, nobody
+ * recreated anything, and a claim found in a recreated bucket could end a defender with exit 4.
+ */
+describeWithInfra(['nats'], 'defenders after NATS lost its store (real processes, private nats-server)', () => {
+  jest.setTimeout(180_000);
+
+  it('re-create the buckets, their own claims (same generation) and heartbeats, and the streams; nobody exits', async () => {
+    const srv = await startNatsServer();
+    const nc = await connect({ servers: srv.url, maxReconnectAttempts: -1, reconnectTimeWait: 100 });
+    const tag = `lost-${process.pid}`;
+    const procs: SpawnedApp[] = [];
+    try {
+      const env = {
+        NATS_SERVERS: srv.url,
+        HTTP_HOST: '127.0.0.1',
+        HEARTBEAT_INTERVAL_SECONDS: '1',
+        MAX_DEFENDERS: '4',
+        LOG_LEVEL: process.env['TEST_APP_LOG_LEVEL'] ?? 'warn',
+      };
+      for (const pod of ['pod-a', 'pod-b']) {
+        procs.push(spawnBuiltApp('defender', { ...env, POD_UID: pod, HTTP_PORT: String(await freePort()), SQLITE_PATH: join(tmpdir(), `defender-${tag}-${pod}`, 'd.db') }));
+      }
+      const claims = async () => {
+        const kv = await openBucket(nc, 'stable-ids');
+        const out: string[] = [];
+        for (const id of ['defender-0', 'defender-1', 'defender-2', 'defender-3']) {
+          const e = await kv.get(id);
+          if (e?.operation === 'PUT') {
+            const c = parseStableIdClaim(e.value);
+            if (!c.released) out.push(`${id} ${c.ownerId} g${c.generation}`);
+          }
+        }
+        return out.sort();
+      };
+      const heartbeatIds = async () => {
+        const hb = new HeartbeatBucket(await openBucket(nc, 'defender-heartbeats'), 'defender-heartbeats');
+        return (await hb.readAll()).heartbeats.map((h) => h.heartbeat.defenderId).sort();
+      };
+      await waitFor('two heartbeats', async () => (await heartbeatIds()).length === 2, 60_000);
+      const before = await claims();
+      expect(before).toHaveLength(2);
+
+      await srv.restart({ emptyStore: true });
+      const jsm = await waitForValue(async () => jetstreamManager(nc));
+      // Read without creating anything: the defenders must do it.
+      const exists = async (stream: string) => jsm.streams.info(stream).then(() => true, () => false);
+      await waitFor('buckets and stream created again by the defenders', async () => (await exists('KV_stable-ids')) && (await exists('KV_defender-heartbeats')) && (await exists(STREAMS.notifications)), 60_000, 200);
+      await waitFor('both heartbeats back', async () => (await heartbeatIds().catch(() => [])).length === 2, 60_000, 200);
+      expect(await claims()).toEqual(before);
+      for (const p of procs) expect(p.child.exitCode).toBeNull();
+    } finally {
+      await Promise.all(procs.map((p) => p.stop('SIGKILL')));
+      await nc.close();
+      await srv.stop();
+    }
+  });
+});
+
+async function waitForValue<T>(f: () => Promise<T>): Promise<T> {
+  let value: T | undefined;
+  await waitFor('NATS back', async () => {
+    value = await f().catch(() => undefined);
+    return value !== undefined;
+  }, 30_000, 200);
+  return value as T;
+}

@@ -230,9 +230,24 @@ export class MembershipService implements OnApplicationBootstrap, BeforeApplicat
       this.heartbeatErrors.inc();
       // Keep working on owned chambers: their writes are fenced in the store.
       this.logger.warn({ msg: 'heartbeat failed', defenderId: id, err: (err as Error).message });
+      await this.recreateLostBuckets();
     }
     if (!this.stopping) {
       this.heartbeatTimer = setTimeout(() => void this.heartbeat(), this.config.HEARTBEAT_INTERVAL_SECONDS * 1000);
+    }
+  }
+
+  /**
+   * After a failed heartbeat: NATS may have lost its store (restarted empty). The buckets are created
+   * again here, so the next heartbeat re-creates this defender's claim (same generation: a missing
+   * claim was not taken over) and its heartbeat, and the map watch resumes (ADR 0007).
+   */
+  private async recreateLostBuckets(): Promise<void> {
+    try {
+      const created = await this.kv.recreateMissing();
+      if (created.length > 0) this.logger.error({ msg: 'KV buckets were missing (NATS lost its store?): created again', buckets: created, defenderId: this.defenderId });
+    } catch (err) {
+      this.logger.warn({ msg: 'could not check the KV buckets', err: (err as Error).message });
     }
   }
 

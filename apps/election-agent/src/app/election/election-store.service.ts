@@ -81,6 +81,8 @@ export class ElectionStoreService implements LeaseStore, OnModuleInit, OnApplica
           replicas: this.config.ELECTION_KV_REPLICAS,
           timeoutMs: this.config.ELECTION_KV_TIMEOUT_MS,
           isConnected: () => this.nats.isConnected(),
+          onBucketRecreated: (bucket) => this.logger.error({ msg: 'election KV bucket was missing (NATS lost its store?): created again; tokens go on above the last seen', bucket }),
+          onBucketCheckFailed: (err) => this.logger.warn({ msg: 'could not check the election KV bucket', err: err.message }),
         });
         this.logger.log({ msg: 'election KV bucket open', bucket: this.config.ELECTION_KV_BUCKET });
         return;

@@ -1,6 +1,6 @@
 import type { AssignmentMap, Heartbeat } from '@defender/contracts';
 import { buildAssignmentMap } from '@defender/membership';
-import type { ObservedHeartbeat, StoredMap } from '@defender/nats-kv';
+import { RevisionConflictError, type ObservedHeartbeat, type StoredMap } from '@defender/nats-kv';
 import { ControllerEngine, EngineConfig } from './controller-engine';
 
 const INTERVAL_MS = 2000;
@@ -144,5 +144,81 @@ describe('ControllerEngine: liveness on the monotonic clock', () => {
   it('reports a batching deadline as wall-clock time for people, whatever the monotonic origin', () => {
     const c = cluster({ ticks: 1 });
     expect(c.engine.wallTimeOf(c.monoNow() + 5000).getTime()).toBe(c.wallNow() + 5000);
+  });
+});
+
+/**
+ * ADR 0007: NATS lost its store and the map bucket came back empty. Defenders accept only maps newer
+ * than the one they hold, so the controller numbers the next map above every version it has seen,
+ * including the ones defenders report holding in their heartbeats.
+ */
+describe('ControllerEngine: a map bucket that came back empty', () => {
+  function emptyBucket(opts: { stored: StoredMap | null; emptyAfterTick?: number; mapVersionSeen: number; stopsBeatingAt?: number }) {
+    let mono = 1_000;
+    let wall = Date.UTC(2026, 10, 27, 8);
+    let stored = opts.stored;
+    let rev = 0;
+    let tick = 0;
+    const published: AssignmentMap[] = [];
+    const engine: ControllerEngine = new ControllerEngine({ fencingToken: '7', isLeader: () => true }, config, {
+      maps: {
+        read: async () => stored,
+        lastRevision: async () => stored?.revision ?? 0,
+        publish: async (map, expected) => {
+          if ((expected ?? 0) !== (stored?.revision ?? 0)) throw new RevisionConflictError('defender-assignments', 'assignment-map', expected ?? 0);
+          published.push(map);
+          stored = { map, revision: (stored?.revision ?? 0) + 1 };
+          return stored.revision;
+        },
+      },
+      heartbeats: {
+        readAll: async () => ({
+          heartbeats: IDS.filter((id) => !(id === 'defender-1' && opts.stopsBeatingAt !== undefined && tick >= opts.stopsBeatingAt)).map(
+            (id): ObservedHeartbeat => ({ heartbeat: { ...heartbeat(id), mapVersionSeen: opts.mapVersionSeen }, revision: ++rev, storedAt: new Date(wall) }),
+          ),
+          bad: [],
+        }),
+      },
+      chambers: { list: async () => chambers },
+      now: () => wall,
+      monotonic: () => mono,
+      sleep: async (ms) => {
+        mono += ms;
+        wall += ms;
+        tick += 1;
+        if (tick === opts.emptyAfterTick) stored = null;
+        if (published.length >= 1 || tick > 200) engine.stop();
+      },
+    });
+    return { run: () => engine.run(INTERVAL_MS), published };
+  }
+
+  it('a new term on an empty bucket publishes its first map above the version the defenders hold', async () => {
+    const c = emptyBucket({ stored: null, mapVersionSeen: 41 });
+    await c.run();
+    expect(c.published.map((m) => [m.version, m.trigger])).toEqual([[42, 'cold_start']]);
+  });
+
+  it('a bucket emptied during the term: the next map is created above every version seen, from the map held (sticky)', async () => {
+    const held = buildAssignmentMap({
+      version: 5,
+      now: new Date(Date.UTC(2026, 10, 27, 8)),
+      fencingToken: '7',
+      controllerId: 'c-test',
+      trigger: 'cold_start',
+      state: 'STABLE',
+      lifecycleState: 'stable',
+      firstAssignmentAt: '2026-11-27T08:00:00.000Z',
+      assignments: Object.fromEntries(chambers.map((c, i) => [c.key, IDS[i % IDS.length] as string])),
+      weights: Object.fromEntries(chambers.map((c) => [c.key, c.weight])),
+      defenders: IDS.map((id) => ({ id })),
+    });
+    // defender-1 leaves after the bucket was emptied: the compare-and-set on the lost revision fails,
+    // the map is re-read (missing) and the next one is created.
+    const c = emptyBucket({ stored: { map: held, revision: 3 }, emptyAfterTick: 1, mapVersionSeen: 5, stopsBeatingAt: 2 });
+    await c.run();
+    expect(c.published.map((m) => [m.version, m.trigger])).toEqual([[6, 'planned_scale']]);
+    // Only defender-1's chambers moved: the lost map was the base.
+    expect((c.published[0] as AssignmentMap).statistics.chambersMoved).toBe(3);
   });
 });

@@ -74,6 +74,13 @@ export class ControllerEngine {
   private chambersReadAt = Number.NEGATIVE_INFINITY;
   private lastDecision: TriggerDecision | undefined;
   private active = 0;
+  /**
+   * The highest map version this term has seen: in the bucket, published, or held by a defender
+   * (its heartbeat's `mapVersionSeen`). A map bucket NATS lost and created again starts empty:
+   * the next map is numbered above all of these, so defenders (who accept only newer maps) take it
+   * and owner epochs keep growing (ADR 0007).
+   */
+  private versionSeen = 0;
 
   constructor(
     private readonly term: TermPort,
@@ -124,6 +131,10 @@ export class ControllerEngine {
     }
   }
 
+  private noteVersion(version: number): void {
+    if (version > this.versionSeen) this.versionSeen = version;
+  }
+
   private ensureLeader(): void {
     if (this.stopper.signal.aborted) throw new DeposedError('stopped');
     if (!this.term.isLeader()) throw new DeposedError('term ended');
@@ -146,8 +157,18 @@ export class ControllerEngine {
 
   private async readMap(): Promise<void> {
     try {
-      this.current = await this.deps.maps.read();
+      const stored = await this.deps.maps.read();
+      if (!stored && this.current) {
+        // The map is gone (its bucket lost and created again): keep ours as the base of the next
+        // one (sticky), and write it by create, numbered above every version seen.
+        this.deps.observer?.error?.('read the map', new Error(`assignment map missing (bucket recreated?): next map above v${this.versionSeen}`));
+        this.current = { map: this.current.map, revision: 0 };
+        this.revision = 0;
+        return;
+      }
+      this.current = stored;
       this.revision = this.current?.revision ?? 0;
+      this.noteVersion(this.current?.map.version ?? 0);
     } catch (err) {
       if (!(err instanceof InvalidMessageError)) throw err;
       // An unreadable map: start over as in a cold start, but write over it by compare-and-set.
@@ -172,7 +193,7 @@ export class ControllerEngine {
       // Re-stamp the current map with our token: from now on only this term can publish.
       const map: AssignmentMap = {
         ...held,
-        version: held.version + 1,
+        version: Math.max(held.version, this.versionSeen) + 1,
         timestamp: new Date(this.deps.now()).toISOString(),
         fencingToken: this.term.fencingToken,
         controllerId: this.config.controllerId,
@@ -190,6 +211,7 @@ export class ControllerEngine {
       const revision = await this.deps.maps.publish(map, this.revision);
       this.current = { map, revision };
       this.revision = revision;
+      this.noteVersion(map.version);
       this.deps.observer?.published?.(map, result, why);
       return true;
     } catch (err) {
@@ -240,6 +262,7 @@ export class ControllerEngine {
     // server's store time) come from other clocks and are never compared with ours.
     const t = this.deps.monotonic();
     const now = this.deps.now();
+    for (const h of heartbeats) this.noteVersion(h.heartbeat.mapVersionSeen);
     const capacity = new Map(heartbeats.map((h) => [h.heartbeat.defenderId, h.heartbeat.capacity ?? 1]));
     const seen = this.clock.observe(
       heartbeats.map((h) => ({ id: h.heartbeat.defenderId, revision: h.revision })),
@@ -314,7 +337,7 @@ export class ControllerEngine {
   ): AssignmentMap {
     const prev = this.current?.map;
     return buildAssignmentMap({
-      version: (prev?.version ?? 0) + 1,
+      version: Math.max(prev?.version ?? 0, this.versionSeen) + 1,
       now: new Date(now),
       fencingToken: this.term.fencingToken,
       controllerId: this.config.controllerId,

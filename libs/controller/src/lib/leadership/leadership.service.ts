@@ -43,6 +43,8 @@ export class LeadershipService implements OnApplicationBootstrap, BeforeApplicat
   private term: LeadershipTerm | undefined;
   private stopping = false;
   private lastMap: AssignmentMap | undefined;
+  private electionWarnedAt = Number.NEGATIVE_INFINITY;
+  private electionFailures = 0;
 
   constructor(
     @Inject(CONTROLLER_SETTINGS) private readonly config: ControllerSettings,
@@ -116,10 +118,25 @@ export class LeadershipService implements OnApplicationBootstrap, BeforeApplicat
       ttlMs: this.config.ELECTION_TTL_SECONDS * 1000,
       onElected: (term) => this.elected(term),
       onDeposed: (term, reason) => this.deposed(term, reason),
-      onError: (err) => this.logger.debug({ msg: 'election call failed', err: err.message }),
+      onError: (err) => this.electionFailed(err),
     });
     this.election.start();
     this.logger.log({ msg: 'campaigning', election: this.config.ELECTION_NAME, candidate: this.controllerId, agents: this.config.ELECTION_AGENT_ADDR });
+  }
+
+  /**
+   * An election call failed (agents unreachable, their bucket lost, ...): a controller that cannot
+   * campaign never leads, so this is a warning, not debug; repeats are summarised every 30 s.
+   */
+  private electionFailed(err: Error): void {
+    const now = performance.now();
+    if (now - this.electionWarnedAt < 30_000) {
+      this.electionFailures++;
+      return;
+    }
+    this.logger.warn({ msg: 'election call failed', err: err.message, failedSinceLastWarning: this.electionFailures });
+    this.electionWarnedAt = now;
+    this.electionFailures = 0;
   }
 
   private elected(term: LeadershipTerm): void {
@@ -236,6 +253,15 @@ export class LeadershipService implements OnApplicationBootstrap, BeforeApplicat
       error: (what: string, err: unknown) => {
         if ((err as Error).name === 'RevisionConflictError') this.conflicts.inc();
         this.logger.warn({ msg: `${what} failed`, err: (err as Error).message });
+        // NATS may have lost its store: the leader creates the buckets it needs again (ADR 0007).
+        if ((err as { retryable?: unknown }).retryable === true) {
+          this.kv.recreateMissing().then(
+            (created) => {
+              if (created.length > 0) this.logger.error({ msg: 'KV buckets were missing (NATS lost its store?): created again', buckets: created });
+            },
+            (e: unknown) => this.logger.warn({ msg: 'could not check the KV buckets', err: (e as Error).message }),
+          );
+        }
       },
       stopped: (reason: string) => this.logger.warn({ msg: 'controller engine stopped', reason }),
     };

@@ -149,4 +149,17 @@ describe('ElectionAuthority', () => {
     const next = await authority.campaign({ election: 'e', candidate: 'z', ttlMs: 2_000 });
     expect(next.view.fencingToken).toBeGreaterThan(3);
   });
+
+  it('never reuses a token after NATS lost the bucket (it comes back empty): tokens go on above every one this agent saw', async () => {
+    const { store, authority, advance } = setup();
+    const first = await authority.campaign({ election: 'e', candidate: 'a', ttlMs: 2_000 });
+    expect(first.view.fencingToken).toBe(1);
+    advance(5_000);
+    const second = await authority.campaign({ election: 'e', candidate: 'b', ttlMs: 2_000 });
+    expect(second.view.fencingToken).toBe(2);
+    store.wipe();
+    const next = await authority.campaign({ election: 'e', candidate: 'c', ttlMs: 2_000 });
+    expect(next).toMatchObject({ kind: 'granted', isLeader: true });
+    expect(next.view.fencingToken).toBe(3);
+  });
 });

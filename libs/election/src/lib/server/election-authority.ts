@@ -65,6 +65,9 @@ export class ElectionAuthority {
   private readonly now: () => number;
   private readonly maxAttempts: number;
 
+  /** Per election, the highest token this agent has read or granted (see decideCampaign's floor). */
+  private readonly tokensSeen = new Map<string, number>();
+
   constructor(private readonly opts: ElectionAuthorityOptions) {
     this.now = opts.now ?? Date.now;
     this.maxAttempts = opts.maxAttempts ?? 8;
@@ -73,7 +76,7 @@ export class ElectionAuthority {
   /** Campaign: grant a new term, continue the candidate's own term, or report the holder. */
   campaign(req: CampaignRequest): Promise<LeaseOutcome> {
     return this.mutate<LeaseOutcome>(req.election, (snapshot, now) => {
-      const d = decideCampaign(snapshot, req, now, this.opts.clockSkewMs);
+      const d = decideCampaign(snapshot, req, now, this.opts.clockSkewMs, this.tokensSeen.get(req.election) ?? 0);
       if (d.kind === 'deny') {
         return {
           write: null,
@@ -172,6 +175,7 @@ export class ElectionAuthority {
   ): Promise<T> {
     for (let attempt = 1; ; attempt++) {
       const snapshot = await this.opts.store.get(election);
+      this.noteToken(election, snapshot.record?.token ?? 0);
       // The clock is read after the record so the decision is never judged at a time before the read.
       const d = decide(snapshot, this.now());
       if (d.write === null) return d.outcome(snapshot.revision);
@@ -180,6 +184,7 @@ export class ElectionAuthority {
           snapshot.revision === 0
             ? await this.opts.store.create(election, d.write)
             : await this.opts.store.update(election, d.write, snapshot.revision);
+        this.noteToken(election, d.write.token);
         return d.outcome(revision);
       } catch (err) {
         if (!(err instanceof RevisionConflictError)) throw err;
@@ -191,6 +196,10 @@ export class ElectionAuthority {
         }
       }
     }
+  }
+
+  private noteToken(election: string, token: number): void {
+    if (token > (this.tokensSeen.get(election) ?? 0)) this.tokensSeen.set(election, token);
   }
 
   private leader(

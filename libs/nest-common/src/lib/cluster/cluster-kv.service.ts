@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { KV } from '@nats-io/kv';
-import { AssignmentMapBucket, HeartbeatBucket, openBucket } from '@defender/nats-kv';
+import { AssignmentMapBucket, HeartbeatBucket, openBucket, recreateBucketIfMissing } from '@defender/nats-kv';
 import { NatsConnectionService } from '../nats/nats-connection.service';
 
 export const CLUSTER_KV_OPTIONS = Symbol('CLUSTER_KV_OPTIONS');
@@ -40,14 +40,31 @@ export class ClusterKvService {
     return this.opening;
   }
 
+  /**
+   * Creates again the buckets NATS lost (restarted with an empty store); the handles of
+   * {@link buckets} work again once they exist. Returns the names it created.
+   */
+  async recreateMissing(): Promise<string[]> {
+    const nc = await this.nats.connection();
+    const created: string[] = [];
+    for (const [name, history] of this.bucketSpecs()) {
+      if (await recreateBucketIfMissing(nc, name, { replicas: this.opts.replicas, history })) created.push(name);
+    }
+    return created;
+  }
+
+  private bucketSpecs(): [string, number][] {
+    return [
+      [this.opts.stableIds, 1],
+      [this.opts.heartbeats, 1],
+      [this.opts.assignments, 5],
+    ];
+  }
+
   private async open(): Promise<ClusterBuckets> {
     const nc = await this.nats.connection();
-    const o = { replicas: this.opts.replicas };
-    const [stableIds, heartbeats, assignments] = await Promise.all([
-      openBucket(nc, this.opts.stableIds, { ...o, history: 1 }),
-      openBucket(nc, this.opts.heartbeats, { ...o, history: 1 }),
-      openBucket(nc, this.opts.assignments, { ...o, history: 5 }),
-    ]);
+    const [stableIds, heartbeats, assignments] = await Promise.all(this.bucketSpecs().map(([name, history]) => openBucket(nc, name, { replicas: this.opts.replicas, history })));
+    if (!stableIds || !heartbeats || !assignments) throw new Error('three buckets expected');
     return {
       stableIds,
       stableIdsName: this.opts.stableIds,
