@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { connect } from '@nats-io/transport-node';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { buildAssignmentMap } from '@defender/membership';
-import { AssignmentMapBucket, HeartbeatBucket, openBucket, STREAMS } from '@defender/nats-kv';
+import { AssignmentMapBucket, DEFAULT_STREAM_SETTINGS, HeartbeatBucket, openBucket, streamConfigs, STREAMS } from '@defender/nats-kv';
 import { parseStableIdClaim } from '@defender/contracts';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { describeWithInfra, freePort, getJson, spawnBuiltApp, SpawnedApp, startNatsServer, testNatsUrl, waitFor } from '@defender/infra-harness';
@@ -149,7 +149,7 @@ describeWithInfra(['nats'], 'defender membership (real processes, real NATS)', (
 describeWithInfra(['nats'], 'defenders after NATS lost its store (real processes, private nats-server)', () => {
   jest.setTimeout(180_000);
 
-  it('re-create the buckets, their own claims (same generation) and heartbeats, and the streams; nobody exits', async () => {
+  it('re-create the buckets, their own claims (same generation) and heartbeats, and every stream (also when a publisher recreated one); nobody exits', async () => {
     const srv = await startNatsServer();
     const nc = await connect({ servers: srv.url, maxReconnectAttempts: -1, reconnectTimeWait: 100 });
     const tag = `lost-${process.pid}`;
@@ -187,9 +187,18 @@ describeWithInfra(['nats'], 'defenders after NATS lost its store (real processes
 
       await srv.restart({ emptyStore: true });
       const jsm = await waitForValue(async () => jetstreamManager(nc));
-      // Read without creating anything: the defenders must do it.
+      // As in the incident, a publisher recreates the notification stream alone (ignored when the
+      // defenders were first); otherwise nothing is created here: the defenders must do it.
+      const [notifications] = streamConfigs(DEFAULT_STREAM_SETTINGS);
+      if (notifications) await jsm.streams.add(notifications).catch(() => undefined);
       const exists = async (stream: string) => jsm.streams.info(stream).then(() => true, () => false);
-      await waitFor('buckets and stream created again by the defenders', async () => (await exists('KV_stable-ids')) && (await exists('KV_defender-heartbeats')) && (await exists(STREAMS.notifications)), 60_000, 200);
+      await waitFor(
+        'buckets and every stream created again by the defenders',
+        async () =>
+          (await exists('KV_stable-ids')) && (await exists('KV_defender-heartbeats')) && (await exists(STREAMS.notifications)) && (await exists(STREAMS.defenseEvents)) && (await exists(STREAMS.deadLetters)),
+        60_000,
+        200,
+      );
       await waitFor('both heartbeats back', async () => (await heartbeatIds().catch(() => [])).length === 2, 60_000, 200);
       expect(await claims()).toEqual(before);
       for (const p of procs) expect(p.child.exitCode).toBeNull();

@@ -140,6 +140,15 @@ export class ProcessingService implements ChamberWork, OnApplicationBootstrap, O
       if (this.lastStreamId !== undefined && id !== this.lastStreamId) {
         this.logger.error({ msg: 'notification stream recreated: its sequences restarted; every chamber re-checks its mark before its next commit', stream: this.config.NATS_STREAM_NAME, was: this.lastStreamId, now: id });
         this.workers.forEach((w) => w.notify(Number.MAX_SAFE_INTEGER));
+        // A publisher may have recreated only the notification stream: NATS lost the alarm and
+        // dead-letter streams with it, and outboxes would wait on them forever.
+        try {
+          await ensureStreams(nc, this.streamSettings());
+        } catch (e) {
+          // Not noted as seen: the next check wakes the workers again (harmless) and retries this.
+          this.logger.warn({ msg: 'could not create the other streams again; next check retries', err: (e as Error).message });
+          return;
+        }
       }
       this.lastStreamId = id;
     } catch (err) {
