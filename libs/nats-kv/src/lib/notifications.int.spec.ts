@@ -1,5 +1,6 @@
 import { connect } from '@nats-io/transport-node';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
+import { MAX_NOTIFICATION_BYTES } from '@defender/contracts';
 import { describeWithInfra, startNatsServer, waitFor } from '@defender/infra-harness';
 import { lastMessageId, NotificationReader, publishOnce, watchNotifications } from './notifications';
 import { ensureStreams, STREAMS } from './streams';
@@ -22,6 +23,10 @@ describeWithInfra(['nats'], 'notification streams against a real nats-server', (
         await js.publish(`dc.${t}.${c}.completed`, JSON.stringify({ t, c }));
       }
       await expect(js.publish('dc.t1.c1.started', 'x')).rejects.toThrow();
+      // A notification larger than MAX_NOTIFICATION_BYTES is refused at publication (bad input stays
+      // at the edge, and a dead letter never has to carry it).
+      expect(info.config.max_msg_size).toBe(MAX_NOTIFICATION_BYTES);
+      await expect(js.publish('dc.t9.c9.completed', new Uint8Array(MAX_NOTIFICATION_BYTES + 1))).rejects.toThrow();
 
       const reader = await NotificationReader.open(nc);
       const seqs: number[] = [];

@@ -1,5 +1,6 @@
 import type { NatsConnection } from '@nats-io/nats-core';
 import { DiscardPolicy, JetStreamApiCodes, JetStreamApiError, jetstreamManager, RetentionPolicy, StorageType, StreamConfig } from '@nats-io/jetstream';
+import { MAX_NOTIFICATION_BYTES } from '@defender/contracts';
 import { mapKvError } from './errors';
 
 /** Streams Defender uses; created or updated idempotently at start by every process that needs them. */
@@ -46,6 +47,8 @@ export function streamConfigs(settings: StreamSettings): (Partial<StreamConfig> 
       max_age: settings.notificationMaxAgeSeconds * NS,
       // Readers fetch a chamber's next run by subject from a sequence (direct get, next_by_subj).
       allow_direct: true,
+      // A notification is small; a huge one is refused at publication (and its dead letter stays bounded).
+      max_msg_size: MAX_NOTIFICATION_BYTES,
       duplicate_window: Math.min(settings.duplicateWindowSeconds, settings.notificationMaxAgeSeconds) * NS,
     },
     {

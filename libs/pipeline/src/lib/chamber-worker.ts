@@ -5,6 +5,7 @@ import {
   CommitRunResult,
   CorruptRecordError,
   DeadLetter,
+  deadLetterRecord,
   DeadLetterReason,
   DEAD_LETTER_REASONS,
   FencedError,
@@ -691,17 +692,16 @@ export class ChamberWorker {
   }
 
   private async deadLetter(msg: RunMessage, reason: DeadLetterReason, detail: string, runId: string, attempts: number): Promise<void> {
-    const dl: DeadLetter = {
-      schema: 1,
+    const dl: DeadLetter = deadLetterRecord({
       reason,
       detail,
       subject: msg.subject,
       streamSequence: msg.streamSequence,
-      payloadBase64: Buffer.from(msg.data).toString('base64'),
+      payload: msg.data,
       defenderId: this.opts.ownerId,
       attempts,
       deadLetteredAt: this.deps.now().toISOString(),
-    };
+    });
     await this.outageRetry('dead-letter', () => this.deps.sink.publish(`dc.dead.${reason}`, JSON.stringify(dl), `dead:${this.key}:${msg.sequence}`));
     // Move the mark past it (no points), fenced like any commit, so the chamber goes on.
     const deadRunId = `dead-letter:${msg.sequence}:${runId}`.slice(0, 128);

@@ -3,7 +3,7 @@ import { InjectMetric } from '@willsoto/nestjs-prometheus';
 import type { Counter, Gauge, Histogram } from 'prom-client';
 import { performance } from 'node:perf_hooks';
 import type { NatsConnection } from '@nats-io/nats-core';
-import { ChamberRef, DeadLetter, DefenderStore, parseNotificationSubject, splitChamberKey } from '@defender/contracts';
+import { ChamberRef, DeadLetter, deadLetterRecord, DefenderStore, parseNotificationSubject, splitChamberKey } from '@defender/contracts';
 import { ownerEpoch } from '@defender/membership';
 import { ensureStreams, lastMessageId, NotificationFeed, NotificationReader, publishOnce, StreamMissingError, STREAMS, watchNotifications } from '@defender/nats-kv';
 import { NatsConnectionService, StoreService } from '@defender/nest-common';
@@ -260,17 +260,16 @@ export class ProcessingService implements ChamberWork, OnApplicationBootstrap, O
     try {
       const msg = await reader.next(subject, seq);
       if (!msg || msg.sequence !== seq) return;
-      const dl: DeadLetter = {
-        schema: 1,
+      const dl: DeadLetter = deadLetterRecord({
         reason: 'unknown-chamber',
         detail: `no defender owns ${key}: it is not in the assignment map (add it to chamber_metadata)`,
         subject,
         streamSequence: seq,
-        payloadBase64: Buffer.from(msg.data).toString('base64'),
+        payload: msg.data,
         defenderId: this.identity.defenderId() ?? 'unknown',
         attempts: 1,
         deadLetteredAt: new Date().toISOString(),
-      };
+      });
       await publishOnce(nc, 'dc.dead.unknown-chamber', JSON.stringify(dl), `dead:${key}:${seq}`);
       this.deadLetters.inc({ reason: 'unknown-chamber' });
       this.logger.warn({ msg: 'dead-lettered', chamber: key, sequence: seq, reason: 'unknown-chamber' });

@@ -1,4 +1,7 @@
 import {
+  deadLetterRecord,
+  MAX_DEAD_LETTER_DETAIL_CHARS,
+  MAX_DEAD_LETTER_PAYLOAD_BYTES,
   AssignmentMap,
   chamberKeyOf,
   defenderIdOf,
@@ -143,5 +146,25 @@ describe('run notification', () => {
     ['a dotted tool id', { ...ok, toolId: 'tool.1' }, /toolId/],
   ])('rejects %s', (_what, value, reason) => {
     expect(() => parseRunNotification(JSON.stringify(value))).toThrow(reason);
+  });
+});
+
+describe('dead letters are bounded whatever the input', () => {
+  const base = { reason: 'invalid-json' as const, subject: 'dc.t.c.completed', streamSequence: 7, defenderId: 'defender-1', attempts: 1, deadLetteredAt: '2026-11-27T08:00:00.000Z' };
+
+  it('carries a small payload whole, with its size', () => {
+    const dl = deadLetterRecord({ ...base, detail: 'bad', payload: new TextEncoder().encode('{"runId": ') });
+    expect(dl).toEqual({ schema: 1, ...base, detail: 'bad', payloadBase64: Buffer.from('{"runId": ').toString('base64'), payloadBytes: 10 });
+  });
+
+  it('cuts a large payload and a long detail to their bounds and says so', () => {
+    const payload = new Uint8Array(MAX_DEAD_LETTER_PAYLOAD_BYTES * 3).fill(65);
+    const dl = deadLetterRecord({ ...base, detail: 'x'.repeat(10 * MAX_DEAD_LETTER_DETAIL_CHARS), payload });
+    expect(dl.payloadTruncated).toBe(true);
+    expect(dl.payloadBytes).toBe(payload.byteLength);
+    expect(Buffer.from(dl.payloadBase64, 'base64').byteLength).toBe(MAX_DEAD_LETTER_PAYLOAD_BYTES);
+    expect(dl.detail.length).toBe(MAX_DEAD_LETTER_DETAIL_CHARS);
+    // Far below NATS's default max_payload (1 MiB), for a payload of any size.
+    expect(JSON.stringify(dl).length).toBeLessThan(100_000);
   });
 });

@@ -76,16 +76,51 @@ export const DEAD_LETTER_REASONS = [
 ] as const;
 export type DeadLetterReason = (typeof DEAD_LETTER_REASONS)[number];
 
-/** What is published on `dc.dead.<reason>`: the original message and why it was set aside. */
+/**
+ * Largest notification the notification stream accepts (its `max_msg_size`): a notification is a few
+ * hundred bytes plus its SVID names (200 SVIDs of 64 characters are 13 KB); anything near this is bad
+ * input, refused at publication instead of travelling on as a dead letter.
+ */
+export const MAX_NOTIFICATION_BYTES = 256 * 1024;
+/** Most bytes of the original payload a dead letter carries (the rest is counted, not copied). */
+export const MAX_DEAD_LETTER_PAYLOAD_BYTES = 64 * 1024;
+/** Most characters of a dead letter's `detail` (an error message can quote its input). */
+export const MAX_DEAD_LETTER_DETAIL_CHARS = 4096;
+
+/**
+ * What is published on `dc.dead.<reason>`: the original message and why it was set aside. Bounded
+ * whatever the input (at most ~93 KB of JSON, far below NATS's 1 MB `max_payload`): a payload above
+ * {@link MAX_DEAD_LETTER_PAYLOAD_BYTES} is cut there (`payloadTruncated`, `payloadBytes` the original
+ * size), and such a dead letter cannot be replayed from the stream.
+ */
 export interface DeadLetter {
   readonly schema: 1;
   readonly reason: DeadLetterReason;
   readonly detail: string;
   readonly subject: string;
   readonly streamSequence: number;
-  /** The original payload, base64 (it may not be valid UTF-8 or JSON). */
+  /** The original payload (its first {@link MAX_DEAD_LETTER_PAYLOAD_BYTES}), base64: it may not be valid UTF-8 or JSON. */
   readonly payloadBase64: string;
+  /** Size of the original payload, bytes. */
+  readonly payloadBytes?: number;
+  /** Present when `payloadBase64` holds only the payload's first bytes. */
+  readonly payloadTruncated?: true;
   readonly defenderId: string;
   readonly attempts: number;
   readonly deadLetteredAt: string;
+}
+
+/** A dead letter for `payload`, with the payload and the detail cut to their bounds (see {@link DeadLetter}). */
+export function deadLetterRecord(fields: Omit<DeadLetter, 'schema' | 'payloadBase64' | 'payloadBytes' | 'payloadTruncated'> & { readonly payload: Uint8Array }): DeadLetter {
+  const { payload, detail, ...rest } = fields;
+  const cut = payload.byteLength > MAX_DEAD_LETTER_PAYLOAD_BYTES;
+  const kept = cut ? payload.subarray(0, MAX_DEAD_LETTER_PAYLOAD_BYTES) : payload;
+  return {
+    schema: 1,
+    ...rest,
+    detail: detail.length > MAX_DEAD_LETTER_DETAIL_CHARS ? `${detail.slice(0, MAX_DEAD_LETTER_DETAIL_CHARS - 1)}…` : detail,
+    payloadBase64: Buffer.from(kept.buffer, kept.byteOffset, kept.byteLength).toString('base64'),
+    payloadBytes: payload.byteLength,
+    ...(cut ? { payloadTruncated: true as const } : {}),
+  };
 }
