@@ -125,7 +125,7 @@ describe('the chamber monitor on the chamber page (evaluator records in a real S
     const service = new ChamberService(
       config,
       { ready: async () => store } as unknown as StoreService,
-      { currentMap: () => null } as unknown as ClusterWatcherService,
+      { currentMap: () => null, notificationStreamId: () => null } as unknown as ClusterWatcherService,
       { recent: () => [] } as unknown as AlarmFeedService,
     );
     // The endpoint's body: what the page receives.

@@ -26,7 +26,18 @@ export interface ChamberDetail {
   readonly owner: string | null;
   readonly lastMovedAt: string | null;
   readonly metadata: (Omit<ChamberMetadata, 'lastUpdated'> & { lastUpdated: string }) | null;
-  readonly state: { ownerEpoch: number; ownerId: string; highWaterMark: number; updatedAt: string } | null;
+  readonly state: {
+    ownerEpoch: number;
+    ownerId: string;
+    highWaterMark: number;
+    updatedAt: string;
+    /**
+     * The notification stream the mark counts in (ADR 0007): `mismatch` while it is not the stream
+     * NATS holds now (the owner pauses the chamber and re-bases it), `unbound` before an owner bound
+     * it, `unknown` while the stream cannot be read.
+     */
+    stream: { id: string | null; offset: number; status: 'bound' | 'unbound' | 'mismatch' | 'unknown' };
+  } | null;
   readonly hold: { holdId: string; ruleId: string; reason: string; runId: string; sequence: number; heldAt: string } | null;
   readonly runs: number;
   /** The chamber monitor of each recipe that has one (T², SPE over the runs, the model's limits). */
@@ -37,6 +48,13 @@ export interface ChamberDetail {
   readonly hiddenMonitoredCharts: number;
   /** Newest first; a run-level alarm of the chamber monitor carries `run` (its violations and contributors). */
   readonly alarms: readonly (Omit<AlarmRecord, 'raisedAt'> & { raisedAt: string; run?: RunAlarmView })[];
+}
+
+/** Whether a chamber's mark counts in the notification stream NATS holds now (`current`, null: unread or missing). */
+export function streamStatusOf(recorded: string | undefined, current: string | null): 'bound' | 'unbound' | 'mismatch' | 'unknown' {
+  if (recorded === undefined) return 'unbound';
+  if (current === null) return 'unknown';
+  return recorded === current ? 'bound' : 'mismatch';
 }
 
 /** Thrown for a malformed chamber key (HTTP 400 at the edge). */
@@ -120,7 +138,15 @@ export class ChamberService {
       owner: map?.assignments[key] ?? null,
       lastMovedAt: moved ? new Date(moved).toISOString() : null,
       metadata: metadata ? { ...metadata, lastUpdated: metadata.lastUpdated.toISOString() } : null,
-      state: state ? { ownerEpoch: state.ownerEpoch, ownerId: state.ownerId, highWaterMark: state.highWaterMark, updatedAt: state.updatedAt.toISOString() } : null,
+      state: state
+        ? {
+            ownerEpoch: state.ownerEpoch,
+            ownerId: state.ownerId,
+            highWaterMark: state.highWaterMark,
+            updatedAt: state.updatedAt.toISOString(),
+            stream: { id: state.streamId ?? null, offset: state.streamOffset ?? 0, status: streamStatusOf(state.streamId, this.cluster.notificationStreamId()) },
+          }
+        : null,
       hold: hold ? { holdId: hold.holdId, ruleId: hold.ruleId, reason: hold.reason, runId: hold.runId, sequence: hold.sequence, heldAt: hold.heldAt.toISOString() } : null,
       runs: history.length,
       monitors,

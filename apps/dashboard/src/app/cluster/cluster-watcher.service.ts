@@ -3,7 +3,8 @@ import { performance } from 'node:perf_hooks';
 import { Subject } from 'rxjs';
 import { Kvm, KvWatchInclude, type KV } from '@nats-io/kv';
 import { InvalidMessageError, isNewerMap, parseAssignmentMap, type AssignmentMap } from '@defender/contracts';
-import { ASSIGNMENT_MAP_KEY, openBucket } from '@defender/nats-kv';
+import { jetstreamManager } from '@nats-io/jetstream';
+import { ASSIGNMENT_MAP_KEY, isStreamNotFound, openBucket, STREAMS } from '@defender/nats-kv';
 import { ClusterKvService, HealthRegistry, NatsConnectionService } from '@defender/nest-common';
 import { DashboardConfig } from '../config';
 import { DASHBOARD_CONFIG } from '../tokens';
@@ -40,6 +41,9 @@ export class ClusterWatcherService implements OnApplicationBootstrap, BeforeAppl
   private electionKv: KV | undefined;
   private stopped = false;
   private last: ClusterSnapshot | undefined;
+  private streamId: string | null = null;
+  /** The last identity read (kept while the stream is missing, to tell a recreation). */
+  private lastStreamId: string | null = null;
 
   constructor(
     @Inject(DASHBOARD_CONFIG) private readonly config: DashboardConfig,
@@ -117,8 +121,35 @@ export class ClusterWatcherService implements OnApplicationBootstrap, BeforeAppl
     }
   }
 
+  /** The notification stream's identity (its `created` time) at the last refresh; null while missing or unread. */
+  notificationStreamId(): string | null {
+    return this.streamId;
+  }
+
+  /**
+   * The notification stream: missing (NATS lost it; the defenders create it again) or recreated
+   * since the last refresh (chambers pause and re-base onto it, ADR 0007) is a problem line.
+   */
+  private async readStream(): Promise<void> {
+    const name = STREAMS.notifications;
+    try {
+      const info = await (await jetstreamManager(await this.nats.connection())).streams.info(name);
+      this.problem('stream', undefined);
+      if (this.lastStreamId !== null && this.lastStreamId !== info.created) {
+        // Kept for the dashboard's life: a chamber page shows whether its mark was re-based.
+        this.problem('stream-recreated', `stream ${name} was recreated at ${info.created} (was ${this.lastStreamId}): its sequences restarted; chambers pause and re-base onto it (ADR 0007)`);
+      }
+      this.streamId = info.created;
+      this.lastStreamId = info.created;
+    } catch (err) {
+      this.streamId = null;
+      const missing = isStreamNotFound(err);
+      this.problem('stream', missing ? `stream ${name} is missing (NATS lost its store?): the defenders create it again` : `cannot read stream ${name}: ${(err as Error).message}`);
+    }
+  }
+
   private async refresh(): Promise<void> {
-    await Promise.all([this.readHeartbeats(), this.readLeader(), this.readControllers()]);
+    await Promise.all([this.readHeartbeats(), this.readLeader(), this.readControllers(), this.readStream()]);
     this.last = this.build();
     this.health.set('cluster-view', true);
     this.updates.next(this.last);
