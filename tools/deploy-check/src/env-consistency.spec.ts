@@ -127,8 +127,16 @@ describe('the checks catch what they are for', () => {
   });
 
   it('a committed secret', () => {
-    const w = withEnv(controller, (env) => env.set('CASSANDRA_PASSWORD', literal('CASSANDRA_PASSWORD', 'hunter2-hunter2')));
+    const w = withEnv(controller, (env) => {
+      env.set('CASSANDRA_USERNAME', literal('CASSANDRA_USERNAME', 'defender'));
+      env.set('CASSANDRA_PASSWORD', literal('CASSANDRA_PASSWORD', 'hunter2-hunter2'));
+    });
     expect(checkWorkloadEnv(w, spec(w))).toEqual([expect.stringContaining('CASSANDRA_PASSWORD is a literal')]);
+  });
+
+  it('half-set credentials: the app would refuse to start (fail closed)', () => {
+    const w = withEnv(controller, (env) => env.set('CASSANDRA_USERNAME', literal('CASSANDRA_USERNAME', 'defender')));
+    expect(checkWorkloadEnv(w, spec(w))).toEqual([expect.stringContaining('CASSANDRA_PASSWORD is required when CASSANDRA_USERNAME is set')]);
   });
 
   it('processes disagreeing on the cluster shape', () => {

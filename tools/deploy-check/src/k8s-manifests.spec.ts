@@ -46,6 +46,20 @@ describeWithKustomize('kustomize renders', (k) => {
     expect(get('k8s/base + components/service-monitor').filter((o) => o.kind === 'ServiceMonitor')).toHaveLength(3);
   });
 
+  it('production fails closed: every Secret reference but NATS_TOKEN is required (the base and dev keep them optional)', () => {
+    const secretRefs = (objects: readonly K8sObject[]) =>
+      deploymentsOf(objects).flatMap((d) =>
+        (d.spec?.template.spec?.containers ?? []).flatMap((c) =>
+          (c.env ?? []).filter((e) => e.valueFrom?.secretKeyRef).map((e) => ({ at: `${d.metadata?.name}/${c.name}/${e.name}`, optional: e.valueFrom?.secretKeyRef?.optional === true })),
+        ),
+      );
+    const prod = secretRefs(get('k8s/overlays/prod'));
+    expect(prod.length).toBeGreaterThan(10);
+    expect(prod.filter((r) => r.optional && !r.at.endsWith('/NATS_TOKEN'))).toEqual([]);
+    expect(prod.filter((r) => r.at.endsWith('/CASSANDRA_PASSWORD')).map((r) => r.optional)).toEqual([false, false, false]);
+    expect(secretRefs(get('k8s/overlays/dev')).filter((r) => r.at.endsWith('/NATS_USER')).every((r) => r.optional)).toBe(true);
+  });
+
   it('validates every object against its JSON schema (Kubernetes 1.27 OpenAPI, Prometheus Operator CRDs)', () => {
     expect([...renders].flatMap(([dir, objects]) => validateSchemas(objects, dir))).toEqual([]);
   });

@@ -95,6 +95,32 @@ describe('loadConfig', () => {
   });
 });
 
+describe('half-set credentials fail closed', () => {
+  const withStore = z.object({ ...commonEnvShape(8080), CASSANDRA_USERNAME: env.optionalString(), CASSANDRA_PASSWORD: env.optionalString() });
+  const problems = (e: NodeJS.ProcessEnv) => {
+    try {
+      loadConfig('test-app', withStore, e);
+      return {};
+    } catch (err) {
+      if (!(err instanceof ConfigValidationError)) throw err;
+      return Object.fromEntries(err.problems.map((p) => [p.variable, p.message]));
+    }
+  };
+
+  it('a user without its password, or a password without its user, names the missing one', () => {
+    expect(problems({ CASSANDRA_USERNAME: 'defender' })).toEqual({ CASSANDRA_PASSWORD: 'is required when CASSANDRA_USERNAME is set (set both, or neither)' });
+    expect(problems({ CASSANDRA_PASSWORD: 'secret-1' })).toEqual({ CASSANDRA_USERNAME: 'is required when CASSANDRA_PASSWORD is set (set both, or neither)' });
+    expect(problems({ NATS_USER: 'defender' })).toEqual({ NATS_PASSWORD: 'is required when NATS_USER is set (set both, or neither)' });
+  });
+
+  it('a token beside a user is ambiguous; both or neither of a pair is fine; reported with the other problems', () => {
+    expect(problems({ NATS_TOKEN: 't0ken', NATS_USER: 'u', NATS_PASSWORD: 'p' })).toEqual({ NATS_TOKEN: expect.stringContaining('set one of them') });
+    expect(problems({ NATS_USER: 'u', NATS_PASSWORD: 'p', CASSANDRA_USERNAME: 'c', CASSANDRA_PASSWORD: 'd' })).toEqual({});
+    expect(problems({})).toEqual({});
+    expect(Object.keys(problems({ HTTP_PORT: 'x', CASSANDRA_USERNAME: 'c' })).sort()).toEqual(['CASSANDRA_PASSWORD', 'HTTP_PORT']);
+  });
+});
+
 describe('loadConfigOrExit', () => {
   it('writes a JSON report and a readable block, then exits with code 2', () => {
     const lines: string[] = [];

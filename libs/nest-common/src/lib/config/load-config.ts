@@ -23,8 +23,9 @@ export function loadConfig<S extends z.ZodObject<z.ZodRawShape>>(
     if (raw !== undefined && raw.trim() !== '') input[key] = raw.trim();
   }
   const result = schema.safeParse(input);
-  if (result.success) return result.data;
-  const problems: ConfigProblem[] = result.error.issues.map((issue) => {
+  const pairs = credentialProblems(input, new Set(Object.keys(schema.shape)));
+  if (result.success && pairs.length === 0) return result.data;
+  const problems: ConfigProblem[] = (result.success ? [] : result.error.issues).map((issue) => {
     const [key, ...rest] = issue.path.map(String);
     if (key === undefined) return { variable: '(environment)', message: issue.message };
     if (!(key in input)) return { variable: key, message: 'is required' };
@@ -32,7 +33,32 @@ export function loadConfig<S extends z.ZodObject<z.ZodRawShape>>(
     const shown = SECRET_KEY.test(key) ? '(value hidden)' : JSON.stringify(input[key]);
     return { variable: key, message: `${issue.message}${where}; got ${shown}` };
   });
-  throw new ConfigValidationError(appName, problems);
+  throw new ConfigValidationError(appName, [...problems, ...pairs]);
+}
+
+/** Credentials that only work as a pair: one without the other is a mistake, never a silent "no auth". */
+const CREDENTIAL_PAIRS: readonly (readonly [string, string])[] = [
+  ['CASSANDRA_USERNAME', 'CASSANDRA_PASSWORD'],
+  ['NATS_USER', 'NATS_PASSWORD'],
+];
+
+/**
+ * Half-set credentials (a user without its password, or the reverse) and NATS_TOKEN beside
+ * NATS_USER: each a problem naming the variable to fix (fail closed; a half-set pair used to be
+ * dropped, connecting without authentication).
+ */
+export function credentialProblems(input: Readonly<Record<string, string>>, known: ReadonlySet<string>): ConfigProblem[] {
+  const problems: ConfigProblem[] = [];
+  const set = (k: string) => input[k] !== undefined;
+  for (const [user, secret] of CREDENTIAL_PAIRS) {
+    if (!known.has(user) || !known.has(secret)) continue;
+    if (set(user) && !set(secret)) problems.push({ variable: secret, message: `is required when ${user} is set (set both, or neither)` });
+    if (set(secret) && !set(user)) problems.push({ variable: user, message: `is required when ${secret} is set (set both, or neither)` });
+  }
+  if (known.has('NATS_TOKEN') && set('NATS_TOKEN') && (set('NATS_USER') || set('NATS_PASSWORD'))) {
+    problems.push({ variable: 'NATS_TOKEN', message: 'and NATS_USER / NATS_PASSWORD are two ways to authenticate to NATS: set one of them' });
+  }
+  return problems;
 }
 
 /** Where {@link loadConfigOrExit} reports and how it exits; injectable for tests. */
