@@ -6,7 +6,6 @@ export * from './lib/kv-lease-store';
 export * from './lib/proto';
 export * from './lib/server/election-authority';
 export * from './lib/server/leader-watch-hub';
-export * from './lib/client/backoff';
 export * from './lib/client/config';
 export * from './lib/client/election-client';
 export * from './lib/client/leader-election';

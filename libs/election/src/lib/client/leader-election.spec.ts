@@ -195,7 +195,7 @@ describe('LeaderElection', () => {
     const { transport, log } = setup();
     const flaky = new FlakyTransport(transport);
     flaky.down = true;
-    const a = track(candidate('a', flaky, log, { backoff: { initialMs: 20, maxMs: 200 } }));
+    const a = track(candidate('a', flaky, log, { backoff: { baseMs: 20, maxMs: 200 } }));
     a.start();
     await sleep(1_000);
     // Exponential: 10-20, 20-40, 40-80, 80-160, then <= 200 ms: about 8 calls in a second, not hundreds.

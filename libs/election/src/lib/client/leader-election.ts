@@ -1,9 +1,9 @@
 import { performance } from 'node:perf_hooks';
+import { type Backoff, exponentialBackoff } from '@defender/backoff';
 import { ElectionCallError } from '../errors';
 import { LeaderView } from '../lease';
 import { LeaseInfo } from '../proto';
 import { CampaignRequest, LeaseRequest } from '../validation';
-import { Backoff, jitteredBackoff } from './backoff';
 import { CallOptions, ObserveHandle } from './election-client';
 
 /** What {@link LeaderElection} needs from the agents; {@link ElectionClient} implements it. */
@@ -52,8 +52,8 @@ export interface LeaderElectionOptions {
   renewDeadlineMs?: number;
   /** Deadline of one call to one agent. Default (renewDeadline - renewInterval) / 2, in 100..2000 ms. */
   callTimeoutMs?: number;
-  /** Backoff between failed campaign calls. Default 100 ms doubling to 2 s, jittered. */
-  backoff?: { initialMs: number; maxMs: number };
+  /** Backoff between failed campaign calls (`exponentialBackoff`, equal jitter). Default 100 ms doubling to 2 s. */
+  backoff?: { baseMs: number; maxMs: number };
   /** Uniform [0, 1) for jitter; inject a seeded one in tests. */
   random?: () => number;
   /** Monotonic clock in ms for deadlines. Default `performance.now`. */
@@ -114,7 +114,7 @@ export class LeaderElection {
       opts.callTimeoutMs ?? Math.min(2000, Math.max(100, (this.renewDeadlineMs - this.renewIntervalMs) / 2));
     this.random = opts.random ?? Math.random;
     this.mono = opts.monotonicNow ?? (() => performance.now());
-    this.backoff = jitteredBackoff({ initialMs: 100, maxMs: 2000, ...opts.backoff, random: this.random });
+    this.backoff = exponentialBackoff({ baseMs: 100, maxMs: 2000, ...opts.backoff, random: this.random });
   }
 
   /** Starts campaigning (idempotent). */

@@ -1,6 +1,7 @@
 import { Inject, Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { connect } from '@nats-io/transport-node';
+import { backoffDelayMs } from '@defender/backoff';
 import { HealthRegistry } from '../health/health.registry';
 
 export const NATS_OPTIONS = Symbol('NATS_OPTIONS');
@@ -77,7 +78,8 @@ export class NatsConnectionService implements OnModuleInit, OnApplicationShutdow
 
   private async connectLoop(): Promise<void> {
     const { servers, name, user, pass, token } = this.options;
-    while (!this.closing) {
+    const waitMs = this.options.reconnectTimeWaitMs ?? 1000;
+    for (let attempt = 0; !this.closing; attempt++) {
       try {
         const nc = await connect({
           servers,
@@ -87,7 +89,7 @@ export class NatsConnectionService implements OnModuleInit, OnApplicationShutdow
           token,
           reconnect: true,
           maxReconnectAttempts: -1,
-          reconnectTimeWait: this.options.reconnectTimeWaitMs ?? 1000,
+          reconnectTimeWait: waitMs,
         });
         if (this.closing) {
           await nc.close();
@@ -103,7 +105,9 @@ export class NatsConnectionService implements OnModuleInit, OnApplicationShutdow
       } catch (err) {
         this.lastError = (err as Error).message;
         this.logger.warn({ msg: 'NATS connect failed; retrying', servers, err: this.lastError });
-        await new Promise((r) => setTimeout(r, (this.options.reconnectTimeWaitMs ?? 1000) * (0.5 + Math.random())));
+        // The workspace's backoff (equal jitter) capped at the client's own reconnect wait: a
+        // first connection is retried about as often as a lost one is.
+        await new Promise((r) => setTimeout(r, backoffDelayMs(attempt, { baseMs: waitMs, maxMs: waitMs, random: Math.random })));
       }
     }
   }

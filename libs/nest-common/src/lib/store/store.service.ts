@@ -1,6 +1,7 @@
 import { Inject, Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
+import { backoffDelayMs } from '@defender/backoff';
 import type { DefenderStore } from '@defender/contracts';
 import { openStore, StoreConfig, type StoreObserver, type StoreOperation } from '@defender/store';
 import { HealthRegistry } from '../health/health.registry';
@@ -71,7 +72,7 @@ export class StoreService implements OnModuleInit, OnApplicationShutdown {
         return;
       } catch (err) {
         this.lastError = (err as Error).message;
-        const delay = Math.min(10_000, 250 * 2 ** attempt) * (0.5 + Math.random() / 2);
+        const delay = backoffDelayMs(attempt, { baseMs: 250, maxMs: 10_000, random: Math.random });
         this.logger.warn({ msg: 'store not available; retrying', kind: this.config.kind, err: this.lastError, delayMs: Math.round(delay) });
         await new Promise((r) => setTimeout(r, delay));
       }

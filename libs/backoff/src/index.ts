@@ -1,0 +1,1 @@
+export { type Backoff, backoffDelayMs, type BackoffOptions, exponentialBackoff, InvalidBackoffError } from './lib/backoff';
