@@ -1,6 +1,5 @@
 export * from './lib/errors';
 export * from './lib/buckets';
-export * from './lib/backoff';
 export * from './lib/stable-ids';
 export * from './lib/heartbeats';
 export * from './lib/assignment-map';

@@ -10,10 +10,10 @@ import { InjectMetric } from '@willsoto/nestjs-prometheus';
 import type { Counter, Gauge, Histogram } from 'prom-client';
 import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
+import { backoffDelayMs } from '@defender/backoff';
 import { AssignmentMap, DefenderState, defenderNumberOf, Heartbeat } from '@defender/contracts';
 import { DefenderLifecycle, diffOwnership, ownedChambers } from '@defender/membership';
 import {
-  backoffDelayMs,
   ClaimLostError,
   NatsUnavailableError,
   PoolExhaustedError,

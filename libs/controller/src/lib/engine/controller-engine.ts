@@ -9,6 +9,7 @@ import {
   TriggerConfig,
   TriggerDecision,
 } from '@defender/assignment';
+import { backoffDelayMs } from '@defender/backoff';
 import { AssignmentMap, InvalidMessageError } from '@defender/contracts';
 import { buildAssignmentMap, HeartbeatClock } from '@defender/membership';
 import { NatsUnavailableError, RevisionConflictError, StoredMap } from '@defender/nats-kv';
@@ -50,6 +51,8 @@ export interface EngineDeps {
    */
   readonly monotonic: () => number;
   readonly sleep: (ms: number, wake: AbortSignal) => Promise<void>;
+  /** Uniform [0, 1) for the jitter of retries while NATS or the store is unavailable. Default `Math.random`. */
+  readonly random?: () => number;
   readonly observer?: EngineObserver;
 }
 
@@ -150,7 +153,7 @@ export class ControllerEngine {
         const retryable = err instanceof NatsUnavailableError || (err as { retryable?: unknown }).retryable === true;
         if (!retryable) throw err;
         this.deps.observer?.error?.(what, err);
-        await this.deps.sleep(Math.min(2000, 100 * 2 ** attempt) * (0.5 + Math.random() / 2), this.stopper.signal);
+        await this.deps.sleep(backoffDelayMs(attempt, { baseMs: 100, maxMs: 2000, random: this.deps.random ?? Math.random }), this.stopper.signal);
       }
     }
   }
