@@ -1,4 +1,5 @@
 import { mkdtempSync, rmSync } from 'node:fs';
+import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connect } from '@nats-io/transport-node';
@@ -188,6 +189,26 @@ describeWithInfra(['nats'], 'dashboard API and live events (built bundle, real N
     await app?.stop('SIGTERM');
     await nc?.drain();
     rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('answers only to its own names: a rebound domain gets 421, a cross-origin POST 403; health answers any Host', async () => {
+    // fetch() may not set Host: a raw request does.
+    const send = (method: string, path: string, headers: Record<string, string>) =>
+      new Promise<number>((resolve, reject) => {
+        const u = new URL(base);
+        const req = request({ host: u.hostname, port: u.port, method, path, headers }, (res) => {
+          res.resume();
+          res.on('end', () => resolve(res.statusCode ?? 0));
+        });
+        req.on('error', reject);
+        req.end(method === 'POST' ? '{}' : undefined);
+      });
+    expect(await send('GET', '/api/v1/cluster', { host: 'attacker.example' })).toBe(421);
+    expect(await send('GET', '/', { host: 'attacker.example:8083' })).toBe(421);
+    expect(await send('GET', '/api/v1/cluster', { host: new URL(base).host })).toBe(200);
+    expect(await send('GET', '/api/v1/cluster', { host: 'dashboard.defender.svc.cluster.local' })).toBe(200);
+    expect(await send('GET', '/health/live', { host: 'attacker.example' })).toBe(200);
+    expect(await send('POST', '/api/v1/local-fab/defenders', { host: new URL(base).host, origin: 'http://attacker.example', 'x-dashboard-action': '1', 'content-type': 'application/json' })).toBe(403);
   });
 
   it('serves the page with a strict content security policy', async () => {

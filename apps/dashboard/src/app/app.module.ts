@@ -1,4 +1,4 @@
-import { DynamicModule, Global, Module } from '@nestjs/common';
+import { DynamicModule, Global, MiddlewareConsumer, Module, NestModule } from '@nestjs/common';
 import { ClusterKvModule, CommonAppModule, StoreModule, storeConfigFromEnv } from '@defender/nest-common';
 import { DashboardConfig } from './config';
 import { DASHBOARD_CONFIG } from './tokens';
@@ -8,10 +8,11 @@ import { ClusterWatcherService } from './cluster/cluster-watcher.service';
 import { ApiController } from './web/api.controller';
 import { LocalFabController } from './local-fab/local-fab.controller';
 import { StaticController } from './web/static.controller';
+import { HostGuardMiddleware } from './web/host-guard.middleware';
 
 @Global()
 @Module({})
-export class AppModule {
+export class AppModule implements NestModule {
   static forRoot(config: DashboardConfig): DynamicModule {
     return {
       module: AppModule,
@@ -24,5 +25,10 @@ export class AppModule {
       providers: [{ provide: DASHBOARD_CONFIG, useValue: config }, ClusterWatcherService, AlarmFeedService, ChamberService],
       exports: [DASHBOARD_CONFIG],
     };
+  }
+
+  /** Every request passes the host and origin guard (DNS rebinding, cross-site POSTs). */
+  configure(consumer: MiddlewareConsumer): void {
+    consumer.apply(HostGuardMiddleware).forRoutes('{*path}');
   }
 }

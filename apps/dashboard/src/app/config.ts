@@ -36,6 +36,21 @@ export const dashboardEnvSchema = z
     REFRESH_SECONDS: env.seconds(1, 0.2, 60),
     /** Runs shown per U-chart. */
     CHART_RUNS: env.int(100, 10, 1000),
+    /**
+     * Host names the dashboard answers to besides addresses, `localhost` and cluster Service names
+     * (comma-separated; `*.example.com` for subdomains), e.g. its Ingress host: any other `Host` is refused
+     * (DNS rebinding; web/host-guard.ts).
+     */
+    DASHBOARD_ALLOWED_HOSTS: z
+      .string()
+      .default('')
+      .transform((v) =>
+        v
+          .split(',')
+          .map((s) => s.trim().toLowerCase())
+          .filter((s) => s.length > 0),
+      )
+      .pipe(z.array(z.string().regex(/^(\*\.)?[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$/, 'each entry must be a host name or *.domain')).max(50, 'at most 50 names')),
     /** Local fab only: its control endpoint (crash / add defender, restart leader) and token. */
     LOCAL_FAB_CONTROL_URL: httpUrl.optional(),
     LOCAL_FAB_CONTROL_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
