@@ -1,8 +1,20 @@
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 
-const DOC = join(__dirname, '..', '..', 'docs', 'benchmarks.md');
+const REPO = join(__dirname, '..', '..');
+
+/**
+ * The file {@link writeBenchmarkSection} writes: `BENCH_DOC` when set (the opt-in, e.g.
+ * `BENCH_DOC=docs/benchmarks.md` from a test); else, under Jest (`JEST_WORKER_ID`, which the
+ * processes a test starts inherit), tmp/benchmarks.md, so tests never rewrite a tracked file; else
+ * docs/benchmarks.md, as `npm run bench` does.
+ */
+export function benchmarksDoc(env: NodeJS.ProcessEnv = process.env): string {
+  const chosen = env['BENCH_DOC'];
+  if (chosen) return resolve(REPO, chosen);
+  return join(REPO, env['JEST_WORKER_ID'] !== undefined ? 'tmp' : 'docs', 'benchmarks.md');
+}
 const HEADER =
   '# Benchmarks\n\nWritten by the benchmark scripts (`npm run bench`, or `npm run bench:<name>`); do not edit by hand.\n' +
   'Each section names the command that reproduces it.\n';
@@ -14,17 +26,19 @@ export function machineLine(): string {
 }
 
 /**
- * Replaces (or appends) the section `name` of docs/benchmarks.md, delimited by HTML comments,
- * leaving the other benchmarks' sections untouched.
+ * Replaces (or appends) the section `name` of docs/benchmarks.md ({@link benchmarksDoc}: tmp/ under
+ * a test), delimited by HTML comments, leaving the other benchmarks' sections untouched.
  */
 export function writeBenchmarkSection(name: string, title: string, command: string, body: string): void {
   const start = `<!-- bench:${name} -->`;
   const end = `<!-- /bench:${name} -->`;
   const section = `${start}\n## ${title}\n\nReproduce: \`${command}\`  \nMachine: ${machineLine()}\n\n${body.trim()}\n${end}`;
-  const current = existsSync(DOC) ? readFileSync(DOC, 'utf8') : HEADER;
+  const doc = benchmarksDoc();
+  const current = existsSync(doc) ? readFileSync(doc, 'utf8') : HEADER;
   const re = new RegExp(`${start}[\\s\\S]*?${end}`);
   const next = re.test(current) ? current.replace(re, section) : `${current.trimEnd()}\n\n${section}\n`;
-  writeFileSync(DOC, next.endsWith('\n') ? next : next + '\n');
+  mkdirSync(dirname(doc), { recursive: true });
+  writeFileSync(doc, next.endsWith('\n') ? next : next + '\n');
 }
 
 /** Markdown table from a header row and rows. */
