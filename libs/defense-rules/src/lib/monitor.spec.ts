@@ -118,6 +118,10 @@ describe('derived statistics', () => {
     expect(statisticParts('max-max')).toBeUndefined();
     expect(statisticParts('max-foo')).toBeUndefined();
     expect(statisticParts('-mean')).toBeUndefined();
+    expect(statisticParts('mean-run_mean')).toEqual(['mean', 'mean']);
+    expect(statisticParts('p95-run_median')).toEqual(['p95', 'median']);
+    expect(statisticParts('mean-run_banana')).toBeUndefined();
+    expect(statisticParts('run_mean-mean')).toBeUndefined();
     expect(validateStrategy({ schemaVersion: 1, name: 't', monitor: { statistics: ['mean', 'max-mean'] } }).ok).toBe(true);
     const bad = validateStrategy({ schemaVersion: 1, name: 't', monitor: { statistics: ['mean', 'max-banana'] } });
     expect(bad.ok).toBe(false);
@@ -161,6 +165,27 @@ describe('derived statistics', () => {
       'm/P@B:max-mean': 10,
       'm/P@B:p95-p05': expect.closeTo(18, 10),
     });
+  });
+
+  it("a-run_b: the window's statistic minus the whole run's, which a level offset of the run leaves unchanged", () => {
+    const make = (offset: number) =>
+      createTrace({
+        runId: 'r',
+        timing: { kind: 'regular', startSeconds: 0, frequencyHz: 1 },
+        svids: { P: Float64Array.from([1, 2, 3, 10, 20, 30], (v) => v + offset) },
+        steps: [
+          { name: 'A', startIndex: 0 },
+          { name: 'B', startIndex: 3 },
+        ],
+      });
+    expect(validateStrategy({ schemaVersion: 1, name: 't', monitor: { statistics: ['mean', 'mean-run_mean'] } }).ok).toBe(true);
+    const trace = make(0);
+    const specs = monitorSpecs(trace, config({ statistics: ['mean', 'mean-run_mean'], despike: false }));
+    const values = (t: ReturnType<typeof make>) => Object.fromEntries(specs.map((s, i) => [s.key, monitorValues(t, specs, new IndicatorCalculator())[i]]));
+    expect(values(trace)).toEqual({ 'm/P@A:mean': 2, 'm/P@A:mean-run_mean': 2 - 11, 'm/P@B:mean': 20, 'm/P@B:mean-run_mean': 20 - 11 });
+    const shifted = values(make(1000));
+    expect(shifted['m/P@A:mean-run_mean']).toBeCloseTo(-9, 9);
+    expect(shifted['m/P@B:mean-run_mean']).toBeCloseTo(9, 9);
   });
 });
 

@@ -45,10 +45,15 @@ import {
 import { calibratedFamilyWidth, leaveOneOutMaxima } from './family-limits';
 
 /**
- * A monitored statistic: one of the uchart statistics, or the difference `a-b` of two of them (a
- * derived indicator such as `max-mean`, the peak above the window's level).
+ * A monitored statistic: one of the uchart statistics, the difference `a-b` of two of them over the
+ * window (a derived indicator such as `max-mean`, the peak above the window's level), or `a-run_b`,
+ * statistic a of the window minus statistic b of the whole run of the same SVID (a within-run
+ * contrast such as `mean-run_mean`, the window's level against the run's).
  */
-export type MonitorStatistic = StatisticName | `${StatisticName}-${StatisticName}`;
+export type MonitorStatistic = StatisticName | `${StatisticName}-${StatisticName}` | `${StatisticName}-run_${StatisticName}`;
+
+/** Prefix of the second part of `a-run_b`: statistic b over the whole run (the context window). */
+const RUN_PREFIX = 'run_';
 
 /**
  * The statistics a monitor computes per SVID and window unless told otherwise: the level (`mean`), the
@@ -56,7 +61,9 @@ export type MonitorStatistic = StatisticName | `${StatisticName}-${StatisticName
  * `std` is not), the peak and the trough of a 5 s moving average above and below the level
  * (`ma_max-mean`, `ma_min-mean`: a pulse or dropout of a few seconds moves them by many of their
  * sds, and taking the level out removes the run-to-run level variation that dominates a smoothed
- * extreme), the slope, robust extremes (`p05`, `p95`), the integral and the duration. Measured on
+ * extreme), the slope, robust extremes (`p05`, `p95`), the integral, the duration, and the window's
+ * level against the run's (`mean-run_mean`: a run-to-run level offset of a sensor moves the whole run,
+ * so the contrast carries none of it and a step-level fault stands out; decision 14). Measured on
  * bench:detection against the earlier mean, std, min, max, slope, first, last, p05, p95, integral,
  * duration: more excursions caught at no more false alarms; raw min / max / first / last, whose
  * extreme-value tails spent the budget, and std are left out (docs/adr/0005-chamber-monitor.md,
@@ -72,6 +79,7 @@ export const DEFAULT_MONITOR_STATISTICS: readonly MonitorStatistic[] = [
   'p95',
   'integral',
   'duration',
+  'mean-run_mean',
 ];
 
 const STATISTIC_SET: ReadonlySet<string> = new Set(STATISTICS);
@@ -83,7 +91,17 @@ export function statisticParts(s: string): readonly [StatisticName] | readonly [
   if (dash <= 0) return undefined;
   const a = s.slice(0, dash);
   const b = s.slice(dash + 1);
+  if (b.startsWith(RUN_PREFIX)) {
+    const whole = b.slice(RUN_PREFIX.length);
+    return STATISTIC_SET.has(a) && STATISTIC_SET.has(whole) ? [a as StatisticName, whole as StatisticName] : undefined;
+  }
   return STATISTIC_SET.has(a) && STATISTIC_SET.has(b) && a !== b ? [a as StatisticName, b as StatisticName] : undefined;
+}
+
+/** Whether a monitored statistic's second part is taken over the whole run (`a-run_b`). */
+export function isRunContrast(s: string): boolean {
+  const dash = s.indexOf('-');
+  return dash > 0 && s.startsWith(RUN_PREFIX, dash + 1);
 }
 
 /** A strategy's monitor, with every default applied. */
@@ -188,6 +206,7 @@ export function monitorValues(trace: Trace, specs: readonly MonitorSpec[], calcu
   const refs = specs.map((spec) => {
     const parts = statisticParts(spec.statistic);
     if (!parts) throw new RangeError(`unknown monitor statistic ${spec.statistic}`);
+    if (isRunContrast(spec.statistic)) return [at(spec, parts[0]), at({ ...spec, windowName: 'context', window: { kind: 'context' } }, parts[1] as StatisticName)];
     return parts.map((p) => at(spec, p));
   });
   const outcomes = calculator.compute(trace, base);

@@ -136,7 +136,7 @@ const monitorSchema = z.strictObject({
   statistics: z
     .array(
       z.string().refine((x) => statisticParts(x) !== undefined, {
-        message: `a statistic (${STATISTICS.join(', ')}) or the difference a-b of two`,
+        message: `a statistic (${STATISTICS.join(', ')}), the difference a-b of two, or a-run_b (b over the whole run)`,
       }),
     )
     .min(1)
