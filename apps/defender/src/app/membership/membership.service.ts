@@ -63,6 +63,8 @@ export class MembershipService implements OnApplicationBootstrap, BeforeApplicat
   private stopping = false;
   private heartbeatTimer: NodeJS.Timeout | undefined;
   private stopWatch: (() => void) | undefined;
+  /** A heartbeat failed since the map watch started: watch again once NATS answers (ADR 0007). */
+  private watchSuspect = false;
 
   constructor(
     @Inject(DEFENDER_CONFIG) private readonly config: DefenderConfig,
@@ -221,6 +223,13 @@ export class MembershipService implements OnApplicationBootstrap, BeforeApplicat
         sentAt: new Date().toISOString(),
       };
       await this.buckets.heartbeats.publish(hb);
+      if (this.watchSuspect) {
+        // NATS failed us since the last heartbeat: if it lost its store, the map bucket was created
+        // again with sequences from 1 and the watch (an ordered consumer) would resume past them.
+        // Watching again re-reads the current map; only a newer one is applied.
+        this.watchSuspect = false;
+        this.stopWatch?.();
+      }
     } catch (err) {
       if (err instanceof ClaimLostError) {
         // We were judged dead (e.g. frozen) and our ID went to another process: stop at once.
@@ -228,6 +237,7 @@ export class MembershipService implements OnApplicationBootstrap, BeforeApplicat
         return;
       }
       this.heartbeatErrors.inc();
+      this.watchSuspect = true;
       // Keep working on owned chambers: their writes are fenced in the store.
       this.logger.warn({ msg: 'heartbeat failed', defenderId: id, err: (err as Error).message });
       await this.recreateLostBuckets();

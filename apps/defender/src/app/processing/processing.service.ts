@@ -58,6 +58,7 @@ export class ProcessingService implements ChamberWork, OnApplicationBootstrap, O
   private lastStreamId: string | undefined;
   private streamWasMissing = false;
   private streamCheck: NodeJS.Timeout | undefined;
+  private checkingStream = false;
 
   constructor(
     @Inject(DEFENDER_CONFIG) private readonly config: DefenderConfig,
@@ -131,7 +132,17 @@ export class ProcessingService implements ChamberWork, OnApplicationBootstrap, O
   private async checkStream(): Promise<void> {
     const reader = this.reader;
     const nc = this.nc;
-    if (!reader || !nc || this.draining) return;
+    // One check at a time: during an outage checks wait on timeouts and would pile up.
+    if (!reader || !nc || this.draining || this.checkingStream) return;
+    this.checkingStream = true;
+    try {
+      await this.checkStreamOnce(reader, nc);
+    } finally {
+      this.checkingStream = false;
+    }
+  }
+
+  private async checkStreamOnce(reader: NotificationReader, nc: NatsConnection): Promise<void> {
     try {
       const id = await reader.streamId();
       if (this.streamWasMissing) this.logger.warn({ msg: 'notification stream exists again', stream: this.config.NATS_STREAM_NAME });
@@ -144,6 +155,10 @@ export class ProcessingService implements ChamberWork, OnApplicationBootstrap, O
         // dead-letter streams with it, and outboxes would wait on them forever.
         try {
           await ensureStreams(nc, this.streamSettings());
+          // The feed's ordered consumer would resume after its old position, past the new stream's
+          // first sequences: start it again from now (workers re-read their chambers anyway).
+          await this.feed?.stop();
+          await this.startFeed(nc);
         } catch (e) {
           // Not noted as seen: the next check wakes the workers again (harmless) and retries this.
           this.logger.warn({ msg: 'could not create the other streams again; next check retries', err: (e as Error).message });
