@@ -5,7 +5,7 @@ import Database from 'better-sqlite3';
 import { notificationSubject, RunPointSet } from '@defender/contracts';
 import { SqliteStore } from '@defender/store';
 import { describeWithInfra, getJson, startNatsServer, NatsServerHandle } from '@defender/infra-harness';
-import { publishOnce } from '@defender/nats-kv';
+import { DEFAULT_STREAM_SETTINGS, publishOnce, streamConfigs, STREAMS } from '@defender/nats-kv';
 import { LocalCluster, SeedChamber } from './cluster';
 import { completeRun, completeRunWithCorruptChunk, makeTrace, notificationOf, publishRaw, RunSpec } from './runs';
 
@@ -243,6 +243,68 @@ describeWithInfra(['nats'], 'run processing: exactly-once, ordered, fenced (mult
       await cluster!.waitFor(`${tool} caught up`, async () => (await hwm(store, tool)) === seqs[tool]!.at(-1), 90_000);
       expectExactlyOnce(await committed(store, tool), seqs[tool]!);
     }
+  });
+
+  it('NATS restarted with an empty store (ADR 0007): no new run skipped, none doubled; buckets back, the controller leads again, a new defender joins, nobody exits', async () => {
+    const { c, store, nc } = await start(2, 2);
+    const server = privateNats!;
+    const tools = ['tool1', 'tool2'];
+    const publish = async (tool: string, k: number): Promise<number> => {
+      for (;;) {
+        try {
+          return await completeRun(store, nc, spec(tool, k));
+        } catch {
+          await new Promise((r) => setTimeout(r, 200)); // NATS down or the stream not there yet: retry like a producer would
+        }
+      }
+    };
+    const before: Record<string, number> = {};
+    for (let k = 0; k < 10; k++) for (const tool of tools) before[tool] = await publish(tool, k);
+    for (const tool of tools) await c.waitFor(`${tool} caught up`, async () => (await hwm(store, tool)) === before[tool], 90_000);
+
+    const versionBefore = ((await getJson(`${c.procs.find((x) => x.name === 'pod-0')!.url}/api/v1/status`)).body as { assignmentVersion: number }).assignmentVersion;
+    await server.restart({ emptyStore: true });
+    // As in the incident, the publisher recreates the notification stream alone (unless a defender was first).
+    const [notifications] = streamConfigs(DEFAULT_STREAM_SETTINGS);
+    await c.waitFor('the notification stream back', async () => {
+      const jsm = await jetstreamManager(nc).catch(() => undefined);
+      if (!jsm || !notifications) return false;
+      return jsm.streams.add(notifications).then(
+        () => true,
+        () => jsm.streams.info(STREAMS.notifications).then(() => true, () => false),
+      );
+    }, 60_000, 200);
+    // Sequences restart at 1, far below both marks (20 runs were published before).
+    const after: Record<string, number[]> = { tool1: [], tool2: [] };
+    for (let k = 10; k < 20; k++) for (const tool of tools) after[tool]!.push(await publish(tool, k));
+    expect(after['tool1']![0]).toBeLessThan(before['tool1']!);
+
+    for (const tool of tools) {
+      await c.waitFor(`${tool}: every run after the restart applied`, async () => (await committed(store, tool)).length === 20, 120_000, 250);
+      const runs = await committed(store, tool);
+      expect(runs.map((r) => r.runId)).toEqual(Array.from({ length: 20 }, (_, k) => `${tool}-run-${k}`));
+      // Store sequences keep growing across the recreation (stream offset = the mark at the re-base).
+      for (let i = 1; i < runs.length; i++) expect(runs[i]!.sequence).toBeGreaterThan(runs[i - 1]!.sequence);
+      expect(await store.chamberState.get({ toolId: tool, chamberId: 'ch1' })).toMatchObject({ streamOffset: before[tool] });
+    }
+
+    // "Add defender" after the restart: the controller leads again (a new term, its token above the
+    // lost one) and publishes maps numbered above every version the defenders hold; all three
+    // defenders accept the map that includes the new one; the two running ones keep their IDs.
+    const third = await c.startDefender('pod-2');
+    const pods = () => c.procs.filter((x) => x.name.startsWith('pod-'));
+    const statusOf = async (url: string) => (await getJson(`${url}/api/v1/status`).catch(() => undefined))?.body as { defenderId: string; assignmentVersion: number } | undefined;
+    await c.waitFor('every defender holds the map that includes the new one', async () => {
+      const versions = await Promise.all(pods().map(async (p) => (await statusOf(p.url))?.assignmentVersion ?? 0));
+      const newest = (await statusOf(third.url))?.assignmentVersion ?? 0;
+      return newest > versionBefore && versions.every((v) => v === newest);
+    }, 120_000, 250);
+    const ids: string[] = [];
+    for (const p of pods()) {
+      expect(p.app.child.exitCode).toBeNull();
+      ids.push((await statusOf(p.url))?.defenderId ?? '?');
+    }
+    expect(ids.sort()).toEqual(['defender-0', 'defender-1', 'defender-2']);
   });
 
   it('the store unavailable for a while: processing pauses and resumes with nothing lost', async () => {
