@@ -80,6 +80,8 @@ interface Scenario {
 
 const fab5000 = fab(5000, 1);
 const fab8000 = fab(8000, 2);
+/** GigaFab scale (issue 27): 20,000 chambers on 200 defenders. */
+const fab20000 = fab(20_000, 3);
 const rings = new Map<AssignmentStrategyName, HashRing>();
 const ringFor = (strategy: AssignmentStrategyName): HashRing => {
   const ring = rings.get(strategy) ?? new HashRing();
@@ -162,6 +164,33 @@ const scenarios: Scenario[] = [
     live: defenders(150).filter((d) => d.id !== 'defender-42'),
     options: { mode: 'orphans-only' },
     movement: 'orphans',
+  },
+  {
+    // GigaFab (issue 27): no design.md compute target; the map's publication (compute + write) has
+    // 100 ms p99 in that issue.
+    name: 'full 20,000 / 200 (GigaFab)',
+    kind: 'full',
+    chambers: fab20000,
+    previous: () => null,
+    live: defenders(200),
+    movement: 'none',
+  },
+  {
+    name: 'crash 1 of 200 (20,000)',
+    kind: 'incremental',
+    chambers: fab20000,
+    previous: (s) => own(s, 200, fab20000),
+    live: defenders(200).filter((d) => d.id !== 'defender-117'),
+    options: { mode: 'orphans-only' },
+    movement: 'orphans',
+  },
+  {
+    name: 'one join 200 -> 201 (20,000)',
+    kind: 'incremental',
+    chambers: fab20000,
+    previous: (s) => own(s, 200, fab20000),
+    live: defenders(201),
+    movement: 'floor',
   },
   {
     name: 'rolling update (30, same ids)',
