@@ -168,6 +168,8 @@ describe('the chamber monitor in the chamber view', () => {
     expect(parseMonitorKey('R|m:model')).toBeNull();
     expect(parseMonitorKey('R|mean/P')).toBeNull();
     expect(indicatorLabel('R|m/P@seg2of4:slope')).toBe('P slope in seg2of4');
+    expect(indicatorLabel('R|m/P@Main:ma_max-mean')).toBe('P ma_max-mean in Main');
+    expect(parseMonitorKey('R|m/Flow@Ramp:mean-run_mean')).toEqual({ recipe: 'R', svid: 'Flow', window: 'Ramp', statistic: 'mean-run_mean' });
     expect(indicatorLabel('R|m:model')).toBe('model');
     expect(indicatorLabel('R|mean/P')).toBe('mean/P');
   });

@@ -11,7 +11,8 @@ export interface MonitorKeyParts {
 
 /** Suffix of a chamber-monitor model key (`<recipe>|m:model`). */
 export const MODEL_SUFFIX = `|${MONITOR_MODEL_KEY}`;
-const MONITOR_KEY = /^m\/(.*)@([^@:]*):([a-z0-9_]+)$/;
+// The statistic: a uchart statistic, a difference `a-b` over the window or `a-run_b` against the run.
+const MONITOR_KEY = /^m\/(.*)@([^@:]*):([a-z0-9_]+(?:-[a-z0-9_]+)?)$/;
 
 /** `<recipe>|m/<svid>@<window>:<statistic>` -> parts; null for any other key (the model's key included). */
 export function parseMonitorKey(key: string): MonitorKeyParts | null {
