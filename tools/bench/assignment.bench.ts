@@ -10,7 +10,7 @@ import {
   type DefenderInput,
   type PreviousAssignment,
 } from '@defender/assignment';
-import { HashRing } from '@defender/hashing';
+import { HashRing, seededRandom } from '@defender/hashing';
 import { loadavg } from 'node:os';
 import { percentile, table, writeBenchmarkSection } from './report';
 import { handleBenchCommandLine } from './cli';
@@ -28,16 +28,6 @@ const WARMUP_RUNS = 25;
 const MEASURED_RUNS = 60;
 const gc = (globalThis as { gc?: () => void }).gc;
 
-/** mulberry32: a seeded PRNG, so every run benchmarks the same fab. */
-function prng(seed: number): () => number {
-  let a = seed | 0;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /**
  * `n` chambers (4 per tool) with log-uniform weights in [30 K, 3.6 M], in key order: the controller
@@ -45,7 +35,7 @@ function prng(seed: number): () => number {
  * handing over an unsorted scan).
  */
 function fab(n: number, seed: number): ChamberInput[] {
-  const rnd = prng(seed);
+  const rnd = seededRandom(seed);
   return Array.from({ length: n }, (_, i) => ({
     key: `tool${String(Math.floor(i / 4)).padStart(4, '0')}:chamber${(i % 4) + 1}`,
     weight: Math.round(Math.exp(Math.log(30_000) + rnd() * Math.log(120))),
@@ -53,7 +43,7 @@ function fab(n: number, seed: number): ChamberInput[] {
 }
 
 function shuffled<T>(items: readonly T[], seed: number): T[] {
-  const rnd = prng(seed);
+  const rnd = seededRandom(seed);
   const out = [...items];
   for (let i = out.length - 1; i > 0; i--) {
     const j = Math.floor(rnd() * (i + 1));

@@ -1,3 +1,4 @@
+import { backoffDelayMs } from '@defender/backoff';
 import {
   ChamberRef,
   ChamberState,
@@ -64,6 +65,8 @@ export interface WorkerDeps {
   readonly monotonic: () => number;
   /** Resolves after `ms`, or earlier when `signal` aborts. */
   readonly sleep: (ms: number, signal: AbortSignal) => Promise<void>;
+  /** Uniform [0, 1) for the outage backoff's jitter (default Math.random; a seeded one in tests). */
+  readonly random?: () => number;
 }
 
 class DeadLetterSignal extends Error {
@@ -250,7 +253,11 @@ export class ChamberWorker {
       return true;
     }
     const recorded = this.boundStream;
-    if (recorded !== undefined && this.streamStatus !== 'mismatch') {
+    // A stream recreated empty restarts its sequences at 1, below the mark. If the stream's sequences
+    // reach the mark, its sequence space went on: it is the same stream (an identity read while NATS
+    // restarts, or recorded then, can differ), and the mark only takes the identity, never an offset.
+    const sameSequences = recorded !== undefined && (await this.sequencesReachMark());
+    if (recorded !== undefined && !sameSequences && this.streamStatus !== 'mismatch') {
       this.streamStatus = 'mismatch';
       this.deps.observer?.streamMismatch?.(this.key, { recorded, current, highWaterMark: this.highWaterMark });
     }
@@ -259,18 +266,25 @@ export class ChamberWorker {
       epoch: this.epoch,
       expectedStreamId: recorded,
       streamId: current,
-      rebase: recorded !== undefined,
+      rebase: recorded !== undefined && !sameSequences,
     });
     // Someone bound it meanwhile (only a newer owner can: then our next commit is fenced): its binding counts.
     this.adoptState(state);
     if (state.streamId !== current) return false;
     this.streamStatus = 'bound';
-    if (recorded === undefined) {
+    if (recorded === undefined || sameSequences) {
       if (state.highWaterMark > 0) this.deps.observer?.streamAdopted?.(this.key, { streamId: current, highWaterMark: state.highWaterMark });
     } else {
       this.deps.observer?.streamRebased?.(this.key, { from: recorded, to: current, offset: this.streamOffset });
     }
     return false;
+  }
+
+  /** Whether the stream's last sequence reaches the mark (in stream sequences); false when unknown. */
+  private async sequencesReachMark(): Promise<boolean> {
+    const last = this.deps.source.lastSequence?.bind(this.deps.source);
+    if (!last) return false;
+    return (await last()) >= this.highWaterMark - this.streamOffset;
   }
 
   /**
@@ -314,7 +328,7 @@ export class ChamberWorker {
         // paused by the same outage count once, from the first failure to the last resumption.
         if (inAttempt && inAttempt.pausedCalls++ === 0) inAttempt.pausedSince = t0;
         this.deps.observer?.paused?.(this.key, what, err);
-        const delay = Math.min(this.opts.maxOutageBackoffMs, 100 * 2 ** Math.min(attempt, 10)) * (0.5 + Math.random() / 2);
+        const delay = backoffDelayMs(attempt, { baseMs: 100, maxMs: Math.max(100, this.opts.maxOutageBackoffMs), random: this.deps.random ?? Math.random });
         try {
           await this.sleepUnless(delay, inAttempt?.abandoned);
         } finally {

@@ -32,6 +32,12 @@ export interface NotificationSource {
    * and trusts its mark (ADR 0007).
    */
   streamId?(): Promise<string>;
+  /**
+   * The stream's last sequence (0 when empty). With it, a worker tells a stream whose sequences went
+   * on (the same stream, whatever identity a read during a restart reported) from one recreated with
+   * sequences restarting below its mark, and re-bases only the latter (ADR 0007).
+   */
+  lastSequence?(): Promise<number>;
 }
 
 /** Where alarms, holds and dead letters go; every publication is deduplicated by `msgId`. */

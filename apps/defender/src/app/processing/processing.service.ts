@@ -1,3 +1,4 @@
+import { backoffDelayMs } from '@defender/backoff';
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import { InjectMetric } from '@willsoto/nestjs-prometheus';
 import type { Counter, Gauge, Histogram } from 'prom-client';
@@ -222,7 +223,7 @@ export class ProcessingService implements ChamberWork, OnApplicationBootstrap, O
         this.logger.log({ msg: 'processing ready', maxConcurrent: this.config.MAX_CONCURRENT_MESSAGES });
         return;
       } catch (err) {
-        const delay = Math.min(10_000, 250 * 2 ** attempt) * (0.5 + Math.random() / 2);
+        const delay = backoffDelayMs(attempt, { baseMs: 250, maxMs: 10_000, random: Math.random });
         this.logger.warn({ msg: 'processing not ready yet; retrying', attempt, delayMs: Math.round(delay), err: (err as Error).message });
         await new Promise((r) => setTimeout(r, delay));
       }
