@@ -4,6 +4,9 @@ const { pathsToModuleNameMapper } = require('ts-jest');
 const { compilerOptions } = require('./tsconfig.base.json');
 
 process.env.TZ = 'UTC';
+// Nx turns FORCE_COLOR=0 into NO_COLOR=1 and then sets FORCE_COLOR for its tasks; Node 24 warns on
+// stderr in every process that has both, which the tests that read a child's stderr would see.
+if (process.env.FORCE_COLOR !== undefined) delete process.env.NO_COLOR;
 
 module.exports = {
   testEnvironment: 'node',

@@ -1,6 +1,5 @@
 export default {
-  displayName: 'workspace-scripts',
+  displayName: 'scripts',
   preset: '../../jest.preset.js',
-  rootDir: __dirname,
   testTimeout: 60_000,
 };

@@ -1,10 +1,8 @@
-// Lets plain `node` run the workspace's TypeScript directly (scripts, benches, app entry points in
-// tests): transpile-only ts-node with decorator metadata, plus the tsconfig.base.json path aliases.
+// Lets plain `node` run the workspace's TypeScript directly (scripts, benches, tools, app entry
+// points in tests): the one TypeScript runner of the workspace, @swc-node/register (transpile
+// only, decorator metadata and the path aliases from tsconfig.base.json).
 // Usage: node -r ./tools/scripts/register.js some/file.ts
 const { join } = require('node:path');
 
-process.env.TS_NODE_PROJECT = process.env.TS_NODE_PROJECT || join(__dirname, '..', '..', 'tsconfig.base.json');
-process.env.TS_NODE_TRANSPILE_ONLY = 'true';
-process.env.TS_NODE_COMPILER_OPTIONS = JSON.stringify({ module: 'commonjs' });
-require('ts-node/register');
-require('tsconfig-paths/register');
+process.env.SWC_NODE_PROJECT = process.env.SWC_NODE_PROJECT || join(__dirname, '..', '..', 'tsconfig.base.json');
+require('@swc-node/register');

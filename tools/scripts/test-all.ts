@@ -3,8 +3,9 @@
  * starts the real servers once for the whole run, then lints, type-checks, builds and tests
  * every project with Nx.
  *
- * - nats-server: each Jest project starts its own private server (cheap); here we only make sure
- *   the binary exists (Debian's package is installed when missing and we are root).
+ * - nats-server: each Jest project starts its own private server (cheap), run as production runs it
+ *   (TLS from a throwaway CA, one user per app role; tools/infra global-setup.ts); here we only make
+ *   sure the binary exists (Debian's package is installed when missing and we are root).
  * - Cassandra: started once here (Maven Central artifacts, cached in .cache/) and handed to every
  *   project through CASSANDRA_HOSTS, unless CASSANDRA_HOSTS is already set.
  *
@@ -13,7 +14,7 @@
  */
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
-import { banner, cassandraFromEnv, CassandraHandle, ensureNatsServer, infraRequired, natsServerVersion, startCassandra } from '@defender/infra-harness';
+import { banner, cassandraFromEnv, CassandraHandle, ensureNatsServer, INFRA_ENV, infraRequired, makeTestPki, natsServerVersion, removeTestPki, startCassandra, type TestPki } from '@defender/infra-harness';
 
 const REPO = join(__dirname, '..', '..');
 
@@ -63,15 +64,22 @@ async function main(): Promise<number> {
   }
 
   let cassandra: CassandraHandle | undefined;
+  let pki: TestPki | undefined;
   if (cassandraFromEnv()) {
     log(`using Cassandra at ${process.env['CASSANDRA_HOSTS']}`);
   } else {
     try {
-      cassandra = await startCassandra({ log });
+      // As the Jest harness starts it (global-setup): TLS optional on the node, so the suites connect
+      // in plaintext and the TLS tests (cassandra-tls) over TLS with this run's throwaway PKI.
+      pki = makeTestPki();
+      cassandra = await startCassandra({ log, tls: pki });
+      env[INFRA_ENV.cassandraTlsPki] = JSON.stringify(pki);
       env['CASSANDRA_HOSTS'] = cassandra.contactPoints.join(',');
       env['CASSANDRA_LOCAL_DC'] = cassandra.localDataCenter;
       log(`Cassandra ${cassandra.version} up at ${env['CASSANDRA_HOSTS']} after ${((Date.now() - started) / 1000).toFixed(1)} s`);
     } catch (err) {
+      if (pki) removeTestPki(pki);
+      pki = undefined;
       if (infraRequired()) throw err;
       log(banner(`Cassandra unavailable, Cassandra tests will be skipped: ${(err as Error).message}`));
     }
@@ -79,6 +87,8 @@ async function main(): Promise<number> {
 
   const stop = async () => {
     await cassandra?.stop();
+    if (pki) removeTestPki(pki);
+    pki = undefined;
   };
   process.once('SIGINT', () => void stop().then(() => process.exit(130)));
   process.once('SIGTERM', () => void stop().then(() => process.exit(143)));
