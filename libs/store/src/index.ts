@@ -3,12 +3,15 @@ export { mapCassandraError } from './lib/cassandra/errors';
 export { CASSANDRA_MIGRATIONS, migrationChecksum, type CassandraMigration } from './lib/cassandra/migrations';
 export {
   CASSANDRA_CONSISTENCIES,
+  cassandraSslOptions,
   parseCassandraConsistency,
+  type CassandraTlsFiles,
   type CassandraConsistencyName,
   type CassandraSerialConsistencyName,
   type CassandraStoreOptions,
 } from './lib/cassandra/options';
 export { SqliteStore, mapSqliteError, type SqliteStoreOptions } from './lib/sqlite/sqlite-store';
+export { ThreadedSqliteStore } from './lib/sqlite/threaded-sqlite-store';
 export { SQLITE_MIGRATIONS, type SqliteMigration } from './lib/sqlite/migrations';
 export { openStore, type StoreConfig } from './lib/open-store';
 export { MigrationError } from './lib/migration-error';

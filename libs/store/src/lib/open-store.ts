@@ -1,7 +1,8 @@
 import type { DefenderStore } from '@defender/contracts';
 import { CassandraStore } from './cassandra/cassandra-store';
 import type { CassandraStoreOptions } from './cassandra/options';
-import { SqliteStore, type SqliteStoreOptions } from './sqlite/sqlite-store';
+import type { SqliteStoreOptions } from './sqlite/sqlite-store';
+import { ThreadedSqliteStore } from './sqlite/threaded-sqlite-store';
 
 /** Which store to open: Cassandra (production) or SQLite (one machine). */
 export type StoreConfig =
@@ -9,9 +10,10 @@ export type StoreConfig =
   | { readonly kind: 'sqlite'; readonly sqlite: SqliteStoreOptions };
 
 /**
- * Opens the configured store (connect + migrations).
+ * Opens the configured store (connect + migrations). SQLite runs on its own thread
+ * ({@link ThreadedSqliteStore}), so the caller's event loop never waits on it.
  * @throws StoreUnavailableError / MigrationError as the adapters do.
  */
 export function openStore(config: StoreConfig): Promise<DefenderStore> {
-  return config.kind === 'cassandra' ? CassandraStore.connect(config.cassandra) : SqliteStore.open(config.sqlite);
+  return config.kind === 'cassandra' ? CassandraStore.connect(config.cassandra) : ThreadedSqliteStore.open(config.sqlite);
 }

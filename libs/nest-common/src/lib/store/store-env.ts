@@ -24,6 +24,16 @@ export function storeEnvShape() {
       .pipe(z.enum(CASSANDRA_CONSISTENCIES, { message: `must be one of ${CASSANDRA_CONSISTENCIES.join(', ')}` })),
     CASSANDRA_USERNAME: env.optionalString(),
     CASSANDRA_PASSWORD: env.optionalString(),
+    /** PEM CA the nodes' certificates must chain to: connect over TLS (certificates and names verified). */
+    CASSANDRA_TLS_CA_FILE: env.readableFile(),
+    /** PEM client certificate and key (both or neither), for nodes that require client certificates; need the CA. */
+    CASSANDRA_TLS_CERT_FILE: env.readableFile(),
+    CASSANDRA_TLS_KEY_FILE: env.readableFile(),
+    /** Name every node's certificate must carry (e.g. the cluster's DNS name); default: the node's address. */
+    CASSANDRA_TLS_SERVER_NAME: z
+      .string()
+      .regex(/^[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?$/, 'must be a host name (the name in the nodes\' certificates)')
+      .optional(),
     /** Replication factor of the keyspace when this process creates it (SimpleStrategy). */
     CASSANDRA_REPLICATION_FACTOR: env.int(1, 1, 9),
   };
@@ -38,6 +48,10 @@ export interface StoreEnv {
   CASSANDRA_CONSISTENCY: (typeof CASSANDRA_CONSISTENCIES)[number];
   CASSANDRA_USERNAME?: string;
   CASSANDRA_PASSWORD?: string;
+  CASSANDRA_TLS_CA_FILE?: string;
+  CASSANDRA_TLS_CERT_FILE?: string;
+  CASSANDRA_TLS_KEY_FILE?: string;
+  CASSANDRA_TLS_SERVER_NAME?: string;
   CASSANDRA_REPLICATION_FACTOR: number;
 }
 
@@ -55,6 +69,16 @@ export function storeConfigFromEnv(e: StoreEnv, owner: string): StoreConfig {
       migrationOwner: owner,
       ...(e.CASSANDRA_USERNAME && e.CASSANDRA_PASSWORD
         ? { credentials: { username: e.CASSANDRA_USERNAME, password: e.CASSANDRA_PASSWORD } }
+        : {}),
+      ...(e.CASSANDRA_TLS_CA_FILE
+        ? {
+            tls: {
+              caFile: e.CASSANDRA_TLS_CA_FILE,
+              ...(e.CASSANDRA_TLS_CERT_FILE ? { certFile: e.CASSANDRA_TLS_CERT_FILE } : {}),
+              ...(e.CASSANDRA_TLS_KEY_FILE ? { keyFile: e.CASSANDRA_TLS_KEY_FILE } : {}),
+              ...(e.CASSANDRA_TLS_SERVER_NAME ? { serverName: e.CASSANDRA_TLS_SERVER_NAME } : {}),
+            },
+          }
         : {}),
     },
   };

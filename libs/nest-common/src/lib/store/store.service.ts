@@ -8,6 +8,17 @@ import { HealthRegistry } from '../health/health.registry';
 
 export const STORE_CONFIG = Symbol('STORE_CONFIG');
 
+/** Exit code of a process whose store stopped working for good (a SQLite store thread that died). */
+export const EXIT_STORE_FAILED = 6;
+
+/** How often an open store is asked whether it failed for good. */
+const FAILURE_CHECK_MS = 1000;
+
+/** A store that can fail for good (the SQLite store's thread): `failure` says why. */
+interface MayFail {
+  readonly failure?: Error;
+}
+
 /**
  * The process's store (Cassandra or SQLite). Opens in the background with retries (the HTTP server
  * comes up first and reports not-ready with a `store` check), closes on shutdown.
@@ -21,6 +32,9 @@ export class StoreService implements OnModuleInit, OnApplicationShutdown {
   private readonly opened: Promise<DefenderStore>;
   private resolveOpened!: (s: DefenderStore) => void;
   private readonly observers: StoreObserver[] = [];
+  private failureCheck: NodeJS.Timeout | undefined;
+  /** What happens when the store fails for good (default: exit {@link EXIT_STORE_FAILED}; tests replace it). */
+  onFailure: (err: Error) => void = () => setImmediate(() => process.exit(EXIT_STORE_FAILED));
 
   constructor(
     @Inject(STORE_CONFIG) private readonly config: StoreConfig,
@@ -30,9 +44,11 @@ export class StoreService implements OnModuleInit, OnApplicationShutdown {
   }
 
   onModuleInit(): void {
-    this.health.register('store', () =>
-      this.store ? { ok: true, detail: this.config.kind } : { ok: false, detail: this.lastError ?? 'opening' },
-    );
+    this.health.register('store', () => {
+      const failed = this.failure();
+      if (failed) return { ok: false, detail: failed.message };
+      return this.store ? { ok: true, detail: this.config.kind } : { ok: false, detail: this.lastError ?? 'opening' };
+    });
     void this.openLoop();
   }
 
@@ -51,7 +67,29 @@ export class StoreService implements OnModuleInit, OnApplicationShutdown {
 
   async onApplicationShutdown(): Promise<void> {
     this.closing = true;
+    if (this.failureCheck) clearInterval(this.failureCheck);
     await this.store?.close();
+  }
+
+  /** Why the open store stopped working for good, if it did. */
+  failure(): Error | undefined {
+    return (this.store as MayFail | undefined)?.failure;
+  }
+
+  /**
+   * A store that failed for good (its thread died: the outcome of writes in flight is unknown, so it
+   * is not restarted in place) would leave every chamber paused while heartbeats go on, which the
+   * controller cannot see. The process exits instead: it is restarted, and its chambers move.
+   */
+  private watchFailure(): void {
+    this.failureCheck = setInterval(() => {
+      const failed = this.failure();
+      if (!failed || this.closing) return;
+      if (this.failureCheck) clearInterval(this.failureCheck);
+      this.logger.fatal({ msg: 'store failed for good; exiting so the process is restarted', kind: this.config.kind, err: failed.message, exitCode: EXIT_STORE_FAILED });
+      this.onFailure(failed);
+    }, FAILURE_CHECK_MS);
+    this.failureCheck.unref();
   }
 
   private async openLoop(): Promise<void> {
@@ -68,6 +106,7 @@ export class StoreService implements OnModuleInit, OnApplicationShutdown {
         this.store = store;
         this.lastError = undefined;
         this.logger.log({ msg: 'store open', kind: this.config.kind });
+        this.watchFailure();
         this.resolveOpened(store);
         return;
       } catch (err) {

@@ -86,6 +86,7 @@ import { runPool } from '../pool';
 import { mapCassandraError } from './errors';
 import { migrateCassandra } from './migrations';
 import {
+  cassandraSslOptions,
   consistencyCode,
   defaultSerialConsistency,
   KEYSPACE_PATTERN,
@@ -971,7 +972,9 @@ export class CassandraStore implements DefenderStore {
       contactPoints: [...options.contactPoints],
       localDataCenter: options.localDataCenter,
       ...(options.credentials ? { authProvider: new auth.PlainTextAuthProvider(options.credentials.username, options.credentials.password) } : {}),
-      ...(options.sslOptions ? { sslOptions: options.sslOptions } : {}),
+      ...(options.tls || options.sslOptions
+        ? { sslOptions: { ...(options.tls ? cassandraSslOptions(options.tls) : {}), rejectUnauthorized: true, ...options.sslOptions } }
+        : {}),
       socketOptions: { readTimeout: options.requestTimeoutMs ?? 12_000, connectTimeout: 5_000 },
       queryOptions: { consistency: consistencyCode(consistency), serialConsistency: consistencyCode(serialConsistency), prepare: true },
     });

@@ -24,6 +24,13 @@ const RETRYABLE_RESPONSES = new Set<number>([
 ]);
 const WRITE_OUTCOME_UNKNOWN = new Set<number>([codes.writeTimeout, codes.writeFailure]);
 
+/** The driver's error for a connection that closed under a request (`requestNotWritten`: it never left). */
+function socketError(err: unknown): { requestNotWritten: boolean } | undefined {
+  if (!(err instanceof errors.DriverError)) return undefined;
+  const e = err as errors.DriverError & { isSocketError?: unknown; requestNotWritten?: unknown };
+  return e.isSocketError === true ? { requestNotWritten: e.requestNotWritten === true } : undefined;
+}
+
 function isOwn(err: unknown): boolean {
   return (
     err instanceof StoreUnavailableError ||
@@ -39,18 +46,35 @@ function isOwn(err: unknown): boolean {
 }
 
 /**
- * Maps driver errors to the store's: unreachable cluster, timeouts, unavailable/overloaded replicas
- * and read/write failures become a retryable StoreUnavailableError (a write timeout, including the
- * Paxos phase of a lightweight transaction, with `outcomeUnknown`). Everything else (syntax,
+ * Maps driver errors to the store's: unreachable cluster, timeouts, a connection closed under the
+ * request, unavailable/overloaded replicas and read/write failures become a retryable
+ * StoreUnavailableError (a write timeout, including the Paxos phase of a lightweight transaction,
+ * and a write whose connection closed after it was sent, with `outcomeUnknown`). Everything else (syntax,
  * invalid query, auth) is a bug or misconfiguration and passes through unchanged.
  */
 export function mapCassandraError(err: unknown, operation: string, kind: 'read' | 'write'): unknown {
   if (isOwn(err)) return err;
   if (err instanceof errors.NoHostAvailableError) {
-    return new StoreUnavailableError(`Cassandra: no host available for ${operation}`, { cause: err, outcomeUnknown: kind === 'write' });
+    // Each host's reason (refused, TLS handshake, certificate name), so a misconfiguration is visible.
+    const reasons = Object.entries((err.innerErrors ?? {}) as Record<string, unknown>)
+      .slice(0, 3)
+      .map(([host, e]) => `${host}: ${e instanceof Error ? e.message : String(e)}`);
+    return new StoreUnavailableError(`Cassandra: no host available for ${operation}${reasons.length > 0 ? ` (${reasons.join('; ')})` : ''}`, {
+      cause: err,
+      outcomeUnknown: kind === 'write',
+    });
   }
   if (err instanceof errors.OperationTimedOutError) {
     return new StoreUnavailableError(`Cassandra: ${operation} timed out`, { cause: err, outcomeUnknown: kind === 'write' });
+  }
+  const socket = socketError(err);
+  if (socket) {
+    // The driver does not retry a non-idempotent request (every LWT) whose connection broke: the
+    // caller's retry of the same write is what resolves it.
+    return new StoreUnavailableError(`Cassandra: the connection closed during ${operation}`, {
+      cause: err,
+      outcomeUnknown: kind === 'write' && !socket.requestNotWritten,
+    });
   }
   if (err instanceof errors.BusyConnectionError) {
     return new StoreUnavailableError(`Cassandra: connections busy during ${operation}`, { cause: err });

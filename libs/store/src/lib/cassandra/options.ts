@@ -1,4 +1,5 @@
-import type { ConnectionOptions } from 'node:tls';
+import { readFileSync } from 'node:fs';
+import { checkServerIdentity, type ConnectionOptions, type PeerCertificate } from 'node:tls';
 import { types } from 'cassandra-driver';
 import type { StoreObserver } from '../observer';
 
@@ -20,6 +21,9 @@ export interface CassandraStoreOptions {
   /** Paxos phase of lightweight transactions; default LOCAL_SERIAL with a LOCAL_* consistency, else SERIAL. */
   readonly serialConsistency?: CassandraSerialConsistencyName;
   readonly credentials?: { readonly username: string; readonly password: string };
+  /** TLS from PEM files (`CASSANDRA_TLS_*`): read at connect, see {@link cassandraSslOptions}. */
+  readonly tls?: CassandraTlsFiles;
+  /** Raw TLS options for the driver, merged over those made from `tls`; certificates are verified unless `rejectUnauthorized: false` is given here. */
   readonly sslOptions?: ConnectionOptions;
   /** Create the keyspace when missing (default true; production keyspaces are usually made by operators). */
   readonly createKeyspace?: boolean;
@@ -79,3 +83,46 @@ export function defaultSerialConsistency(consistency: CassandraConsistencyName):
 }
 
 export const KEYSPACE_PATTERN = /^[a-z][a-z0-9_]{0,47}$/;
+
+/** PEM files and the name to check for TLS to Cassandra (`CASSANDRA_TLS_*`). */
+export interface CassandraTlsFiles {
+  /** CA the nodes' certificates must chain to (`CASSANDRA_TLS_CA_FILE`). */
+  readonly caFile: string;
+  /** Client certificate and key, both or neither (`CASSANDRA_TLS_CERT_FILE` / `_KEY_FILE`): for nodes that require client certificates. */
+  readonly certFile?: string;
+  readonly keyFile?: string;
+  /**
+   * Name every node's certificate must carry (`CASSANDRA_TLS_SERVER_NAME`), e.g. the cluster's
+   * DNS name. Without it each node's certificate must name the address the driver connects to
+   * (the driver connects to node IP addresses, also those it discovers).
+   */
+  readonly serverName?: string;
+}
+
+function readPem(what: string, file: string): Buffer {
+  try {
+    return readFileSync(file);
+  } catch (err) {
+    throw new Error(`Cassandra TLS: cannot read the ${what} ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, { cause: err });
+  }
+}
+
+/**
+ * The driver's `sslOptions` for `files`: the CA (only it is trusted), the client certificate and
+ * key when given, certificate and host-name verification always on (the driver's own default
+ * accepts any certificate).
+ *
+ * @throws Error naming the file that cannot be read, or a certificate without its key.
+ */
+export function cassandraSslOptions(files: CassandraTlsFiles): ConnectionOptions {
+  if ((files.certFile === undefined) !== (files.keyFile === undefined)) {
+    throw new Error(`Cassandra TLS: a client certificate needs its key (${files.certFile === undefined ? 'certFile' : 'keyFile'} is missing)`);
+  }
+  const serverName = files.serverName;
+  return {
+    ca: readPem('CA file', files.caFile),
+    ...(files.certFile && files.keyFile ? { cert: readPem('client certificate', files.certFile), key: readPem('client key', files.keyFile) } : {}),
+    rejectUnauthorized: true,
+    ...(serverName ? { checkServerIdentity: (_host: string, cert: PeerCertificate) => checkServerIdentity(serverName, cert) } : {}),
+  };
+}

@@ -178,6 +178,16 @@ const alignTo8 = (n: number) => Math.ceil(n / 8) * 8;
 /** The buffers of traces a {@link TraceAssembler} built: the only ones {@link releaseTraceMemory} gives back. */
 const ownedTraceBuffers = new WeakSet<ArrayBuffer>();
 
+/** Hands a trace buffer this module built to another thread: true (and no longer owned here) when it was one. */
+export function disownTraceBuffer(buffer: ArrayBuffer): boolean {
+  return ownedTraceBuffers.delete(buffer);
+}
+
+/** Takes over a trace buffer built by another thread's store (moved here), so {@link releaseTraceMemory} frees it. */
+export function adoptTraceBuffer(buffer: ArrayBuffer): void {
+  ownedTraceBuffers.add(buffer);
+}
+
 /**
  * Gives the sample memory of a trace read from the store back (see buffer-release.ts: at once with
  * the process's native detacher, else at the next young collection) instead of at V8's next full
@@ -195,10 +205,11 @@ export function releaseTraceMemory(trace: TraceRecord): number {
   if (trace.timing.kind === 'explicit') buffers.add(trace.timing.timesSeconds.buffer);
   let bytes = 0;
   for (const b of buffers) {
-    if (!(b instanceof ArrayBuffer) || !ownedTraceBuffers.has(b)) continue;
-    ownedTraceBuffers.delete(b);
+    // (The tag, not instanceof: a buffer moved from the store thread may come from another realm under jest.)
+    if (Object.prototype.toString.call(b) !== '[object ArrayBuffer]' || !ownedTraceBuffers.has(b as ArrayBuffer)) continue;
+    ownedTraceBuffers.delete(b as ArrayBuffer);
     bytes += b.byteLength;
-    releaseArrayBuffer(b);
+    releaseArrayBuffer(b as ArrayBuffer);
   }
   return bytes;
 }

@@ -2,56 +2,23 @@ import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
+import { runInNewContext } from 'node:vm';
 import Database from 'better-sqlite3';
-import { StoreUnavailableError, type ChamberRef, type DefenderStore, type RunRef } from '@defender/contracts';
+import { StoreUnavailableError, type ChamberRef, type DefenderStore } from '@defender/contracts';
 import { MigrationError } from '../migration-error';
 import { commit, freshChamber } from '../../testing/fixtures';
-import { describeStoreContract, type StoreCorruptor } from '../../testing/store-contract';
-import type { SeriesKind } from '../codec/trace-codec';
+import { describeStoreContract } from '../../testing/store-contract';
+import { sqliteCorruptor } from '../../testing/sqlite-corruptor';
 import { setArrayBufferDetacher } from '../codec/buffer-release';
 import { encodePointSet } from '../codec/point-set-codec';
 import { migrateSqlite, SQLITE_MIGRATIONS } from './migrations';
-import { DEFAULT_PAGE_CACHE_KIB, SqliteStore } from './sqlite-store';
+import { DEFAULT_PAGE_CACHE_KIB, mapSqliteError, SqliteStore } from './sqlite-store';
 
 function db(store: DefenderStore): Database.Database {
   return (store as SqliteStore).database;
 }
 
-const corrupt: StoreCorruptor = {
-  async setLimitCenterNaN(store, c, key, version) {
-    // SQLite stores NaN as NULL; either way the centre is no longer a number.
-    db(store).prepare('UPDATE limit_sets SET center = ? WHERE tool_id = ? AND chamber_id = ? AND indicator_key = ? AND version = ?').run(NaN, c.toolId, c.chamberId, key, version);
-  },
-  async setRunBody(store, c, seq, body) {
-    db(store).prepare('UPDATE uchart_runs SET body = ? WHERE tool_id = ? AND chamber_id = ? AND seq = ?').run(body, c.toolId, c.chamberId, seq);
-  },
-  async setStrategySchemaVersion(store, scope, version, schemaVersion) {
-    db(store).prepare('UPDATE strategies SET schema_version = ? WHERE scope = ? AND version = ?').run(schemaVersion, scope, version);
-  },
-  async setAlarmBody(store, c, seq, ruleId, indicatorKey, body) {
-    db(store)
-      .prepare('UPDATE alarms SET body = ? WHERE tool_id = ? AND chamber_id = ? AND seq = ? AND rule_id = ? AND indicator_key = ?')
-      .run(body, c.toolId, c.chamberId, seq, ruleId, indicatorKey);
-  },
-  async deleteTraceChunk(store, r: RunRef, kind: SeriesKind, series, chunk) {
-    db(store)
-      .prepare('DELETE FROM trace_chunks WHERE tool_id = ? AND chamber_id = ? AND run_id = ? AND series_kind = ? AND series = ? AND chunk = ?')
-      .run(r.toolId, r.chamberId, r.runId, kind, series, chunk);
-  },
-  async setTraceChunkData(store, r, kind, series, chunk, data) {
-    db(store)
-      .prepare('UPDATE trace_chunks SET data = ? WHERE tool_id = ? AND chamber_id = ? AND run_id = ? AND series_kind = ? AND series = ? AND chunk = ?')
-      .run(data, r.toolId, r.chamberId, r.runId, kind, series, chunk);
-  },
-  async setTraceChunkWriteId(store, r, kind, series, chunk, writeId) {
-    db(store)
-      .prepare('UPDATE trace_chunks SET write_id = ? WHERE tool_id = ? AND chamber_id = ? AND run_id = ? AND series_kind = ? AND series = ? AND chunk = ?')
-      .run(writeId, r.toolId, r.chamberId, r.runId, kind, series, chunk);
-  },
-  async setTraceManifest(store, r, manifest) {
-    db(store).prepare('UPDATE trace_manifests SET manifest = ? WHERE tool_id = ? AND chamber_id = ? AND run_id = ?').run(manifest, r.toolId, r.chamberId, r.runId);
-  },
-};
+const corrupt = sqliteCorruptor(db);
 
 const dir = mkdtempSync(join(tmpdir(), 'defender-store-sqlite-'));
 let files = 0;
@@ -278,5 +245,25 @@ describe('SQLite store: files shared by processes', () => {
 
   it('a path that cannot be opened as a database is a StoreUnavailableError', async () => {
     await expect(SqliteStore.open({ filename: dir })).rejects.toBeInstanceOf(StoreUnavailableError);
+  });
+});
+
+describe('SQLite errors', () => {
+  // better-sqlite3's addon keeps the SqliteError class of the first module instance that opened a
+  // database in the process: under Jest that is another test file's, from another realm.
+  const foreign = (code: string, name = 'SqliteError'): unknown =>
+    runInNewContext(`class E extends Error {}; Object.defineProperty(E.prototype, 'name', { value: ${JSON.stringify(name)} }); Object.assign(new E('database is locked'), { code: ${JSON.stringify(code)} })`);
+
+  it('a SqliteError of another module instance and realm is mapped by its code', () => {
+    const busy = mapSqliteError(foreign('SQLITE_BUSY'), 'commit run');
+    expect(busy).toBeInstanceOf(StoreUnavailableError);
+    expect(busy).toMatchObject({ retryable: true, message: 'SQLite: commit run failed: database is locked (SQLITE_BUSY)' });
+    expect(mapSqliteError(foreign('SQLITE_CORRUPT'), 'read')).toMatchObject({ name: 'CorruptRecordError' });
+  });
+
+  it('another error with an SQLite-like code passes through unchanged', () => {
+    const other = foreign('SQLITE_BUSY', 'TypeError');
+    expect(mapSqliteError(other, 'commit run')).toBe(other);
+    expect(mapSqliteError(foreign('SQLITE_CONSTRAINT'), 'commit run')).toMatchObject({ name: 'SqliteError', code: 'SQLITE_CONSTRAINT' });
   });
 });

@@ -122,9 +122,20 @@ function chamberOf(ref: ChamberRef): ChamberRef {
 const UNAVAILABLE = /^SQLITE_(BUSY|LOCKED|IOERR|FULL|CANTOPEN|PROTOCOL|NOMEM|READONLY)/;
 const CORRUPT = /^SQLITE_(CORRUPT|NOTADB)/;
 
+/**
+ * better-sqlite3's SqliteError, told by its name and code rather than by `instanceof`: the addon keeps
+ * the SqliteError class of the first module instance that opened a database in the process, which is
+ * not this module's one when modules are loaded more than once (Jest: one registry and realm per test file).
+ */
+function isSqliteError(err: unknown): err is Error & { code: string } {
+  if (typeof err !== 'object' || err === null) return false;
+  const e = err as { name?: unknown; code?: unknown; message?: unknown };
+  return e.name === 'SqliteError' && typeof e.code === 'string' && typeof e.message === 'string';
+}
+
 /** SQLite errors: busy/locked/I-O/full/cannot-open -> retryable StoreUnavailableError; corrupt file -> CorruptRecordError. */
 export function mapSqliteError(err: unknown, operation: string): unknown {
-  if (err instanceof Database.SqliteError) {
+  if (isSqliteError(err)) {
     if (UNAVAILABLE.test(err.code)) return new StoreUnavailableError(`SQLite: ${operation} failed: ${err.message} (${err.code})`, { cause: err });
     if (CORRUPT.test(err.code)) return new CorruptRecordError('malformed', {}, `SQLite database file is damaged during ${operation}: ${err.message}`, { cause: err });
   }
@@ -708,8 +719,10 @@ class SqliteStrategies implements StrategyRepository {
 /**
  * The embedded store: one SQLite file in WAL mode shared by the processes of one machine (or
  * `:memory:`). Same semantics as the Cassandra store; every write is a `BEGIN IMMEDIATE`
- * transaction. Calls are synchronous underneath (better-sqlite3), so a big trace blocks the event
- * loop for the duration of its copy.
+ * transaction. Calls are synchronous underneath (better-sqlite3): a big trace or a busy wait for
+ * another process's lock blocks the caller's event loop. Services therefore open SQLite through
+ * `openStore`, which runs this store on its own thread ({@link ThreadedSqliteStore}); this class
+ * stays for single-process tools and tests of the file itself.
  */
 export class SqliteStore implements DefenderStore {
   readonly kind = 'sqlite';

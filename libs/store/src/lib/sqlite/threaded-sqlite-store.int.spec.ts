@@ -1,0 +1,202 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Worker } from 'node:worker_threads';
+import Database from 'better-sqlite3';
+import {
+  FencedError,
+  InvalidRecordError,
+  StoreClosedError,
+  StoreUnavailableError,
+  type DefenderStore,
+} from '@defender/contracts';
+import { commit, freshChamber, trace } from '../../testing/fixtures';
+import { sqliteCorruptor } from '../../testing/sqlite-corruptor';
+import { describeStoreContract } from '../../testing/store-contract';
+import { releaseTraceMemory } from '../codec/trace-codec';
+import { openStore } from '../open-store';
+import { ThreadedSqliteStore } from './threaded-sqlite-store';
+
+const dir = mkdtempSync(join(tmpdir(), 'defender-store-thread-'));
+let files = 0;
+const newFile = (): string => join(dir, `store-${files++}.db`);
+
+/** Side connections (as another process would hold) to the files of threaded stores, for the corruptor. */
+const side = new Map<string, Database.Database>();
+function sideDb(store: DefenderStore): Database.Database {
+  const file = (store as ThreadedSqliteStore).filename;
+  let db = side.get(file);
+  if (!db) {
+    db = new Database(file, { timeout: 20_000 });
+    side.set(file, db);
+  }
+  return db;
+}
+
+afterAll(() => {
+  for (const db of side.values()) db.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describeStoreContract('SQLite file on its own thread', () => ({
+  openFresh: () => ThreadedSqliteStore.open({ filename: newFile() }),
+  openPeer: (store) => ThreadedSqliteStore.open({ filename: (store as ThreadedSqliteStore).filename }),
+  corrupt: sqliteCorruptor(sideDb),
+}));
+
+/** Lets the event loop turn `n` times (no clock involved). */
+async function turns(n: number): Promise<void> {
+  for (let i = 0; i < n; i++) await new Promise((r) => setImmediate(r));
+}
+
+/** Settles to 'pending' while `p` has neither resolved nor rejected. */
+async function state(p: Promise<unknown>): Promise<'pending' | 'resolved' | 'rejected'> {
+  const marker = Symbol('pending');
+  try {
+    return (await Promise.race([p, Promise.resolve(marker)])) === marker ? 'pending' : 'resolved';
+  } catch {
+    return 'rejected';
+  }
+}
+
+/** Another process's exclusive lock on `file` (released by the returned function). */
+function lockFile(file: string): { release(): void } {
+  const holder = new Database(file);
+  holder.exec('BEGIN EXCLUSIVE');
+  return {
+    release() {
+      holder.exec('COMMIT');
+      holder.close();
+    },
+  };
+}
+
+describe('ThreadedSqliteStore', () => {
+  it('is what openStore gives for kind sqlite, and reports the journal mode', async () => {
+    const store = await openStore({ kind: 'sqlite', sqlite: { filename: newFile() } });
+    try {
+      expect(store).toBeInstanceOf(ThreadedSqliteStore);
+      expect((store as ThreadedSqliteStore).journalMode).toBe('wal');
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('keeps the event loop turning while its thread waits for another writer, and then writes', async () => {
+    const file = newFile();
+    const store = await ThreadedSqliteStore.open({ filename: file, busyTimeoutMs: 120_000 });
+    const lock = lockFile(file);
+    try {
+      const chamber = freshChamber();
+      const claim = store.chamberState.claim(chamber, 1, 'd-1', new Date());
+      // This thread goes on (an in-process store would be stuck in its busy wait until the timeout).
+      await turns(50);
+      expect(await state(claim)).toBe('pending');
+      lock.release();
+      await expect(claim).resolves.toMatchObject({ ownerEpoch: 1, highWaterMark: 0 });
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('rebuilds the errors of the thread with their class, fields and cause', async () => {
+    const file = newFile();
+    const store = await ThreadedSqliteStore.open({ filename: file, busyTimeoutMs: 50 });
+    try {
+      const chamber = freshChamber();
+      await store.chamberState.claim(chamber, 5, 'd-5', new Date());
+      const fenced = await store.chamberState.commitRun(commit(chamber, 4, 1)).catch((e: unknown) => e);
+      expect(fenced).toBeInstanceOf(FencedError);
+      expect(fenced).toMatchObject({
+        name: 'FencedError',
+        chamber,
+        callerEpoch: 4,
+        storedEpoch: 5,
+        storedOwnerId: 'd-5',
+      });
+      expect((fenced as Error).stack).toContain('sqlite-store');
+
+      const invalid = await store.chamberState
+        .claim({ toolId: 'bad:id', chamberId: 'C' }, 1, 'd', new Date())
+        .catch((e: unknown) => e);
+      expect(invalid).toBeInstanceOf(InvalidRecordError);
+      expect((invalid as InvalidRecordError).issues[0]?.path).toBe('chamber.toolId');
+
+      const lock = lockFile(file);
+      const busy = await store.chamberState
+        .claim(freshChamber(), 1, 'd', new Date())
+        .catch((e: unknown) => e);
+      lock.release();
+      expect(busy).toBeInstanceOf(StoreUnavailableError);
+      expect((busy as Error).message).toMatch(/SQLITE_BUSY/);
+      const cause = (busy as Error).cause as Error & { code?: string };
+      expect(cause).toBeInstanceOf(Error);
+      expect(cause.name).toBe('SqliteError');
+      expect(cause.code).toBe('SQLITE_BUSY');
+      expect(cause.message).toMatch(/locked/);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('moves the samples of a trace read (no copy, freed by releaseTraceMemory) and copies those written', async () => {
+    const store = await ThreadedSqliteStore.open({ filename: newFile() });
+    try {
+      const written = trace(freshChamber(), 'run-1', 4, 5000, { explicit: true });
+      const before = [...written.svids.values()].map((a) => Array.from(a.subarray(0, 20)));
+      await store.traces.write(written);
+      // The caller keeps its arrays.
+      expect([...written.svids.values()].map((a) => Array.from(a.subarray(0, 20)))).toEqual(before);
+      const back = await store.traces.read(written);
+      expect([...back.svids.keys()]).toEqual([...written.svids.keys()]);
+      expect(Array.from(back.svids.get([...written.svids.keys()][0]!)!.subarray(0, 20))).toEqual(before[0]);
+      expect(releaseTraceMemory(back)).toBeGreaterThan(0);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('opening reports what the thread found: a bad option, a file that cannot be opened', async () => {
+    await expect(ThreadedSqliteStore.open({ filename: newFile(), pageCacheKiB: 0 })).rejects.toBeInstanceOf(
+      InvalidRecordError,
+    );
+    await expect(ThreadedSqliteStore.open({ filename: dir })).rejects.toBeInstanceOf(StoreUnavailableError);
+  });
+
+  it('close lets the calls already made finish; later calls reject with StoreClosedError', async () => {
+    const file = newFile();
+    const store = await ThreadedSqliteStore.open({ filename: file, busyTimeoutMs: 120_000 });
+    const lock = lockFile(file);
+    const chamber = freshChamber();
+    const claim = store.chamberState.claim(chamber, 1, 'd-1', new Date());
+    const closing = store.close();
+    await expect(store.chamberState.get(chamber)).rejects.toBeInstanceOf(StoreClosedError);
+    lock.release();
+    await expect(claim).resolves.toMatchObject({ ownerEpoch: 1 });
+    await closing;
+    await store.close();
+    await expect(store.traces.read({ ...chamber, runId: 'r' })).rejects.toBeInstanceOf(StoreClosedError);
+  });
+
+  it('a thread that dies fails every pending and later call with StoreUnavailableError and says why', async () => {
+    const file = newFile();
+    const store = await ThreadedSqliteStore.open({ filename: file, busyTimeoutMs: 120_000 });
+    const lock = lockFile(file);
+    try {
+      const chamber = freshChamber();
+      const claim = store.chamberState.claim(chamber, 1, 'd-1', new Date());
+      await (store as unknown as { worker: Worker }).worker.terminate();
+      const pending = await claim.catch((e: unknown) => e);
+      expect(pending).toBeInstanceOf(StoreUnavailableError);
+      expect(pending).toMatchObject({ outcomeUnknown: true });
+      expect((pending as Error).message).toMatch(/thread exited.*chamberState\.claim was not answered/);
+      expect(store.failure?.message).toMatch(/thread exited/);
+      const later = await store.chamberState.get(chamber).catch((e: unknown) => e);
+      expect(later).toBeInstanceOf(StoreUnavailableError);
+      expect(later).toMatchObject({ outcomeUnknown: false });
+    } finally {
+      lock.release();
+      await store.close();
+    }
+  });
+});

@@ -1,0 +1,347 @@
+import { existsSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { Worker } from 'node:worker_threads';
+import {
+  InvalidRecordError,
+  StoreClosedError,
+  StoreUnavailableError,
+  type AlarmRepository,
+  type ChamberMetadataRepository,
+  type ChamberStateRepository,
+  type DefenderStore,
+  type OutboxRepository,
+  type SampleArray,
+  type StrategyRepository,
+  type TraceRecord,
+  type TraceRepository,
+  type UChartRepository,
+} from '@defender/contracts';
+import { adoptTraceBuffer } from '../codec/trace-codec';
+import { observed, type StoreObserver } from '../observer';
+import type { SqliteStoreOptions } from './sqlite-store';
+import {
+  fromWireError,
+  STORE_THREAD_BUNDLE_FILE,
+  STORE_THREAD_MARK,
+  THREAD_METHODS,
+  type FromThread,
+  type RepoName,
+  type ThreadOpenOptions,
+  type ToThread,
+} from './thread-protocol';
+
+interface Pending {
+  readonly operation: string;
+  readonly kind: 'read' | 'write';
+  readonly resolve: (value: unknown) => void;
+  readonly reject: (err: unknown) => void;
+}
+
+/**
+ * A trace moved here from the store thread, as one built here: its sample buffers are owned (so
+ * releaseTraceMemory frees them) and its arrays are this realm's (a vm context under jest sees the
+ * deserialized ones as foreign; the views are re-made over the same memory, not copied).
+ */
+function adoptTrace(t: TraceRecord): TraceRecord {
+  const local = (a: SampleArray): SampleArray => {
+    adoptTraceBuffer(a.buffer as ArrayBuffer);
+    if (a instanceof Float64Array || a instanceof Float32Array) return a;
+    const foreign = a as SampleArray;
+    return Object.prototype.toString.call(foreign) === '[object Float32Array]'
+      ? new Float32Array(foreign.buffer, foreign.byteOffset, foreign.length)
+      : new Float64Array(foreign.buffer, foreign.byteOffset, foreign.length);
+  };
+  const svids = new Map<string, SampleArray>();
+  for (const [name, a] of t.svids) svids.set(name, local(a));
+  const timing: TraceRecord['timing'] =
+    t.timing.kind === 'explicit'
+      ? { ...t.timing, timesSeconds: local(t.timing.timesSeconds) as Float64Array }
+      : t.timing;
+  return { ...t, svids, timing };
+}
+
+/** Walks up from `dir` to the workspace root (the directory holding tools/scripts/register.js). */
+function registerScript(dir: string): string {
+  for (let d = dir; ; d = dirname(d)) {
+    const candidate = join(d, 'tools', 'scripts', 'register.js');
+    if (existsSync(candidate)) return candidate;
+    if (dirname(d) === d)
+      throw new Error(
+        `SQLite store thread: tools/scripts/register.js not found above ${dir} (needed to run the thread from TypeScript source)`,
+      );
+  }
+}
+
+/**
+ * Starts the store thread. From TypeScript source (jest, `node -r tools/scripts/register.js`) the
+ * thread registers the same transpiler and requires its entry; from an app bundle it runs the
+ * bundle's `sqlite-store-thread.js` entry, next to this code or to the main script.
+ */
+function startThread(options: ThreadOpenOptions): Worker {
+  const workerData = { mark: STORE_THREAD_MARK, options };
+  if (__filename.endsWith('.ts')) {
+    const entry = join(__dirname, 'sqlite-store-thread.ts');
+    const register = registerScript(__dirname);
+    // The thread's transpiler (SWC) is a native addon: loaded only in the thread (under Jest, which
+    // transpiles with ts-jest) it is unloaded as the thread exits while V8 may still call into it,
+    // and the process dies with SIGSEGV (the same class as WiseLibs/better-sqlite3#1476). Loaded
+    // here as well, it stays mapped.
+    createRequire(register)('@swc/core');
+    const bootstrap = `require(${JSON.stringify(register)}); require(${JSON.stringify(entry)});`;
+    return new Worker(bootstrap, { eval: true, workerData });
+  }
+  // (Not require.main: a bundle's `require` is webpack's. __dirname is the bundle's directory.)
+  const candidates = [
+    join(__dirname, STORE_THREAD_BUNDLE_FILE),
+    ...(process.argv[1] ? [join(dirname(process.argv[1]), STORE_THREAD_BUNDLE_FILE)] : []),
+  ];
+  const script = candidates.find((c) => existsSync(c));
+  if (!script) {
+    throw new Error(
+      `SQLite store thread: ${STORE_THREAD_BUNDLE_FILE} not found (looked at ${candidates.join(', ')}); the app bundle must include it as a second entry`,
+    );
+  }
+  return new Worker(script, { workerData });
+}
+
+/**
+ * The SQLite store on its own thread: one {@link SqliteStore} connection (the process's one writer)
+ * runs on a worker thread and this object forwards every repository call to it, so a busy wait for
+ * another process's write lock, a big trace copy or a slow disk never blocks the caller's event
+ * loop (heartbeats, health, NATS keep running). Same interface, semantics and errors as SqliteStore:
+ * errors are rebuilt on this side as instances of their classes, with their fields and cause chain.
+ *
+ * Calls are served one at a time in the order they were made. Trace samples read come over without
+ * a copy (their buffers move here); a trace written is copied once into the thread.
+ *
+ * When the thread dies, every pending and later call fails with StoreUnavailableError and
+ * {@link failure} says why; the thread is not restarted (pending writes may or may not have
+ * committed: `outcomeUnknown`). The process must reopen the store.
+ */
+export class ThreadedSqliteStore implements DefenderStore {
+  readonly kind = 'sqlite';
+  readonly chamberMetadata: ChamberMetadataRepository;
+  readonly traces: TraceRepository;
+  readonly uchart: UChartRepository;
+  readonly chamberState: ChamberStateRepository;
+  readonly alarms: AlarmRepository;
+  readonly outbox: OutboxRepository;
+  readonly strategies: StrategyRepository;
+
+  private readonly pending = new Map<number, Pending>();
+  private nextId = 1;
+  private closed = false;
+  private closing: Promise<void> | undefined;
+  private threadFailure: StoreUnavailableError | undefined;
+  private onClosed: (() => void) | undefined;
+
+  private constructor(
+    private readonly worker: Worker,
+    /** The database file (or `:memory:`). */
+    readonly filename: string,
+    /** `wal` for a file, `memory` for `:memory:`. */
+    readonly journalMode: string,
+    private readonly observer: StoreObserver | undefined,
+  ) {
+    this.chamberMetadata = this.repository('chamberMetadata');
+    this.traces = this.repository('traces');
+    this.uchart = this.repository('uchart');
+    this.chamberState = this.repository('chamberState');
+    this.alarms = this.repository('alarms');
+    this.outbox = this.repository('outbox');
+    this.strategies = this.repository('strategies');
+    worker.on('message', (msg: FromThread) => this.onMessage(msg));
+    worker.on('error', (err) => this.fail('the thread threw', err));
+    worker.on('messageerror', (err) => this.fail('a reply could not be decoded', err));
+    worker.on('exit', (code) => {
+      if (this.closed) this.finishClose();
+      else this.fail(`the thread exited with code ${code}`);
+    });
+    worker.unref();
+  }
+
+  /**
+   * Starts the thread and opens the database there (as {@link SqliteStore.open}).
+   * @throws StoreUnavailableError when the file cannot be opened, stays locked or the thread cannot start.
+   * @throws MigrationError when the schema cannot be brought up to date.
+   */
+  static open(options: SqliteStoreOptions): Promise<ThreadedSqliteStore> {
+    const { observer, ...threadOptions } = options;
+    return new Promise((resolve, reject) => {
+      let worker: Worker;
+      try {
+        worker = startThread(threadOptions);
+      } catch (err) {
+        reject(
+          new StoreUnavailableError(`SQLite: the store thread could not start: ${(err as Error).message}`, {
+            cause: err,
+          }),
+        );
+        return;
+      }
+      const opening = (msg: FromThread): void => {
+        settle();
+        if (msg.type === 'ready')
+          resolve(new ThreadedSqliteStore(worker, options.filename, msg.journalMode, observer));
+        else {
+          reject(
+            msg.type === 'open-failed'
+              ? fromWireError(msg.error)
+              : new StoreUnavailableError(
+                  `SQLite: unexpected first message ${msg.type} from the store thread`,
+                ),
+          );
+          void worker.terminate();
+        }
+      };
+      const died = (err: unknown): void => {
+        settle();
+        reject(
+          new StoreUnavailableError(
+            `SQLite: the store thread died while opening ${options.filename}: ${String((err as Error)?.message ?? err)}`,
+            { cause: err },
+          ),
+        );
+        void worker.terminate();
+      };
+      const exited = (code: number): void => died(new Error(`exit code ${code}`));
+      const settle = (): void => {
+        worker.off('message', opening);
+        worker.off('error', died);
+        worker.off('exit', exited);
+      };
+      worker.on('message', opening);
+      worker.on('error', died);
+      worker.on('exit', exited);
+    });
+  }
+
+  /** Why the thread stopped serving (it is not restarted), or undefined while it works. */
+  get failure(): StoreUnavailableError | undefined {
+    return this.threadFailure;
+  }
+
+  /**
+   * Lets the calls already made finish, then closes the database and stops the thread. Later calls
+   * reject with StoreClosedError (as do calls the thread never answered). Idempotent.
+   */
+  close(): Promise<void> {
+    this.closing ??= this.shutDown();
+    return this.closing;
+  }
+
+  private async shutDown(): Promise<void> {
+    this.closed = true;
+    if (!this.threadFailure) {
+      const done = new Promise<void>((resolve) => (this.onClosed = resolve));
+      this.worker.ref();
+      this.worker.postMessage({ type: 'close' } satisfies ToThread);
+      await done;
+    }
+    await this.worker.terminate();
+  }
+
+  private finishClose(): void {
+    this.rejectAll(
+      () => new StoreClosedError({ cause: new Error('the store was closed before its thread answered') }),
+    );
+    this.onClosed?.();
+    this.onClosed = undefined;
+  }
+
+  private repository<R extends RepoName>(repo: R): DefenderStore[R] {
+    const methods: Record<string, (...args: unknown[]) => Promise<unknown>> = {};
+    for (const [method, kind] of Object.entries(THREAD_METHODS[repo])) {
+      methods[method] = (...args) =>
+        observed(
+          this.observer,
+          'sqlite',
+          `${repo}.${method}`,
+          kind,
+          () => this.call(repo, method, kind, args),
+          (e) => e,
+        );
+    }
+    return methods as unknown as DefenderStore[R];
+  }
+
+  private call(repo: RepoName, method: string, kind: 'read' | 'write', args: unknown[]): Promise<unknown> {
+    const operation = `${repo}.${method}`;
+    if (this.closed) return Promise.reject(new StoreClosedError());
+    if (this.threadFailure)
+      return Promise.reject(
+        new StoreUnavailableError(this.threadFailure.message, { cause: this.threadFailure.cause }),
+      );
+    const id = this.nextId++;
+    return new Promise((resolve, reject) => {
+      try {
+        this.worker.postMessage({ type: 'call', id, repo, method, args } satisfies ToThread);
+      } catch (err) {
+        reject(
+          new InvalidRecordError(
+            operation,
+            [{ path: 'arguments', message: `cannot be sent to the store thread: ${(err as Error).message}` }],
+            { cause: err },
+          ),
+        );
+        return;
+      }
+      this.pending.set(id, { operation, kind, resolve, reject });
+      // While a call is out the thread keeps the process alive (as an in-process call would).
+      if (this.pending.size === 1) this.worker.ref();
+    });
+  }
+
+  private settle(id: number): Pending | undefined {
+    const p = this.pending.get(id);
+    this.pending.delete(id);
+    if (this.pending.size === 0 && !this.closed) this.worker.unref();
+    return p;
+  }
+
+  private onMessage(msg: FromThread): void {
+    switch (msg.type) {
+      case 'result': {
+        const p = this.settle(msg.id);
+        p?.resolve(p.operation === 'traces.read' ? adoptTrace(msg.value as TraceRecord) : msg.value);
+        return;
+      }
+      case 'failed':
+        this.settle(msg.id)?.reject(fromWireError(msg.error));
+        return;
+      case 'closed':
+        this.finishClose();
+        return;
+      default:
+        this.fail(`unexpected message ${msg.type} from the thread`);
+    }
+  }
+
+  private fail(reason: string, cause?: unknown): void {
+    if (this.threadFailure || this.closed) {
+      if (this.closed) this.finishClose();
+      return;
+    }
+    const detail = cause instanceof Error ? `: ${cause.message}` : '';
+    this.threadFailure = new StoreUnavailableError(
+      `SQLite store thread failed (${reason}${detail}); the store must be reopened`,
+      { cause },
+    );
+    const failure = this.threadFailure;
+    this.rejectAll(
+      (p) =>
+        new StoreUnavailableError(`${failure.message}; ${p.operation} was not answered`, {
+          cause,
+          outcomeUnknown: p.kind === 'write',
+        }),
+    );
+    void this.worker.terminate();
+  }
+
+  private rejectAll(error: (p: Pending) => Error): void {
+    const all = [...this.pending.values()];
+    this.pending.clear();
+    for (const p of all) p.reject(error(p));
+  }
+}
