@@ -1,7 +1,6 @@
 export default {
   displayName: 'nats-kv',
   preset: '../../jest.preset.js',
-  rootDir: __dirname,
   coverageDirectory: '../../coverage/libs/nats-kv',
   // Real servers for *.int.spec.ts, started once per run by the harness (tools/infra).
   globalSetup: '<rootDir>/../../tools/infra/src/jest/global-setup.ts',

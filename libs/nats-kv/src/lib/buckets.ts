@@ -2,6 +2,7 @@ import type { NatsConnection } from '@nats-io/nats-core';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { Bucket, Kvm, KV } from '@nats-io/kv';
 import { isStreamNotFound, mapKvError, StreamMissingError } from './errors';
+import { MAX_MAP_VALUE_BYTES } from './map-chunks';
 
 /** Bucket names from the seeds (overridable through NATS_KV_* variables in the apps). */
 export const DEFAULT_BUCKETS = {
@@ -10,11 +11,39 @@ export const DEFAULT_BUCKETS = {
   assignments: 'defender-assignments',
 } as const;
 
+/**
+ * Room for the headers NATS counts in a message's size against `max_msg_size` (a KV write carries
+ * at most an expected-revision header: under 100 bytes).
+ */
+const HEADER_ALLOWANCE_BYTES = 1024;
+
+/**
+ * The server-side `max_msg_size` of each bucket (its KV `maxValueSize`), from the bound of its
+ * values (docs/architecture.md, "How large each value and message can get"): a value over it is
+ * refused by NATS whoever writes it.
+ * - stable-ID claim: fixed fields, IDs and owner at most 128 characters, pod name 253: < 1 KB.
+ * - heartbeat: fixed fields plus at most 64 `[chamber key (<= 257), rate]` pairs: < 20 KB.
+ * - assignment map head and chunks: `publish` refuses either over MAX_MAP_VALUE_BYTES.
+ */
+export const BUCKET_VALUE_LIMITS = {
+  stableIds: 4 * 1024,
+  heartbeats: 32 * 1024,
+  assignments: MAX_MAP_VALUE_BYTES + HEADER_ALLOWANCE_BYTES,
+} as const;
+
 export interface BucketOptions {
   /** JetStream replicas (1 for a single server; 3 in production clusters). */
   replicas?: number;
   /** Values kept per key (for audit/debugging); compare-and-set works with any history. */
   history?: number;
+  /** Largest value NATS accepts in the bucket (its `max_msg_size`; see BUCKET_VALUE_LIMITS); unset: no limit of its own. */
+  maxValueBytes?: number;
+  /**
+   * This process writes the bucket: when it exists with another `max_msg_size` (created by an
+   * older version, or without a limit), set `maxValueBytes` on it. Needs
+   * `$JS.API.STREAM.UPDATE.KV_<name>`, which only the bucket's writer has (permissions.ts).
+   */
+  applyLimit?: boolean;
 }
 
 /**
@@ -22,14 +51,33 @@ export interface BucketOptions {
  * once: creating an existing bucket with the same configuration binds to it.
  */
 export async function openBucket(nc: NatsConnection, name: string, opts: BucketOptions = {}): Promise<KV> {
+  let kv: KV;
   try {
-    return await new Kvm(nc).create(name, {
+    kv = await new Kvm(nc).create(name, {
       storage: 'file',
       replicas: opts.replicas ?? 1,
       history: opts.history ?? 1,
+      ...(opts.maxValueBytes !== undefined ? { maxValueSize: opts.maxValueBytes } : {}),
     });
   } catch (err) {
     throw mapKvError(err, name, '(bucket)');
+  }
+  if (opts.applyLimit && opts.maxValueBytes !== undefined) await applyValueLimit(nc, name, opts.maxValueBytes);
+  return kv;
+}
+
+/** Sets `max_msg_size` of an existing bucket's stream to `maxValueBytes` unless it is already. */
+async function applyValueLimit(nc: NatsConnection, name: string, maxValueBytes: number): Promise<void> {
+  if (!(Number.isSafeInteger(maxValueBytes) && maxValueBytes > 0)) {
+    throw new RangeError(`bucket ${name}: maxValueBytes must be a positive integer, got ${maxValueBytes}`);
+  }
+  try {
+    const jsm = await jetstreamManager(nc);
+    const { config } = await jsm.streams.info(`KV_${name}`);
+    if (config.max_msg_size === maxValueBytes) return;
+    await jsm.streams.update(`KV_${name}`, { ...config, max_msg_size: maxValueBytes });
+  } catch (err) {
+    throw mapKvError(err, name, '(bucket limit)');
   }
 }
 

@@ -66,8 +66,17 @@ export class ClaimLostError extends Error {
   }
 }
 
+/** JetStream's error code for "JetStream system temporarily unavailable" (a cluster without a leader). */
+const JS_CLUSTER_NOT_AVAILABLE = 10008;
+
 function isTransportError(err: unknown): boolean {
   return (
+    // No JetStream responder on the server we reach: in a cluster, a node that rejoins (e.g. with a
+    // wiped store) answers like this until it has caught up with the meta group. A dependency outage.
+    // (The client does not export the class: matched by name.)
+    (err instanceof Error && err.name === 'JetStreamNotEnabled') ||
+    // "JetStream system temporarily unavailable": the cluster has no meta or stream leader right now.
+    (err instanceof JetStreamApiError && err.code === JS_CLUSTER_NOT_AVAILABLE) ||
     err instanceof TimeoutError ||
     err instanceof NoRespondersError ||
     err instanceof ClosedConnectionError ||

@@ -1,15 +1,17 @@
 import { connect } from '@nats-io/transport-node';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { MAX_NOTIFICATION_BYTES } from '@defender/contracts';
-import { describeWithInfra, startNatsServer, waitFor } from '@defender/infra-harness';
+import { describeWithInfra, startSecuredNatsServer, waitFor } from '@defender/infra-harness';
 import { lastMessageId, NotificationReader, publishOnce, watchNotifications } from './notifications';
 import { ensureStreams, STREAMS } from './streams';
 import { StreamMissingError } from './errors';
 
+// Each test has its own nats-server (TLS and users, as production runs it; the fixture's user plays
+// publisher and defender): the stream names and subjects are fixed.
 describeWithInfra(['nats'], 'notification streams against a real nats-server', () => {
   it('creates the streams idempotently (concurrently), reads a chamber by sequence, wakes on new runs, dedupes events', async () => {
-    const srv = await startNatsServer();
-    const nc = await connect({ servers: srv.url });
+    const srv = await startSecuredNatsServer();
+    const nc = await connect(srv.connectOptions());
     try {
       await Promise.all([ensureStreams(nc), ensureStreams(nc), ensureStreams(nc)]);
       const jsm = await jetstreamManager(nc);
@@ -39,7 +41,7 @@ describeWithInfra(['nats'], 'notification streams against a real nats-server', (
       expect(seqs).toEqual([1, 3, 5]);
       expect(await reader.lastSequence()).toBe(5);
 
-      await waitFor('five notices', async () => notices.length === 5, 5000);
+      await waitFor('five notices', async () => notices.length === 5, 30_000);
       expect(notices.map(([, s]) => s)).toEqual([1, 2, 3, 4, 5]);
       expect(notices[1]![0]).toBe('dc.t1.c2.completed');
       await feed.stop();
@@ -60,8 +62,8 @@ describeWithInfra(['nats'], 'notification streams against a real nats-server', (
   });
 
   it('a stream recreated after NATS lost its store has another identity, and its sequences restart at 1', async () => {
-    const srv = await startNatsServer();
-    const nc = await connect({ servers: srv.url, maxReconnectAttempts: -1, reconnectTimeWait: 100 });
+    const srv = await startSecuredNatsServer();
+    const nc = await connect({ ...srv.connectOptions(), maxReconnectAttempts: -1, reconnectTimeWait: 100 });
     try {
       await ensureStreams(nc);
       const js = jetstream(nc);
@@ -72,7 +74,7 @@ describeWithInfra(['nats'], 'notification streams against a real nats-server', (
       expect(await Promise.all([reader.streamId(), reader.streamId(), reader.streamId()])).toEqual([first, first, first]);
       expect((await reader.next('dc.t.c.completed', 3))?.sequence).toBe(3);
 
-      await srv.restart({ emptyStore: true });
+      await srv.server.restart({ emptyStore: true });
       const missing = await waitForValue(() => reader.streamId().then(() => undefined, (err: unknown) => (err instanceof StreamMissingError ? err : undefined)));
       expect(missing).toMatchObject({ name: 'StreamMissingError', retryable: true, stream: STREAMS.notifications });
       expect(await reader.next('dc.t.c.completed', 1).catch((err: unknown) => err)).toMatchObject({ retryable: true });
@@ -89,16 +91,16 @@ describeWithInfra(['nats'], 'notification streams against a real nats-server', (
   });
 
   it('the feed resumes without gaps after a NATS restart', async () => {
-    const srv = await startNatsServer();
-    const nc = await connect({ servers: srv.url, maxReconnectAttempts: -1, reconnectTimeWait: 100 });
+    const srv = await startSecuredNatsServer();
+    const nc = await connect({ ...srv.connectOptions(), maxReconnectAttempts: -1, reconnectTimeWait: 100 });
     try {
       await ensureStreams(nc);
       const seen: number[] = [];
       const feed = await watchNotifications(nc, (_s, seq) => seen.push(seq));
       const js = jetstream(nc);
       await js.publish('dc.t.c.completed', '1');
-      await waitFor('first', async () => seen.length === 1, 5000);
-      await srv.restart({ hard: true });
+      await waitFor('first', async () => seen.length === 1, 30_000);
+      await srv.server.restart({ hard: true });
       await waitFor('publish after restart', async () => {
         try {
           await js.publish('dc.t.c.completed', String(seen.length + 1));

@@ -1,5 +1,13 @@
 import type { NatsConnection } from '@nats-io/nats-core';
-import { DeliverPolicy, jetstream, JetStreamApiError, JetStreamManager, jetstreamManager } from '@nats-io/jetstream';
+import {
+  DeliverPolicy,
+  jetstream,
+  JetStreamApiError,
+  JetStreamManager,
+  jetstreamManager,
+  type MsgRequest,
+  type NextMsgRequest,
+} from '@nats-io/jetstream';
 import { isStreamNotFound, mapKvError, StreamMissingError } from './errors';
 import { STREAMS } from './streams';
 
@@ -13,8 +21,14 @@ export interface StoredNotification {
 }
 
 /**
- * Reads a chamber's notifications by stream sequence (direct get, `next_by_subj`), so a chamber's
- * position lives in the store (its high-water mark) and a new owner resumes exactly after it.
+ * Reads a chamber's notifications by stream sequence (`next_by_subj`), so a chamber's position lives
+ * in the store (its high-water mark) and a new owner resumes exactly after it.
+ *
+ * Reads go to the stream's leader (`STREAM.MSG.GET`), never to a replica by direct get: a replica
+ * may be behind, and one that caught up around a leader change may hold another message at a
+ * sequence than the committed stream (the nats-cluster chaos suite applied such messages and moved
+ * high-water marks past committed runs: docs/chaos/findings.md, 5). A leader's answer is at worst
+ * stale (a deposed leader that does not know it yet), which reads as "nothing new yet".
  */
 export class NotificationReader {
   /** The stream-info request in flight, and the one queued behind it (see {@link streamId}). */
@@ -41,7 +55,9 @@ export class NotificationReader {
    */
   async next(subject: string, fromSequence: number): Promise<StoredNotification | null> {
     try {
-      const m = await this.jsm.direct.getMessage(this.stream, { seq: Math.max(1, fromSequence), next_by_subj: subject });
+      // `next_by_subj` is a valid MSG.GET request since NATS 2.9; the client's type lacks it.
+      const query: NextMsgRequest = { seq: Math.max(1, fromSequence), next_by_subj: subject };
+      const m = await this.jsm.streams.getMessage(this.stream, query as unknown as MsgRequest);
       if (!m) return null;
       return { subject: m.subject, sequence: m.seq, data: m.data, storedAt: m.time };
     } catch (err) {
@@ -71,13 +87,15 @@ export class NotificationReader {
       return p;
     }
     // The request in flight may have been answered before this call began: wait for the next one.
-    this.idQueued ??= this.idInFlight.then(
-      () => undefined,
-      () => undefined,
-    ).then(() => {
-      this.idQueued = undefined;
-      return this.streamId();
-    });
+    this.idQueued ??= this.idInFlight
+      .then(
+        () => undefined,
+        () => undefined,
+      )
+      .then(() => {
+        this.idQueued = undefined;
+        return this.streamId();
+      });
     return this.idQueued;
   }
 
@@ -156,7 +174,12 @@ export async function watchNotifications(
  *
  * @returns whether the server stored it (false: a duplicate).
  */
-export async function publishOnce(nc: NatsConnection, subject: string, data: string | Uint8Array, msgId: string): Promise<boolean> {
+export async function publishOnce(
+  nc: NatsConnection,
+  subject: string,
+  data: string | Uint8Array,
+  msgId: string,
+): Promise<boolean> {
   try {
     const ack = await jetstream(nc).publish(subject, data, { msgID: msgId });
     return !ack.duplicate;
@@ -171,7 +194,11 @@ export async function publishOnce(nc: NatsConnection, subject: string, data: str
  * published one after another in outbox order, so the newest one stored tells how far a previous
  * owner got, whatever the duplicate window.
  */
-export async function lastMessageId(nc: NatsConnection, stream: string, subject: string): Promise<string | undefined> {
+export async function lastMessageId(
+  nc: NatsConnection,
+  stream: string,
+  subject: string,
+): Promise<string | undefined> {
   try {
     const jsm = await jetstreamManager(nc);
     const m = await jsm.streams.getMessage(stream, { last_by_subj: subject });

@@ -1,7 +1,7 @@
 import { connect } from '@nats-io/transport-node';
 import type { NatsConnection } from '@nats-io/nats-core';
 import type { KV } from '@nats-io/kv';
-import { describeWithInfra, testNatsUrl } from '@defender/infra-harness';
+import { describeWithInfra, testNatsConnectOptions } from '@defender/infra-harness';
 import { openBucket } from './buckets';
 import { ClaimLostError, PoolExhaustedError } from './errors';
 import { StableIdOptions, StableIdRegistry } from './stable-ids';
@@ -13,7 +13,7 @@ describeWithInfra(['nats'], 'StableIdRegistry against a real nats-server', () =>
   let bucket: string;
 
   beforeAll(async () => {
-    nc = await connect({ servers: testNatsUrl() });
+    nc = await connect(testNatsConnectOptions());
   });
   afterAll(async () => {
     await nc.drain();

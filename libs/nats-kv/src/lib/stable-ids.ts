@@ -150,6 +150,18 @@ export class StableIdRegistry {
   }
 
   /**
+   * Continues a claim this owner took through another registry (e.g. handed to the defender's
+   * heartbeat thread): `refresh` and `release` then act on it here. The other registry must stop
+   * refreshing it, or the two would conflict on its revision.
+   *
+   * @throws Error when this registry holds a claim already.
+   */
+  resume(held: HeldClaim): void {
+    if (this.held) throw new Error(`resume(${held.defenderId}) while holding ${this.held.defenderId}`);
+    this.held = held;
+  }
+
+  /**
    * Refreshes the claim (call on every heartbeat).
    *
    * A claim found missing (deleted, or its bucket lost and created again) was not taken over by

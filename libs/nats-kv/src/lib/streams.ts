@@ -36,6 +36,19 @@ export const DEFAULT_STREAM_SETTINGS: StreamSettings = {
 
 const NS = 1_000_000_000;
 
+/**
+ * Server-side `max_msg_size` of the event streams, from the bound of what they carry
+ * (docs/architecture.md, "How large each value and message can get"):
+ * - a dead letter is at most ~93 KB (payload cut at 64 KiB, base64; detail at 4,096 characters);
+ * - a run alarm lists at most 100 violations in at most 64 KiB (71 KB measured with 5,000 violations
+ *   and every name at its limit; its details are validated at 1 MiB by the store), a hold < 2 KB: the
+ *   stream takes NATS's default `max_payload`, far above both.
+ */
+export const STREAM_MESSAGE_LIMITS = {
+  deadLetters: 128 * 1024,
+  defenseEvents: 1024 * 1024,
+} as const;
+
 /** The three stream configurations for `settings`. */
 export function streamConfigs(settings: StreamSettings): (Partial<StreamConfig> & { name: string })[] {
   const common = { storage: StorageType.File, retention: RetentionPolicy.Limits, num_replicas: settings.replicas, discard: DiscardPolicy.Old };
@@ -57,6 +70,7 @@ export function streamConfigs(settings: StreamSettings): (Partial<StreamConfig> 
       // One token after dead: 'dc.dead.>' would overlap 'dc.*.*.completed' (dc.dead.x.completed).
       subjects: ['dc.dead.*'],
       max_age: settings.eventsMaxAgeSeconds * NS,
+      max_msg_size: STREAM_MESSAGE_LIMITS.deadLetters,
       duplicate_window: Math.min(settings.duplicateWindowSeconds, settings.eventsMaxAgeSeconds) * NS,
     },
     {
@@ -64,6 +78,7 @@ export function streamConfigs(settings: StreamSettings): (Partial<StreamConfig> 
       name: STREAMS.defenseEvents,
       subjects: ['defense.alarms.>', 'defense.holds.>'],
       max_age: settings.eventsMaxAgeSeconds * NS,
+      max_msg_size: STREAM_MESSAGE_LIMITS.defenseEvents,
       duplicate_window: Math.min(settings.duplicateWindowSeconds, settings.eventsMaxAgeSeconds) * NS,
     },
   ];
