@@ -35,3 +35,21 @@ export {
   type TriggerKind,
   type WaitDecision,
 } from './lib/trigger';
+export {
+  balanceOf,
+  type BalanceReport,
+  chamberLoadMsPerHour,
+  chamberLoads,
+  CostCalibrator,
+  type CostModel,
+  DEFAULT_COST_MODEL,
+  DEFAULT_PRIOR_RUNS_PER_HOUR,
+  RateMeter,
+} from './lib/load-model';
+export {
+  type BalanceObservation,
+  DEFAULT_REBALANCE_POLICY,
+  type RebalanceAdvice,
+  RebalancePolicy,
+  type RebalancePolicyConfig,
+} from './lib/rebalance-policy';

@@ -278,11 +278,29 @@ describe('computeAssignment (sticky-balanced, the default)', () => {
     });
   });
 
-  it('reports the compute time from the injected clock only', () => {
+  it('reports the compute time and its two phases from the injected clock only', () => {
     let t = 100;
-    const r = computeAssignment(null, chambers, defenders(30), { clock: () => (t += 2.5) });
-    expect(r.stats.calculationDurationMs).toBe(2.5);
-    expect(cold.stats.calculationDurationMs).toBe(0);
+    const readings: number[] = [];
+    const r = computeAssignment(null, chambers, defenders(30), { clock: () => (readings.push((t += 2.5)), t) });
+    // From the first reading to the last; each phase is a sum of spans between readings inside it.
+    expect(r.stats.calculationDurationMs).toBe(readings.at(-1)! - readings[0]!);
+    expect(r.stats.phase1DurationMs).toBeGreaterThan(0);
+    expect(r.stats.phase2DurationMs).toBeGreaterThan(0);
+    expect(r.stats.phase1DurationMs + r.stats.phase2DurationMs).toBeLessThanOrEqual(r.stats.calculationDurationMs);
+    expect(cold.stats).toMatchObject({ calculationDurationMs: 0, phase1DurationMs: 0, phase2DurationMs: 0 });
+    // A crash map only places: no phase 2, no rebalancing rounds.
+    const crash = computeAssignment({ assignments: r.assignments }, chambers, defenders(29), { clock: () => (t += 2.5), mode: 'orphans-only' });
+    expect(crash.stats).toMatchObject({ phase2DurationMs: 0, rebalanceIterations: 0 });
+    expect(crash.stats.phase1DurationMs).toBeGreaterThan(0);
+  });
+
+  it('counts the rounds of weight rebalancing (seed 000: defender_weight_rebalance_iterations)', () => {
+    // Same defenders, already balanced: nothing to rebalance.
+    expect(computeAssignment({ assignments: cold.assignments }, chambers, defenders(30)).stats.rebalanceIterations).toBe(0);
+    // One more defender: the others shed to it.
+    const grown = computeAssignment({ assignments: cold.assignments }, chambers, defenders(31));
+    expect(grown.stats.chambersMoved).toBeGreaterThan(0);
+    expect(grown.stats.rebalanceIterations).toBeGreaterThan(0);
   });
 
   it('ignores previous entries of chambers that no longer exist and treats unknown owners as orphans', () => {

@@ -1,6 +1,6 @@
 import { buildProblem, NEW_CHAMBER, ORPHAN, type Problem } from './problem';
 import { seedTwoPhase } from './seed-two-phase';
-import { type Placement, REASON_CAP, stickyBalanced } from './sticky-balanced';
+import { type PhaseTimes, type Placement, REASON_CAP, stickyBalanced } from './sticky-balanced';
 import type {
   AssignmentOptions,
   AssignmentResult,
@@ -45,8 +45,8 @@ export function computeAssignment(
   const p = buildProblem(previous, chambers, defenders, options);
   const placement =
     p.strategy === 'seed-two-phase'
-      ? seedTwoPhase(p, { vnodes: options.vnodes, ring: options.ring })
-      : stickyBalanced(p);
+      ? seedTwoPhase(p, { vnodes: options.vnodes, ring: options.ring, clock: options.clock })
+      : stickyBalanced(p, options.clock);
   return buildResult(p, placement, previous, options, started);
 }
 
@@ -100,7 +100,7 @@ function buildResult(
   }
 
   let floorWeight = orphanWeight;
-  for (let d = 0; d < p.m; d++) floorWeight += Math.max(0, kept[d] - p.share[d]);
+  for (let d = 0; d < p.m; d++) floorWeight += Math.max(0, kept[d] - p.target[d]);
 
   const stats = buildStats(p, load, count, {
     moved: moves.length,
@@ -108,6 +108,7 @@ function buildResult(
     movedWeight,
     floorWeight,
     durationMs: started === undefined ? 0 : Math.max(0, (options.clock?.() ?? started) - started),
+    phases: placement.phases,
   });
   return { assignments, lastMovedAt, moves, stats };
 }
@@ -116,7 +117,7 @@ function buildStats(
   p: Problem,
   load: Float64Array,
   count: Int32Array,
-  movement: { moved: number; placed: number; movedWeight: number; floorWeight: number; durationMs: number },
+  movement: { moved: number; placed: number; movedWeight: number; floorWeight: number; durationMs: number; phases?: PhaseTimes },
 ): AssignmentStats {
   const T = p.totalWeight;
   let minW = Number.POSITIVE_INFINITY;
@@ -160,6 +161,9 @@ function buildStats(
     minLoadRatio: T > 0 ? minRatio : 1,
     balanceBound: T > 0 ? Math.max(1 + p.tolerance, 1 + p.maxWeight / minShare) : 1 + p.tolerance,
     calculationDurationMs: movement.durationMs,
+    phase1DurationMs: movement.phases?.phase1Ms ?? 0,
+    phase2DurationMs: movement.phases?.phase2Ms ?? 0,
+    rebalanceIterations: movement.phases?.rebalanceIterations ?? 0,
     chambersMoved: movement.moved,
     chambersPlaced: movement.placed,
     movedWeight: movement.movedWeight,

@@ -46,8 +46,19 @@ export interface Problem {
   readonly locked: Uint8Array;
   readonly lockedCount: number;
   readonly totalWeight: number;
-  /** Capacity share of the total weight per defender. */
+  /** Capacity share of the total weight per defender (what the reported ratios are against). */
   readonly share: Float64Array;
+  /**
+   * The load each defender is balanced towards: its share, except that a chamber heavier than its
+   * defender's share of the rest gets that defender to itself (target = the chamber's weight) and
+   * the other defenders split the remaining weight by capacity. Equal to `share` without such a
+   * chamber.
+   */
+  readonly target: Float64Array;
+  /** Chamber index -> the defender it is dedicated to (a chamber heavier than a share), else -1. */
+  readonly pinned: Int32Array;
+  /** Defenders holding a dedicated chamber. */
+  readonly dedicated: Uint8Array;
   readonly maxWeight: number;
 }
 
@@ -195,6 +206,10 @@ export function buildProblem(
 
   const share = new Float64Array(m);
   for (let d = 0; d < m; d++) share[d] = capTotal > 0 ? (total * capacity[d]) / capTotal : 0;
+  const { target, pinned, dedicated } =
+    strategy === 'sticky-balanced'
+      ? dedicate({ n, m, weight, capacity, prevOwner, total, capTotal, share })
+      : { target: share, pinned: new Int32Array(n).fill(-1), dedicated: new Uint8Array(m) };
 
   return {
     strategy,
@@ -216,6 +231,64 @@ export function buildProblem(
     lockedCount,
     totalWeight: total,
     share,
+    target,
+    pinned,
+    dedicated,
     maxWeight,
   };
+}
+
+/**
+ * Gives each chamber heavier than its defender's share of the rest a defender of its own, heaviest
+ * first: its previous owner when live, else the free defender with the least kept weight per
+ * capacity (ties: lowest index). Stops when a chamber fits a share or one free defender is left.
+ * The free defenders' targets split what is left by capacity.
+ */
+function dedicate(q: {
+  n: number;
+  m: number;
+  weight: Float64Array;
+  capacity: Float64Array;
+  prevOwner: Int32Array;
+  total: number;
+  capTotal: number;
+  share: Float64Array;
+}): { target: Float64Array; pinned: Int32Array; dedicated: Uint8Array } {
+  const { n, m, weight, capacity, prevOwner } = q;
+  const pinned = new Int32Array(n).fill(-1);
+  const dedicated = new Uint8Array(m);
+  // Fast exit (the common case): no chamber exceeds the smallest share.
+  let minShare = Number.POSITIVE_INFINITY;
+  for (let d = 0; d < m; d++) minShare = Math.min(minShare, q.share[d]);
+  let heaviest = 0;
+  for (let i = 0; i < n; i++) heaviest = Math.max(heaviest, weight[i]);
+  if (m < 2 || !(heaviest > minShare)) return { target: q.share, pinned, dedicated };
+
+  const kept = new Float64Array(m);
+  for (let i = 0; i < n; i++) if (prevOwner[i] >= 0) kept[prevOwner[i]] += weight[i];
+  const order = Array.from({ length: n }, (_, i) => i).sort((a, b) => weight[b] - weight[a] || a - b);
+  let rest = q.total;
+  let restCap = q.capTotal;
+  let free = m;
+  for (const i of order) {
+    if (free <= 1) break;
+    let d = prevOwner[i] >= 0 && dedicated[prevOwner[i]] === 0 ? prevOwner[i] : -1;
+    if (d < 0) {
+      for (let e = 0; e < m; e++) {
+        if (dedicated[e] === 1) continue;
+        if (d < 0 || kept[e] / capacity[e] < kept[d] / capacity[d]) d = e;
+      }
+    }
+    if (!(weight[i] > (rest * capacity[d]) / restCap)) break;
+    pinned[i] = d;
+    dedicated[d] = 1;
+    rest -= weight[i];
+    restCap -= capacity[d];
+    free--;
+  }
+  if (free === m) return { target: q.share, pinned, dedicated };
+  const target = new Float64Array(m);
+  for (let i = 0; i < n; i++) if (pinned[i] >= 0) target[pinned[i]] = weight[i];
+  for (let d = 0; d < m; d++) if (dedicated[d] === 0) target[d] = (Math.max(0, rest) * capacity[d]) / restCap;
+  return { target, pinned, dedicated };
 }

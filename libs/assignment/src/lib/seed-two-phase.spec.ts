@@ -26,6 +26,17 @@ describe('computeAssignment (seed-two-phase baseline)', () => {
     }
     expect(moved).toBeGreaterThan(0);
     expect(result.stats.strategy).toBe('seed-two-phase');
+    // Phase 2 moved something: it ran at least one of its at most 5 iterations.
+    expect(result.stats.rebalanceIterations).toBeGreaterThanOrEqual(1);
+    expect(result.stats.rebalanceIterations).toBeLessThanOrEqual(5);
+  });
+
+  it('times its two phases with the injected clock (ring, then rebalancing)', () => {
+    let t = 0;
+    const timed = computeAssignment(null, chambers, live, { strategy: 'seed-two-phase', ring, clock: () => (t += 1) });
+    expect(timed.stats.phase1DurationMs).toBeGreaterThan(0);
+    expect(timed.stats.phase2DurationMs).toBeGreaterThan(0);
+    expect(timed.stats.phase1DurationMs + timed.stats.phase2DurationMs).toBeLessThanOrEqual(timed.stats.calculationDurationMs);
   });
 
   it("reaches the seeds' +-20 % at 5,000 / 30", () => {

@@ -6,6 +6,8 @@ import { ORPHAN, type Problem } from './problem';
 export interface SeedTwoPhaseOptions {
   readonly vnodes?: number;
   readonly ring?: HashRing;
+  /** Monotonic ms, to time the two phases (0 without). */
+  readonly clock?: () => number;
 }
 
 /**
@@ -25,6 +27,8 @@ export interface SeedTwoPhaseOptions {
  * as underloaded (the Go code only knows defenders that already hold a chamber).
  */
 export function seedTwoPhase(p: Problem, options: SeedTwoPhaseOptions): Placement {
+  const now = options.clock ?? (() => 0);
+  const t0 = now();
   const ring = options.ring ?? new HashRing({ vnodes: options.vnodes });
   ring.setNodes(p.ids);
   const indexOf = new Map<string, number>();
@@ -46,7 +50,7 @@ export function seedTwoPhase(p: Problem, options: SeedTwoPhaseOptions): Placemen
         if (was === ORPHAN) reason[i] = REASON_ORPHANED;
       }
     }
-    return { owner, reason };
+    return { owner, reason, phases: { phase1Ms: Math.max(0, now() - t0), phase2Ms: 0, rebalanceIterations: 0 } };
   }
 
   for (let i = 0; i < p.n; i++) {
@@ -54,12 +58,17 @@ export function seedTwoPhase(p: Problem, options: SeedTwoPhaseOptions): Placemen
     if (p.prevOwner[i] === ORPHAN) reason[i] = REASON_ORPHANED;
     else reason[i] = REASON_REBALANCE;
   }
-  rebalanceByWeight(p, owner);
-  return { owner, reason };
+  const t1 = now();
+  const rebalanceIterations = rebalanceByWeight(p, owner);
+  const t2 = now();
+  return { owner, reason, phases: { phase1Ms: Math.max(0, t1 - t0), phase2Ms: Math.max(0, t2 - t1), rebalanceIterations } };
 }
 
-/** Phase 2, following the seed's `rebalanceByWeight` (see {@link seedTwoPhase} for deviations). */
-function rebalanceByWeight(p: Problem, owner: Int32Array): void {
+/**
+ * Phase 2, following the seed's `rebalanceByWeight` (see {@link seedTwoPhase} for deviations).
+ * Returns the iterations it ran (at most 5).
+ */
+function rebalanceByWeight(p: Problem, owner: Int32Array): number {
   const { weight } = p;
   const loads = new Float64Array(p.m);
   const chambers: number[][] = Array.from({ length: p.m }, () => []);
@@ -69,7 +78,7 @@ function rebalanceByWeight(p: Problem, owner: Int32Array): void {
     chambers[owner[i]].push(i);
     total += weight[i];
   }
-  if (p.m === 0) return;
+  if (p.m === 0) return 0;
   const avg = Math.floor(total / p.m);
   const maxWeight = Math.floor((avg * 12) / 10);
   const minWeight = Math.floor((avg * 8) / 10);
@@ -83,7 +92,8 @@ function rebalanceByWeight(p: Problem, owner: Int32Array): void {
     return { over, under };
   };
   let { over, under } = classify();
-  for (let iteration = 0; iteration < 5 && over.length > 0 && under.length > 0; iteration++) {
+  let iteration = 0;
+  for (; iteration < 5 && over.length > 0 && under.length > 0; iteration++) {
     for (const src of over) {
       const list = [...chambers[src]].sort((a, b) => weight[b] - weight[a] || a - b);
       for (const c of list) {
@@ -104,4 +114,5 @@ function rebalanceByWeight(p: Problem, owner: Int32Array): void {
     }
     ({ over, under } = classify());
   }
+  return iteration;
 }

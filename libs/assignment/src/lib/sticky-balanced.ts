@@ -11,6 +11,18 @@ export const REASON_CAP = 3;
 export interface Placement {
   readonly owner: Int32Array;
   readonly reason: Uint8Array;
+  /** The two phases of the computation (seed 000's metrics), measured with the clock given. */
+  readonly phases?: PhaseTimes;
+}
+
+/**
+ * Seed 000's phases: phase 1 places every chamber (kept owners, then the pool); phase 2 is the
+ * weight rebalancing (`balance` mode only). `rebalanceIterations` counts phase 2's rounds.
+ */
+export interface PhaseTimes {
+  readonly phase1Ms: number;
+  readonly phase2Ms: number;
+  readonly rebalanceIterations: number;
 }
 
 /** Relative slack for float comparisons against the band, so rounding never triggers a move. */
@@ -37,8 +49,8 @@ const REL_EPS = 1e-9;
  *
  * With the same live defenders and a result already inside the band nothing moves.
  */
-export function stickyBalanced(p: Problem): Placement {
-  return new StickyBalanced(p).run();
+export function stickyBalanced(p: Problem, clock?: () => number): Placement {
+  return new StickyBalanced(p, clock).run();
 }
 
 class StickyBalanced {
@@ -52,8 +64,17 @@ class StickyBalanced {
   private readonly lower: Float64Array;
   private readonly eps: Float64Array;
   private readonly pool: number[] = [];
+  /** 1 when the chamber never moves voluntarily: inside its cooldown, or dedicated to its defender. */
+  private readonly fixed: Uint8Array;
+  /** Repair rounds taken (step 4). */
+  private repairSteps = 0;
 
-  constructor(private readonly p: Problem) {
+  constructor(
+    private readonly p: Problem,
+    private readonly clock?: () => number,
+  ) {
+    this.fixed = p.locked.slice();
+    for (let i = 0; i < p.n; i++) if (p.pinned[i] >= 0 && p.prevOwner[i] === p.pinned[i]) this.fixed[i] = 1;
     this.owner = new Int32Array(p.n).fill(-1);
     this.reason = new Uint8Array(p.n);
     this.load = new Float64Array(p.m);
@@ -64,14 +85,22 @@ class StickyBalanced {
     this.lower = new Float64Array(p.m);
     this.eps = new Float64Array(p.m);
     for (let d = 0; d < p.m; d++) {
-      this.upper[d] = p.share[d] * (1 + p.tolerance);
-      this.lower[d] = p.share[d] * (1 - p.tolerance);
-      this.eps[d] = p.share[d] * REL_EPS;
+      // Bands around the target: the capacity share, or a dedicated chamber's weight and an even
+      // split of the rest (a chamber heavier than a share; see `Problem.target`).
+      this.upper[d] = p.target[d] * (1 + p.tolerance);
+      this.lower[d] = p.target[d] * (1 - p.tolerance);
+      this.eps[d] = p.target[d] * REL_EPS;
     }
   }
 
+  /**
+   * Phase 1 is steps 1 and 3 (keep, place the pool), phase 2 steps 2 and 4 (shed, repair); its
+   * rounds are the shedding passes that moved something plus the repair rounds.
+   */
   run(): Placement {
     const { p } = this;
+    const now = this.clock ?? (() => 0);
+    const t0 = now();
     for (let i = 0; i < p.n; i++) {
       const was = p.prevOwner[i];
       if (was >= 0) {
@@ -82,13 +111,33 @@ class StickyBalanced {
       }
     }
     this.enforceChamberCap();
+    let phase1Ms = now() - t0;
+    let phase2Ms = 0;
+    let shedRounds = 0;
     if (p.mode === 'balance') {
+      const t = now();
+      const pooled = this.pool.length;
       this.shedOverloaded();
+      if (this.pool.length > pooled) shedRounds++;
+      const overloadShed = this.pool.length;
       this.shedForDemand();
+      if (this.pool.length > overloadShed) shedRounds++;
+      phase2Ms += now() - t;
     }
+    const placing = now();
     this.placePool();
-    if (p.mode === 'balance') this.repair();
-    return { owner: this.owner, reason: this.reason };
+    phase1Ms += now() - placing;
+    if (p.mode === 'balance') {
+      const t = now();
+      this.repair();
+      phase2Ms += now() - t;
+    }
+    const phases: PhaseTimes = {
+      phase1Ms: Math.max(0, phase1Ms),
+      phase2Ms: Math.max(0, phase2Ms),
+      rebalanceIterations: shedRounds + this.repairSteps,
+    };
+    return { owner: this.owner, reason: this.reason, phases };
   }
 
   private assign(i: number, d: number): void {
@@ -126,7 +175,8 @@ class StickyBalanced {
 
   /** Unlocked chambers of `d` with positive weight, heaviest first (ties: smaller key first). */
   private movable(d: number): number[] {
-    const { weight, locked } = this.p;
+    const { weight } = this.p;
+    const locked = this.fixed;
     return heaviestFirst(
       this.members[d].filter((i) => locked[i] === 0 && weight[i] > 0),
       weight,
@@ -190,7 +240,7 @@ class StickyBalanced {
     const { p } = this;
     for (let d = 0; d < p.m; d++) {
       if (this.load[d] <= this.upper[d] + this.eps[d]) continue;
-      const aim = p.share[d] * (1 + p.tolerance / 2);
+      const aim = p.target[d] * (1 + p.tolerance / 2);
       this.shedAmount(d, this.load[d] - this.upper[d], this.load[d] - aim);
     }
   }
@@ -205,7 +255,7 @@ class StickyBalanced {
     for (let d = 0; d < p.m; d++) {
       if (this.count[d] >= p.maxChambers) continue;
       if (this.load[d] < this.lower[d] - this.eps[d])
-        demand += p.share[d] * (1 - p.tolerance / 2) - this.load[d];
+        demand += p.target[d] * (1 - p.tolerance / 2) - this.load[d];
     }
     if (demand <= 0) return;
     let supply = 0;
@@ -215,15 +265,15 @@ class StickyBalanced {
 
     // Water level rho (as a ratio of share): sum over donors of share x (ratio - rho) = missing.
     const donors: number[] = [];
-    for (let d = 0; d < p.m; d++) if (this.load[d] > p.share[d] + this.eps[d]) donors.push(d);
+    for (let d = 0; d < p.m; d++) if (this.load[d] > p.target[d] + this.eps[d]) donors.push(d);
     if (donors.length === 0) return;
-    const ratio = (d: number) => this.load[d] / p.share[d];
+    const ratio = (d: number) => this.load[d] / p.target[d];
     donors.sort((a, b) => ratio(b) - ratio(a) || a - b);
     let sumShare = 0;
     let sumLoad = 0;
     let rho = 1;
     for (let k = 0; k < donors.length; k++) {
-      sumShare += p.share[donors[k]];
+      sumShare += p.target[donors[k]];
       sumLoad += this.load[donors[k]];
       const level = (sumLoad - missing) / sumShare;
       const nextRatio = k + 1 < donors.length ? ratio(donors[k + 1]) : 1;
@@ -235,7 +285,7 @@ class StickyBalanced {
     }
     let still = missing;
     for (const d of donors) {
-      const amount = this.load[d] - rho * p.share[d];
+      const amount = this.load[d] - rho * p.target[d];
       if (amount <= this.eps[d]) continue;
       still -= this.shedAmount(d, 0, Math.min(amount, still));
       if (still <= 0) break;
@@ -249,12 +299,29 @@ class StickyBalanced {
     if (this.pool.length === 0) return;
     const pool = heaviestFirst(this.pool.splice(0), weight);
     const heap = new DefenderHeap(p.m, load, capacity, count);
-    for (let d = 0; d < p.m; d++) if (count[d] < p.maxChambers) heap.push(d);
+    // A defender given a chamber of its own takes nothing else from the pool while another can.
+    let open = 0;
+    for (let d = 0; d < p.m; d++) if (count[d] < p.maxChambers && p.dedicated[d] === 0) open++;
+    for (let d = 0; d < p.m; d++) {
+      if (count[d] < p.maxChambers && (p.dedicated[d] === 0 || open === 0)) heap.push(d);
+    }
 
     let k = 0;
     for (; k < pool.length && weight[pool[k]] > 0; k++) {
       const i = pool[k];
       const w = weight[i];
+      const pin = p.pinned[i];
+      if (pin >= 0 && count[pin] < p.maxChambers) {
+        this.assign(i, pin);
+        if (heap.has(pin)) {
+          if (count[pin] >= p.maxChambers) heap.remove(pin);
+          else heap.update(pin);
+        }
+        continue;
+      }
+      if (heap.length === 0) {
+        for (let d = 0; d < p.m; d++) if (count[d] < p.maxChambers) heap.push(d);
+      }
       let d = heap.peek();
       if (load[d] + w > upper[d] + eps[d] && !p.uniformCapacity) d = this.bestFor(w, heap);
       this.assign(i, d);
@@ -303,12 +370,12 @@ class StickyBalanced {
       let worstGap = 0;
       let worstOver = false;
       for (let d = 0; d < p.m; d++) {
-        if (stuck[d] === 1 || p.share[d] <= 0) continue;
+        if (stuck[d] === 1 || p.target[d] <= 0) continue;
         const over = this.load[d] - this.upper[d];
         const under = this.lower[d] - this.load[d];
         const gap = Math.max(over, under);
         if (gap <= this.eps[d]) continue;
-        const rel = gap / p.share[d];
+        const rel = gap / p.target[d];
         if (rel > worstGap) {
           worst = d;
           worstGap = rel;
@@ -316,6 +383,7 @@ class StickyBalanced {
         }
       }
       if (worst < 0) return;
+      this.repairSteps++;
       const fixed = worstOver ? this.relieve(worst) : this.fill(worst);
       if (!fixed) stuck[worst] = 1;
     }
@@ -335,7 +403,8 @@ class StickyBalanced {
    * heaviest; -1 if none.
    */
   private pick(from: number, need: number, limit: number): { i: number; reaches: boolean } {
-    const { weight, locked } = this.p;
+    const { weight } = this.p;
+    const locked = this.fixed;
     let reach = -1;
     let heaviest = -1;
     for (const i of this.members[from]) {
@@ -411,7 +480,8 @@ class StickyBalanced {
    * d = w1 - w2 with 0 < d <= limit, preferring the smallest d >= need, else the largest d.
    */
   private swap(a: number, b: number, need: number, limit: number): boolean {
-    const { weight, locked } = this.p;
+    const { weight } = this.p;
+    const locked = this.fixed;
     const bs = this.members[b].filter((i) => locked[i] === 0).sort((x, y) => weight[x] - weight[y] || x - y);
     if (bs.length === 0) return false;
     const bw = bs.map((i) => weight[i]);

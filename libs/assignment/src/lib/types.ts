@@ -122,6 +122,18 @@ export interface AssignmentStats {
   readonly balanceBound: number;
   /** Compute time in ms measured with `options.clock`, 0 without a clock. */
   readonly calculationDurationMs: number;
+  /**
+   * Seed 000's phase 1 (placement: kept owners, then orphans and new chambers; the seed's ring)
+   * in ms with `options.clock`, 0 without.
+   */
+  readonly phase1DurationMs: number;
+  /** Seed 000's phase 2 (weight rebalancing, `balance` mode only) in ms with `options.clock`, 0 without. */
+  readonly phase2DurationMs: number;
+  /**
+   * Rounds phase 2 took: sticky-balanced's shedding passes that moved something plus its repair
+   * rounds (one single move or swap each); seed-two-phase's iterations (at most 5). 0 in `orphans-only`.
+   */
+  readonly rebalanceIterations: number;
   /** Chambers whose owner changed (new chambers are not moves). */
   readonly chambersMoved: number;
   /** Chambers without a previous owner that were given one. */
@@ -132,7 +144,8 @@ export interface AssignmentStats {
   readonly movedWeightFraction: number;
   /**
    * The least weight any exactly balanced result must move: orphaned weight plus, per live
-   * defender, the kept weight above its share. Scale N->M from a balanced map: (M-N)/M of the total
+   * defender, the kept weight above its target (its share; or, for a defender given a chamber
+   * heavier than a share to itself, that chamber's weight, the others splitting the rest). Scale N->M from a balanced map: (M-N)/M of the total
    * when growing, (N-M)/N when shrinking; a crash: the crashed defenders' weight.
    */
   readonly floorWeight: number;

@@ -25,6 +25,19 @@ export function controllerEnvShape() {
     WEIGHT_REBALANCE_THRESHOLD: z.coerce.number({ message: 'must be a number' }).min(0).max(0.99).default(0.05),
     /** A chamber moved by a voluntary rebalance is not moved voluntarily again within this time. */
     REBALANCE_COOLDOWN_SECONDS: env.seconds(0, 0, 86_400),
+    /**
+     * What the engine balances (ADR 0008): `load`, expected CPU per hour from the defenders'
+     * measured run rates and costs (default), or `samples`, samples per run as in the seeds.
+     */
+    ASSIGNMENT_BALANCE_BY: z.enum(['load', 'samples'], { message: 'must be load or samples' }).default('load'),
+    /** Load drift band: a load rebalance is considered only while a defender is outside (1 +- band) x its target. */
+    LOAD_DRIFT_BAND: z.coerce.number({ message: 'must be a number' }).gt(0).max(0.99).default(0.1),
+    /** ... continuously for this long. */
+    LOAD_DRIFT_SUSTAIN_SECONDS: env.seconds(300, 0, 86_400),
+    /** At least this long between two load rebalances (and after any balance map). */
+    LOAD_REBALANCE_COOLDOWN_SECONDS: env.seconds(600, 0, 86_400),
+    /** After a crash's orphans-only map: stable this long, then one balance pass if outside the band. */
+    POST_CRASH_SETTLE_SECONDS: env.seconds(30, 0, 3600),
     /** Cap on chambers per defender (0: none). */
     MAX_CHAMBERS_PER_DEFENDER: env.int(0, 0, 1_000_000),
     /** Virtual nodes per defender on the hash ring (seed-two-phase). */

@@ -1,5 +1,6 @@
 import { DynamicModule, Module } from '@nestjs/common';
 import { ControllerSettings } from './controller-env';
+import { clusterStateMetricsProvider } from './leadership/cluster-state-metrics';
 import { controllerMetricProviders } from './leadership/controller-metrics';
 import { LeadershipService } from './leadership/leadership.service';
 import { StatusController } from './leadership/status.controller';
@@ -22,7 +23,7 @@ export class ControllerModule {
       module: ControllerModule,
       controllers: [StatusController],
       global: true,
-      providers: [{ provide: CONTROLLER_SETTINGS, useValue: settings }, LeadershipService, ...controllerMetricProviders],
+      providers: [{ provide: CONTROLLER_SETTINGS, useValue: settings }, LeadershipService, ...controllerMetricProviders, clusterStateMetricsProvider],
       exports: [LeadershipService],
     };
   }

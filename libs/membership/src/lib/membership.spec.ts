@@ -4,7 +4,7 @@ import { buildAssignmentMap } from './build-map';
 import { ownerEpoch } from './owner-epoch';
 import { DefenderLifecycle, IllegalTransitionError } from './defender-state';
 import { HeartbeatClock } from './heartbeat-clock';
-import { diffOwnership, ownedChambers } from './ownership';
+import { defenderMapScope, diffOwnership, lowestDefenderId, ownedChambers } from './ownership';
 
 describe('ownership', () => {
   it('extracts one defender\'s chambers and diffs owned sets', () => {
@@ -12,6 +12,18 @@ describe('ownership', () => {
     expect(ownedChambers(map, 'defender-1')).toEqual(['t1:c2', 't2:c1']);
     expect(ownedChambers(map, 'defender-7')).toEqual([]);
     expect(diffOwnership(['a', 'b', 'c'], ['c', 'd', 'b'])).toEqual({ added: ['d'], removed: ['a'] });
+  });
+
+  it('a defender reads only its own chunks of a map, unless it is the lowest defender (by number), which reads the whole map', () => {
+    const info = { chambers: 1, weight: 1, capacity: 1 };
+    const head = { defenderInfo: { 'defender-10': info, 'defender-2': info, 'defender-9': info } };
+    // By number, not text: defender-10 sorts before defender-2 as a string.
+    expect(lowestDefenderId(head.defenderInfo)).toBe('defender-2');
+    expect(lowestDefenderId({})).toBeUndefined();
+    expect(defenderMapScope('defender-2')(head)).toBeNull();
+    expect(defenderMapScope('defender-10')(head)).toBe('defender-10');
+    // Not in the map at all: it owns nothing and reads no chunk (its ID names none).
+    expect(defenderMapScope('defender-0')({ defenderInfo: {} })).toBe('defender-0');
   });
 
   it('applying a diff to the previous set gives the next set (property)', () => {

@@ -4,33 +4,19 @@ import { performance } from 'node:perf_hooks';
 import type { Heartbeat } from '@defender/contracts';
 import { buildAssignmentMap } from '@defender/membership';
 import { AssignmentMapBucket, HeartbeatBucket, openBucket } from '@defender/nats-kv';
-import { describeWithInfra, testNatsUrl, waitFor } from '@defender/infra-harness';
+import { describeWithInfra, testNatsConnectOptions, waitFor } from '@defender/infra-harness';
 import { ControllerEngine, EngineConfig } from './controller-engine';
+import { INT_CONFIG, sleep } from './int-testing';
 
-const config: EngineConfig = {
-  controllerId: 'c-test',
-  trigger: { heartbeatIntervalMs: 200, coldStartWindowMs: 600, scaleWindowMs: 400, maxBatchWaitMs: 2000 },
-  strategy: 'sticky-balanced',
-  tolerance: 0.05,
-  cooldownMs: 0,
-  vnodes: 200,
-  chamberRefreshMs: 60_000,
-};
+const config: EngineConfig = INT_CONFIG;
 
 const chambers = Array.from({ length: 12 }, (_, i) => ({ key: `tool${i}:ch1`, weight: 30_000 * (1 + (i % 4)) }));
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const t = setTimeout(resolve, ms);
-    signal.addEventListener('abort', () => (clearTimeout(t), resolve()), { once: true });
-  });
-}
 
 describeWithInfra(['nats'], 'ControllerEngine against real NATS KV', () => {
   let nc: NatsConnection;
   let n = 0;
   beforeAll(async () => {
-    nc = await connect({ servers: testNatsUrl() });
+    nc = await connect(testNatsConnectOptions());
   });
   afterAll(async () => {
     await nc.drain();

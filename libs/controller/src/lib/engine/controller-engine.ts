@@ -3,8 +3,14 @@ import {
   AssignmentResult,
   AssignmentStrategyName,
   AssignmentTrigger,
+  balanceOf,
+  BalanceReport,
   ChamberInput,
   computeAssignment,
+  CostModel,
+  RebalanceAdvice,
+  RebalancePolicy,
+  RebalancePolicyConfig,
   RecomputeDecision,
   TriggerConfig,
   TriggerDecision,
@@ -13,7 +19,18 @@ import { backoffDelayMs } from '@defender/backoff';
 import { AssignmentMap, InvalidMessageError } from '@defender/contracts';
 import { buildAssignmentMap, HeartbeatClock } from '@defender/membership';
 import { NatsUnavailableError, RevisionConflictError, StoredMap } from '@defender/nats-kv';
+import { LoadBook } from './load-book';
 import { ChamberSource, HeartbeatPort, MapPort, TermPort } from './ports';
+
+/** Balancing by measured load (ADR 0008) instead of samples per run. */
+export interface LoadBalancingConfig {
+  /** Drift band, sustain time, cooldown, post-crash settle time (the tolerance is the engine's). */
+  readonly policy?: Partial<Omit<RebalancePolicyConfig, 'tolerance'>>;
+  /** Cost model until defenders have calibrated theirs (default: ADR 0008's). */
+  readonly prior?: CostModel;
+  /** Run rate of a chamber while no chamber has been measured (default: ADR 0008's). */
+  readonly priorRunsPerHour?: number;
+}
 
 /** Settings of the engine (from the controller's environment). */
 export interface EngineConfig {
@@ -26,6 +43,12 @@ export interface EngineConfig {
   readonly vnodes: number;
   /** How often the chamber list is re-read to notice new or removed chambers, ms. */
   readonly chamberRefreshMs: number;
+  /**
+   * When set, chambers are weighted by expected CPU (run rate x (fixed + per-sample cost)) from the
+   * defenders' measurements, and load drift and a crash's leftover imbalance are rebalanced by
+   * {@link RebalancePolicy}. Without it the weight is samples per run, as in the seeds.
+   */
+  readonly loadBalancing?: LoadBalancingConfig;
 }
 
 /** What the engine reports (metrics, logs). */
@@ -73,7 +96,13 @@ export class ControllerEngine {
   private revision = 0;
   private trigger: AssignmentTrigger | undefined;
   private readonly clock = new HeartbeatClock();
+  /** The chamber list as the source gives it (weight: samples per run). */
   private chamberList: ChamberInput[] = [];
+  private readonly loadBook: LoadBook | undefined;
+  private readonly policy: RebalancePolicy | undefined;
+  private lastBalance: BalanceReport | undefined;
+  private lastAdvice: RebalanceAdvice | undefined;
+  private loadCheckedAt = Number.NEGATIVE_INFINITY;
   private chambersReadAt = Number.NEGATIVE_INFINITY;
   private lastDecision: TriggerDecision | undefined;
   private active = 0;
@@ -89,7 +118,28 @@ export class ControllerEngine {
     private readonly term: TermPort,
     private readonly config: EngineConfig,
     private readonly deps: EngineDeps,
-  ) {}
+  ) {
+    const lb = config.loadBalancing;
+    if (lb) {
+      this.loadBook = new LoadBook(lb.prior, lb.priorRunsPerHour);
+      this.policy = new RebalancePolicy({ ...lb.policy, tolerance: config.tolerance });
+    }
+  }
+
+  /**
+   * Per-defender load (CPU µs per hour under the load model) of the published map at the last
+   * stable tick, against its target; undefined without load balancing.
+   */
+  get loadBalance(): BalanceReport | undefined {
+    return this.lastBalance;
+  }
+  get rebalanceAdvice(): RebalanceAdvice | undefined {
+    return this.lastAdvice;
+  }
+  /** Process CPU per defender as last reported (ms per second). */
+  cpuByDefender(): Record<string, number> {
+    return this.loadBook?.cpuByDefender() ?? {};
+  }
 
   get map(): AssignmentMap | undefined {
     return this.current?.map;
@@ -229,13 +279,14 @@ export class ControllerEngine {
     }
   }
 
+  /** The chambers with their assignment weight: samples per run, or expected load (ADR 0008). */
   private async chambers(force: boolean): Promise<ChamberInput[]> {
     const t = this.deps.monotonic();
     if (force || t - this.chambersReadAt >= this.config.chamberRefreshMs) {
       this.chamberList = await this.deps.chambers.list();
       this.chambersReadAt = t;
     }
-    return this.chamberList;
+    return this.loadBook ? this.loadBook.loads(this.chamberList) : this.chamberList;
   }
 
   /**
@@ -266,6 +317,7 @@ export class ControllerEngine {
     const t = this.deps.monotonic();
     const now = this.deps.now();
     for (const h of heartbeats) this.noteVersion(h.heartbeat.mapVersionSeen);
+    this.loadBook?.observe(heartbeats.map((h) => h.heartbeat));
     const capacity = new Map(heartbeats.map((h) => [h.heartbeat.defenderId, h.heartbeat.capacity ?? 1]));
     const seen = this.clock.observe(
       heartbeats.map((h) => ({ id: h.heartbeat.defenderId, revision: h.revision })),
@@ -278,7 +330,9 @@ export class ControllerEngine {
     if (d.action === 'recompute') {
       await this.recompute(d, capacity, now);
     } else if (d.action === 'idle' && this.current) {
-      await this.checkChambers(capacity, now);
+      if (!(await this.checkChambers(capacity, now))) await this.checkLoad(d, capacity, now);
+    } else {
+      this.policy?.observe(t, { stable: false, maxRatio: 1, minRatio: 1 });
     }
     return d;
   }
@@ -313,22 +367,54 @@ export class ControllerEngine {
     });
     if (await this.publish(map, result, d.trigger)) {
       this.trigger?.published({ lifecycle: d.lifecycle, defenderIds: d.defenders });
+      this.policy?.published(this.deps.monotonic(), { orphansOnly: d.mode === 'orphans-only' });
     }
   }
 
-  /** Chambers added to or removed from the fab since the map: rebalance them in. */
-  private async checkChambers(capacity: Map<string, number>, now: number): Promise<void> {
+  /**
+   * A stable tick under load balancing: measures the published map against the current loads and
+   * rebalances when the policy says so (sustained drift, or the pass after a crash). Chamber
+   * cooldowns and caps apply as in any balance; the moved load is reported against the floor.
+   */
+  private async checkLoad(d: TriggerDecision, capacity: Map<string, number>, now: number): Promise<void> {
     const prev = this.current?.map;
-    if (!prev) return;
+    if (!prev || !this.policy) return;
+    // Once per heartbeat interval is enough (the policy counts minutes); ~10 ms at 5,000 chambers.
+    const t = this.deps.monotonic();
+    if (t - this.loadCheckedAt < (this.config.trigger.heartbeatIntervalMs ?? 2000)) return;
+    this.loadCheckedAt = t;
+    const defenders = Object.keys(prev.defenderInfo).map((id) => ({ id, capacity: capacity.get(id) ?? prev.defenderInfo[id]?.capacity ?? 1 }));
+    if (defenders.length === 0) return;
+    const chambers = await this.chambers(false);
+    const balance = balanceOf(prev.assignments, chambers, defenders);
+    this.lastBalance = balance;
+    const advice = this.policy.observe(this.deps.monotonic(), { stable: d.state === 'STABLE', maxRatio: balance.maxRatio, minRatio: balance.minRatio });
+    this.lastAdvice = advice;
+    if (advice.action !== 'rebalance') return;
+    const result = computeAssignment({ assignments: prev.assignments, lastMovedAt: prev.lastMovedAt }, chambers, defenders, this.options('balance', now));
+    if (result.stats.chambersMoved === 0) {
+      this.policy.published(this.deps.monotonic(), { orphansOnly: false });
+      return;
+    }
+    const map = this.mapFrom(result, defenders, chambers, now, { trigger: advice.reason, state: 'REBALANCING', lifecycle: prev.lifecycleState });
+    if (await this.publish(map, result, advice.reason)) this.policy.published(this.deps.monotonic(), { orphansOnly: false });
+  }
+
+  /** Chambers added to or removed from the fab since the map: rebalance them in. True when it published. */
+  private async checkChambers(capacity: Map<string, number>, now: number): Promise<boolean> {
+    const prev = this.current?.map;
+    if (!prev) return false;
     const chambers = await this.chambers(false);
     const keys = new Set(chambers.map((c) => c.key));
     const changed = chambers.length !== prev.chamberCount || Object.keys(prev.assignments).some((k) => !keys.has(k));
-    if (!changed) return;
+    if (!changed) return false;
     const defenders = Object.keys(prev.defenderInfo).map((id) => ({ id, capacity: capacity.get(id) ?? prev.defenderInfo[id]?.capacity ?? 1 }));
-    if (defenders.length === 0) return;
+    if (defenders.length === 0) return false;
     const result = computeAssignment({ assignments: prev.assignments, lastMovedAt: prev.lastMovedAt }, chambers, defenders, this.options('balance', now));
     const map = this.mapFrom(result, defenders, chambers, now, { trigger: 'chambers_changed', state: 'REBALANCING', lifecycle: prev.lifecycleState });
-    await this.publish(map, result, 'chambers_changed');
+    const published = await this.publish(map, result, 'chambers_changed');
+    if (published) this.policy?.published(this.deps.monotonic(), { orphansOnly: false });
+    return true;
   }
 
   private mapFrom(

@@ -10,6 +10,10 @@ export const CM = {
   emergencyEvents: 'defender_emergency_events_total',
   assignmentVersion: 'defender_assignment_version',
   calcDuration: 'defender_assignment_calculation_duration_seconds',
+  // Seed 000's leader table: the calculation's two phases (placement, weight rebalancing).
+  phase1Duration: 'defender_assignment_phase1_duration_seconds',
+  phase2Duration: 'defender_assignment_phase2_duration_seconds',
+  rebalanceIterations: 'defender_weight_rebalance_iterations',
   chambersMoved: 'defender_assignment_chambers_moved',
   weightVariance: 'defender_assignment_weight_variance_percent',
   minChambers: 'defender_assignment_min_chambers',
@@ -21,7 +25,29 @@ export const CM = {
   movedWeightFraction: 'defender_assignment_moved_weight_fraction',
   publishConflicts: 'defender_assignment_publish_conflicts_total',
   leaderChanges: 'defender_controller_leadership_changes_total',
+  // Seed 002's state machine (ELECTION, LEADER, SCALING, REBALANCING, EMERGENCY; Metrics Summary).
+  electionParticipated: 'defender_election_participated_total',
+  controllerStarted: 'defender_assignment_controller_started_total',
+  leadershipDuration: 'defender_leadership_duration_seconds',
+  triggerState: 'defender_trigger_state',
+  restartDetected: 'defender_restart_detected_total',
+  stabilizationWindow: 'defender_stabilization_window_seconds',
+  activeHeartbeats: 'defender_active_heartbeat_count',
+  mapVersion: 'defender_assignment_map_version',
+  scalingEvents: 'defender_scaling_events_total',
+  scalingDuration: 'defender_scaling_duration_seconds',
+  pendingChanges: 'defender_pending_topology_changes',
+  emergencyDuration: 'defender_emergency_duration_seconds',
+  crashedRedistributed: 'defender_crashed_chambers_redistributed',
+  // Issue 27: the published map's size and write time (head and chunks, ADR 0009).
+  mapBytes: 'defender_assignment_map_bytes',
+  mapPublishDuration: 'defender_assignment_map_publish_duration_seconds',
 } as const;
+
+/** Seconds: batching windows (10 s planned scale, 30 s cold start) and the waits they bound (60 s cap). */
+const WINDOW_BUCKETS = [0.5, 1, 2, 5, 10, 15, 20, 30, 45, 60, 90];
+/** Seconds from a crash's detection to its map (compute and one compare-and-set). */
+const EMERGENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
 
 export const controllerMetricProviders = [
   makeGaugeProvider({ name: CM.isLeader, help: '1 while this controller holds the leader term' }),
@@ -32,6 +58,9 @@ export const controllerMetricProviders = [
   makeCounterProvider({ name: CM.emergencyEvents, help: 'Crash recalculations' }),
   makeGaugeProvider({ name: CM.assignmentVersion, help: 'Version of the last map published or read' }),
   makeHistogramProvider({ name: CM.calcDuration, help: 'Assignment calculation time, seconds', buckets: [0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1] }),
+  makeHistogramProvider({ name: CM.phase1Duration, help: 'Phase 1 of a published map\'s calculation (placement: kept owners, then orphans and new chambers), seconds', buckets: [0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1] }),
+  makeHistogramProvider({ name: CM.phase2Duration, help: 'Phase 2 of a published map\'s calculation (weight rebalancing; 0 for a crash map), seconds', buckets: [0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1] }),
+  makeGaugeProvider({ name: CM.rebalanceIterations, help: 'Weight-rebalancing rounds of the last calculation (shedding passes and repair moves)' }),
   makeGaugeProvider({ name: CM.chambersMoved, help: 'Chambers moved by the last calculation' }),
   makeGaugeProvider({ name: CM.weightVariance, help: 'Weight standard deviation / average x 100' }),
   makeGaugeProvider({ name: CM.minChambers, help: 'Fewest chambers on a defender' }),
@@ -43,4 +72,19 @@ export const controllerMetricProviders = [
   makeGaugeProvider({ name: CM.movedWeightFraction, help: 'Moved weight / total weight of the last calculation' }),
   makeCounterProvider({ name: CM.publishConflicts, help: 'Publications lost to a concurrent writer (compare-and-set)' }),
   makeCounterProvider({ name: CM.leaderChanges, help: 'Times this controller became or stopped being leader', labelNames: ['event'] }),
+  makeCounterProvider({ name: CM.electionParticipated, help: 'Times this process started campaigning in the leader election' }),
+  makeCounterProvider({ name: CM.controllerStarted, help: 'Assignment engines started (one per leader term won)' }),
+  makeGaugeProvider({ name: CM.leadershipDuration, help: 'Seconds this controller has held its current leader term (0 while standby)' }),
+  makeCounterProvider({ name: CM.triggerState, help: 'Topology triggers detected, by kind (a batch or a crash; counted once per episode)', labelNames: ['state'] }),
+  makeCounterProvider({ name: CM.restartDetected, help: 'Cluster restarts detected (map had >= 10 defenders, < 5 alive)' }),
+  makeHistogramProvider({ name: CM.stabilizationWindow, help: 'Batching window chosen when SCALING began, seconds (30 cold start / restart, 10 planned scale)', labelNames: ['type'], buckets: WINDOW_BUCKETS }),
+  makeGaugeProvider({ name: CM.activeHeartbeats, help: 'Defenders with a fresh heartbeat (from the heartbeat KV)' }),
+  makeGaugeProvider({ name: CM.mapVersion, help: 'Version of the assignment map this leader last published' }),
+  makeCounterProvider({ name: CM.scalingEvents, help: 'Times the cluster entered SCALING (a batch of joins/leaves began)' }),
+  makeHistogramProvider({ name: CM.scalingDuration, help: 'Time in SCALING: first batched change to the map that ends the batch, seconds', buckets: WINDOW_BUCKETS }),
+  makeGaugeProvider({ name: CM.pendingChanges, help: 'Joins, leaves and crashes not yet in a published map' }),
+  makeHistogramProvider({ name: CM.emergencyDuration, help: 'Time in EMERGENCY: crash detected to its map published, seconds', buckets: EMERGENCY_BUCKETS }),
+  makeGaugeProvider({ name: CM.crashedRedistributed, help: 'Chambers of crashed defenders given a new owner by the last crash map' }),
+  makeGaugeProvider({ name: CM.mapBytes, help: 'Bytes of the last published map as stored (head and chunks, ADR 0009), by part', labelNames: ['part'] }),
+  makeHistogramProvider({ name: CM.mapPublishDuration, help: 'Writing a computed map: encoding, chunk writes and the head compare-and-set, seconds', buckets: [0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1] }),
 ];

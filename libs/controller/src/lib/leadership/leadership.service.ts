@@ -12,6 +12,7 @@ import { ControllerSettings } from '../controller-env';
 import { CONTROLLER_SETTINGS } from '../tokens';
 import { ControllerEngine, EngineObserver } from '../engine/controller-engine';
 import { CM } from './controller-metrics';
+import { ClusterStateMetrics } from './cluster-state-metrics';
 
 /** Exit code when the controller cannot go on (Kubernetes restarts it). */
 export const EXIT_CONTROLLER_FAILED = 5;
@@ -33,6 +34,21 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
  * Campaigns through the election agents; while leader, runs one {@link ControllerEngine} per term
  * and stops it the moment the term ends. Standbys keep their NATS, store and agent connections hot.
  */
+/**
+ * How often the leader reads the heartbeats: four times per heartbeat interval. A heartbeat's age
+ * is timed from when the leader first sees its new revision, so reading once per interval could
+ * add a whole interval to crash detection (6 s + 2 s at the defaults: the 8 s takeover target
+ * with nothing left for the takeover itself); a quarter interval keeps detection within 3 missed
+ * heartbeats + two polls (seeing the last heartbeat late, then the threshold): <= 7 s at the
+ * defaults. A read is one stream-info request and one direct get per defender.
+ */
+export const LIVENESS_POLLS_PER_INTERVAL = 4;
+
+/** The leader's poll period for a heartbeat interval in seconds (ms, at least 100). */
+export function livenessPollMs(heartbeatIntervalSeconds: number): number {
+  return Math.max(100, (heartbeatIntervalSeconds * 1000) / LIVENESS_POLLS_PER_INTERVAL);
+}
+
 @Injectable()
 export class LeadershipService implements OnApplicationBootstrap, BeforeApplicationShutdown {
   private readonly logger = new Logger(LeadershipService.name);
@@ -69,6 +85,9 @@ export class LeadershipService implements OnApplicationBootstrap, BeforeApplicat
     @InjectMetric(CM.movedWeightFraction) private readonly movedFraction: Gauge,
     @InjectMetric(CM.publishConflicts) private readonly conflicts: Counter,
     @InjectMetric(CM.leaderChanges) private readonly leaderChanges: Counter,
+    @InjectMetric(CM.mapBytes) private readonly mapBytes: Gauge,
+    @InjectMetric(CM.mapPublishDuration) private readonly mapPublishDuration: Histogram,
+    private readonly stateMetrics: ClusterStateMetrics,
   ) {
     this.controllerId = config.POD_NAME ?? `${hostname()}:${process.pid}`;
     this.isLeaderGauge.set(0);
@@ -116,11 +135,25 @@ export class LeadershipService implements OnApplicationBootstrap, BeforeApplicat
       election: this.config.ELECTION_NAME,
       candidate: this.controllerId,
       ttlMs: this.config.ELECTION_TTL_SECONDS * 1000,
+      // A new term's token must outrank the newest map's and every token a defender holds: if every
+      // agent lost its memory with the election bucket (NATS restarted empty), tokens would restart
+      // at 1 and defenders would refuse every map of the new leader (ADR 0007).
+      // Each source counts when it can be read (after NATS lost its store the map bucket may not
+      // exist yet while the heartbeats already do).
+      minToken: async () => {
+        const buckets = await this.kv.buckets();
+        const [stored, beats] = await Promise.allSettled([buckets.assignments.read(), buckets.heartbeats.readAll()]);
+        const tokens = [this.publishedMap?.fencingToken];
+        if (stored.status === 'fulfilled') tokens.push(stored.value?.map.fencingToken);
+        if (beats.status === 'fulfilled') tokens.push(...beats.value.heartbeats.map((h) => h.heartbeat.mapTokenSeen));
+        return Math.max(0, ...tokens.map((t) => Number(t ?? 0)));
+      },
       onElected: (term) => this.elected(term),
       onDeposed: (term, reason) => this.deposed(term, reason),
       onError: (err) => this.electionFailed(err),
     });
     this.election.start();
+    this.stateMetrics.campaigning();
     this.logger.log({ msg: 'campaigning', election: this.config.ELECTION_NAME, candidate: this.controllerId, agents: this.config.ELECTION_AGENT_ADDR });
   }
 
@@ -143,6 +176,7 @@ export class LeadershipService implements OnApplicationBootstrap, BeforeApplicat
     this.term = term;
     this.isLeaderGauge.set(1);
     this.leaderChanges.inc({ event: 'elected' });
+    this.stateMetrics.elected();
     this.logger.log({ msg: 'elected leader', epoch: term.fencingToken, controllerId: this.controllerId });
     void this.runTerm(term).catch((err: unknown) => this.fatal('controller engine failed', err));
   }
@@ -154,6 +188,7 @@ export class LeadershipService implements OnApplicationBootstrap, BeforeApplicat
     }
     this.isLeaderGauge.set(0);
     this.leaderChanges.inc({ event: 'deposed' });
+    this.stateMetrics.deposed();
     this.logger.warn({ msg: 'no longer leader', epoch: term.fencingToken, reason });
   }
 
@@ -182,9 +217,23 @@ export class LeadershipService implements OnApplicationBootstrap, BeforeApplicat
         ...(cfg.MAX_CHAMBERS_PER_DEFENDER > 0 ? { maxChambersPerDefender: cfg.MAX_CHAMBERS_PER_DEFENDER } : {}),
         vnodes: cfg.ASSIGNMENT_VNODE_COUNT,
         chamberRefreshMs: cfg.WEIGHT_CACHE_TTL_SECONDS * 1000,
+        // Balance measured load, not samples per run (ADR 0008).
+        ...(cfg.ASSIGNMENT_BALANCE_BY === 'load'
+          ? { loadBalancing: { policy: { driftBand: Math.max(cfg.LOAD_DRIFT_BAND, cfg.WEIGHT_REBALANCE_THRESHOLD), sustainMs: cfg.LOAD_DRIFT_SUSTAIN_SECONDS * 1000, cooldownMs: cfg.LOAD_REBALANCE_COOLDOWN_SECONDS * 1000, settleMs: cfg.POST_CRASH_SETTLE_SECONDS * 1000 } } }
+          : {}),
       },
       {
-        maps: buckets.assignments,
+        maps: {
+          read: () => buckets.assignments.read(),
+          lastRevision: () => buckets.assignments.lastRevision(),
+          publish: async (map, expected) => {
+            const p = await buckets.assignments.publishMeasured(map, expected);
+            this.mapBytes.set({ part: 'total' }, p.bytes);
+            this.mapBytes.set({ part: 'largest_value' }, p.maxValueBytes);
+            this.mapPublishDuration.observe(p.ms / 1000);
+            return p.revision;
+          },
+        },
         heartbeats: buckets.heartbeats,
         chambers: {
           list: async () =>
@@ -197,6 +246,7 @@ export class LeadershipService implements OnApplicationBootstrap, BeforeApplicat
       },
     );
     this.engine = engine;
+    this.stateMetrics.engineStarted();
     // The leader keeps chamber weights current from observed runs (seed 000: every 24 h).
     const weights = setInterval(() => {
       if (!election.isLeader()) return;
@@ -206,7 +256,7 @@ export class LeadershipService implements OnApplicationBootstrap, BeforeApplicat
       );
     }, cfg.WEIGHT_UPDATE_INTERVAL_SECONDS * 1000);
     weights.unref();
-    const reason = await engine.run(cfg.HEARTBEAT_INTERVAL_SECONDS * 1000).finally(() => clearInterval(weights));
+    const reason = await engine.run(livenessPollMs(cfg.HEARTBEAT_INTERVAL_SECONDS)).finally(() => clearInterval(weights));
     this.lastMap = engine.map;
     this.logger.log({ msg: 'term ended', epoch: term.fencingToken, reason });
   }
@@ -215,15 +265,18 @@ export class LeadershipService implements OnApplicationBootstrap, BeforeApplicat
     return {
       decision: (d: TriggerDecision, active: number) => {
         this.activeGauge.set(active);
+        this.stateMetrics.decision(d, active, this.engine?.map);
         if (d.action === 'wait') this.logger.debug({ msg: 'batching topology changes', trigger: d.trigger, deadline: this.engine?.wallTimeOf(d.deadline).toISOString() });
       },
       published: (map: AssignmentMap, result: AssignmentResult | null, why: string) => {
         this.rebalanceEvents.inc({ trigger: why });
+        this.stateMetrics.published(map, why);
         this.versionGauge.set(map.version);
         const s = map.statistics;
         if (result) {
           this.rebalanceDuration.observe(result.stats.calculationDurationMs / 1000);
           this.calcDuration.observe(result.stats.calculationDurationMs / 1000);
+          this.stateMetrics.calculated(result.stats);
           this.movements.inc(result.stats.chambersMoved);
           if (why === 'crash') this.emergencies.inc();
         }
