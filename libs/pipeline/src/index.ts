@@ -1,5 +1,48 @@
-export * from './lib/ports';
-export * from './lib/semaphore';
-export * from './lib/chamber-worker';
+export type {
+  DeadLetter,
+  EvaluationInput,
+  EventSink,
+  HistoryProvider,
+  NotificationMessage,
+  NotificationSource,
+  PipelineObserver,
+  PipelineStore,
+  RunEvaluation,
+  RunEvaluator,
+} from './lib/ports';
+export { ByteBudget, Semaphore } from './lib/semaphore';
+export { boundedSource } from './lib/bounded-source';
+export { ChamberWorker, declaredTraceBytes } from './lib/chamber-worker';
+export { ChamberSupervisor, epochAfterFence, type AppliedMap, type SupervisorDeps, type SupervisorEvents, type WorkerState } from './lib/chamber-supervisor';
+export type { StreamStatus, WorkerDeps, WorkerOptions } from './lib/chamber-worker';
 export { eventMsgId, markAfter, publishedPrefix, runEvents, type RunEventContext } from './lib/outbox';
-export * from './lib/evaluator';
+export {
+  CHART_KEYS,
+  EvaluatorConfigError,
+  InvalidStrategyDocumentError,
+  InvalidTraceError,
+  MONITOR_CHART_TYPE,
+  MONITOR_PART_CHART_TYPE,
+  PENDING_BASELINE_CHART_TYPE,
+  POINT_FLAGS,
+  createRunEvaluator,
+  decodeHistory,
+  decodeLimits,
+  decodePoint,
+  decodeRun,
+  describeFlags,
+  encodeLimits,
+  encodePoint,
+  holdIdOf,
+  pendingBaselineOf,
+  rebaselineRecords,
+  ruleFlag,
+  storeIndicatorKey,
+} from './lib/evaluator';
+export type {
+  DecodedLimits,
+  PendingBaseline,
+  PointFlag,
+  RebaselineRequest,
+  RunEvaluatorOptions,
+} from './lib/evaluator';

@@ -1,20 +1,15 @@
+import { normalDeviate, seededRandom } from '@defender/hashing';
 import fc from 'fast-check';
 import { normalQuantile } from '@defender/uchart';
 import { calibratedFamilyWidth, fitGumbel, gumbelQuantile, leaveOneOutMaxima } from './family-limits';
 
-/** Deterministic uniform (0, 1) deviates (mulberry32). */
+/** Deterministic uniform (0, 1) deviates: the workspace's seeded source, kept off 0 (a log of it is taken). */
 function uniforms(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return (((t ^ (t >>> 14)) >>> 0) + 0.5) / 4294967296;
-  };
+  const u = seededRandom(seed);
+  return () => (u() * 4294967296 + 0.5) / 4294967296;
 }
 
-const normal = (u: () => number) => () => Math.sqrt(-2 * Math.log(u())) * Math.cos(2 * Math.PI * u());
+const normal = (u: () => number) => () => normalDeviate(u);
 /** Maximum of 10 unit exponentials: the Gumbel-tailed shape of a window's max of skewed noise. */
 const maxOfExponentials = (u: () => number) => () => {
   let m = 0;

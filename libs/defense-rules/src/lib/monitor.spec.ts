@@ -1,3 +1,4 @@
+import { normalDeviate, seededRandom } from '@defender/hashing';
 import { createTrace, IndicatorCalculator } from '@defender/uchart';
 import {
   DEFAULT_MONITOR_STATISTICS,
@@ -12,17 +13,10 @@ import {
 } from './monitor';
 import { parseStrategy, validateStrategy } from './strategy';
 
-/** Deterministic uniform [0, 1) (mulberry32) and normal deviates (Box-Muller). */
+/** Deterministic standard normal deviates (the workspace's seeded uniform source, Box-Muller). */
 function normals(seed: number): () => number {
-  let a = seed >>> 0;
-  const u = () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-  return () => Math.sqrt(-2 * Math.log(Math.max(u(), 1e-12))) * Math.cos(2 * Math.PI * u());
+  const u = seededRandom(seed);
+  return () => normalDeviate(u);
 }
 
 const config = (monitor: Record<string, unknown> = {}): MonitorConfig => {

@@ -515,6 +515,7 @@ export class ChamberWorker {
         throw new DeadLetterSignal('trace-too-large', `${samples} samples exceed the limit of ${this.opts.maxTracePoints}`, n.runId);
       }
       this.deps.observer?.stage?.('trace', read.readMs);
+      this.deps.observer?.traceSamples?.(this.key, samples);
 
       const t2 = this.deps.monotonic();
       let evaluation;

@@ -132,6 +132,8 @@ export interface PipelineObserver {
   /** An outbox event the stream acknowledged (an alarm or hold; again after a claim if its mark was not written). */
   published?(chamber: string, event: OutboxEntry): void;
   stage?(stage: 'history' | 'trace' | 'evaluate' | 'commit', ms: number): void;
+  /** A run's trace was read and checked: its samples (SVIDs x samples), for the load model's cost fit (ADR 0008). */
+  traceSamples?(chamber: string, samples: number): void;
 }
 
 export type { DeadLetter };

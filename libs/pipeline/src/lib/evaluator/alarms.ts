@@ -227,6 +227,37 @@ const MONITOR_ORDER = { T2: 0, SPE: 1, MEWMA: 2, CONSTANT: 3, LIMIT: 4, RESIDUAL
 /** Violations a run alarm lists (worst first); the rest are counted in `details.byRule`. */
 export const MAX_LISTED_VIOLATIONS = 100;
 
+/**
+ * UTF-8 bytes of the listed violations' JSON at most (the first is always listed): with long SVID
+ * names and five contributions each, 100 violations came to 466 KB; bounded here, a run alarm stays
+ * under about 80 KB whatever the names and counts (docs/architecture.md, value sizes).
+ */
+export const MAX_LISTED_VIOLATION_BYTES = 64 * 1024;
+
+const utf8 = new TextEncoder();
+
+/**
+ * The violations' JSON in order, as many as fit {@link MAX_LISTED_VIOLATIONS} and
+ * {@link MAX_LISTED_VIOLATION_BYTES} (at least the first), and how many of each input were listed.
+ */
+function listWithin(monitor: readonly MonitorViolation[], rules: readonly Violation[]): { json: JsonObject[]; monitor: number; rules: number } {
+  const json: JsonObject[] = [];
+  let bytes = 0;
+  const fits = (j: JsonObject): boolean => {
+    if (json.length >= MAX_LISTED_VIOLATIONS) return false;
+    const b = utf8.encode(JSON.stringify(j)).length + 1;
+    if (json.length > 0 && bytes + b > MAX_LISTED_VIOLATION_BYTES) return false;
+    json.push(j);
+    bytes += b;
+    return true;
+  };
+  let m = 0;
+  while (m < monitor.length && fits(monitorViolationJson(monitor[m] as MonitorViolation))) m++;
+  let r = 0;
+  if (m === monitor.length) while (r < rules.length && fits(ruleViolationJson(rules[r] as Violation))) r++;
+  return { json, monitor: m, rules: r };
+}
+
 /** How far beyond its limit a monitor violation is (1 at the limit; a changed constant ranks first). */
 function severity(v: MonitorViolation): number {
   if (v.rule === 'CONSTANT') return Infinity;
@@ -239,7 +270,8 @@ function severity(v: MonitorViolation): number {
  * monitor (T², SPE, MEWMA, CONSTANT, LIMIT, RESIDUAL, with contributions) and of the per-indicator
  * rules (Western Electric, Nelson, EWMA, CUSUM, spec limits) in `details.violations`, the monitor's
  * first (worst rule first, then furthest beyond its limit), at most {@link MAX_LISTED_VIOLATIONS} of
- * them; `details.violationCount` and `details.byRule` count every one; the message lists them too. The alarm's own fields summarise its lead
+ * them in at most {@link MAX_LISTED_VIOLATION_BYTES}; `details.violationCount` and `details.byRule`
+ * count every one; the message lists them too. The alarm's own fields summarise its lead
  * violation: with a monitor violation, `indicatorKey` the model key, `value` the run's T² (null before
  * a PCA model), `ucl` the T² limit, SVID and statistic those of the top contributor (or the first
  * univariate violation); else the first rule violation's indicator, value and limits as compared.
@@ -261,8 +293,9 @@ export function runAlarm(
   const count = sorted.length + ruleViolations.length;
   // A run far out of control can violate thousands of indicator limits: the worst are listed, every
   // one is counted by rule, so the alarm stays far below the store's and NATS's size limits.
-  const listedMonitor = sorted.slice(0, MAX_LISTED_VIOLATIONS);
-  const listedRules = ruleViolations.slice(0, MAX_LISTED_VIOLATIONS - listedMonitor.length);
+  const listed = listWithin(sorted, ruleViolations);
+  const listedMonitor = sorted.slice(0, listed.monitor);
+  const listedRules = ruleViolations.slice(0, listed.rules);
   const byRule: Record<string, number> = {};
   for (const v of [...sorted, ...ruleViolations]) byRule[v.rule] = (byRule[v.rule] ?? 0) + 1;
   const unlisted = count - listedMonitor.length - listedRules.length;
@@ -286,7 +319,7 @@ export function runAlarm(
     spe: monitored?.spe == null ? null : finiteOrNull(monitored.spe),
     violationCount: count,
     byRule,
-    violations: [...listedMonitor.map(monitorViolationJson), ...listedRules.map(ruleViolationJson)],
+    violations: listed.json,
   };
   const common = { ruleId: 'RUN', action: hold ? 'HOLD_CHAMBER' : 'ALARM', recipe: run.recipe, message, details };
   if (monitored) {
