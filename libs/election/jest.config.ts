@@ -1,7 +1,6 @@
 export default {
   displayName: 'election',
   preset: '../../jest.preset.js',
-  rootDir: __dirname,
   coverageDirectory: '../../coverage/libs/election',
   // Real servers for *.int.spec.ts, started once per run by the harness (tools/infra).
   globalSetup: '<rootDir>/../../tools/infra/src/jest/global-setup.ts',

@@ -2,7 +2,7 @@ import { performance } from 'node:perf_hooks';
 import { connect } from '@nats-io/transport-node';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { KvWatchInclude, Kvm } from '@nats-io/kv';
-import { describeWithInfra, freePort, spawnTsApp, testNatsUrl, waitFor } from '@defender/infra-harness';
+import { describeWithInfra, freePort, spawnTsApp, testNatsConnectOptions, testNatsEnv, testNatsUrl, waitFor } from '@defender/infra-harness';
 import {
   DeposedReason,
   ElectionClient,
@@ -14,7 +14,9 @@ import { seededRandom } from '@defender/hashing';
 import { ChaosProxy, ProxyMode } from './testing/chaos-proxy';
 import { AgentProcess, Harness } from './testing/cluster';
 
-const harness: Harness = { spawnTsApp, freePort, waitFor };
+// The run's nats-server requires mutual TLS (jest.config.ts `natsTls`) and a user: the fixture's (the
+// test's bucket has its own name, which the election-agent role may not write).
+const harness: Harness = { spawnTsApp, freePort, waitFor, natsEnv: (url) => (url === testNatsUrl() ? testNatsEnv() : {}) };
 const SEED = Number(process.env['ELECTION_CHAOS_SEED'] ?? 20_250_601);
 const ELECTION = 'chaos';
 const TTL_MS = 2_000;
@@ -70,7 +72,7 @@ describeWithInfra(['nats'], 'election-agent: randomized failures (seeded)', () =
         )),
       );
       // The ground truth: every revision of the election's key, watched from the start.
-      nc = await connect({ servers: testNatsUrl() });
+      nc = await connect(testNatsConnectOptions());
       const kv = await new Kvm(nc).open(bucket);
       const watch = await kv.watch({ key: ELECTION, include: KvWatchInclude.AllHistory });
       void (async () => {

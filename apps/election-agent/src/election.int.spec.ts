@@ -8,9 +8,13 @@ import { Kvm } from '@nats-io/kv';
 import {
   describeWithInfra,
   freePort,
-  NatsServerHandle,
+  makeTestPki,
+  SecuredNatsServer,
   spawnTsApp,
-  startNatsServer,
+  startSecuredNatsServer,
+  TestPki,
+  testNatsConnectOptions,
+  testNatsEnv,
   testNatsUrl,
   waitFor,
 } from '@defender/infra-harness';
@@ -23,10 +27,17 @@ import {
   PROTO_LOADER_OPTIONS,
   sourceProtoRoot,
 } from '@defender/election';
-import { actingOverlap, AgentProcess, CandidateProcess, Harness, timeline } from './testing/cluster';
-import { makeTestPki, TestPki } from './testing/tls';
+import { actingOverlap, AGENT_ENTRY, AgentProcess, CandidateProcess, Harness, timeline } from './testing/cluster';
 
-const harness: Harness = { spawnTsApp, freePort, waitFor };
+// The run's nats-server requires mutual TLS (jest.config.ts `natsTls`) and a user: the agents and the
+// test's own connections present the harness's client certificate and the fixture's user (each test's
+// bucket has its own name, which the election-agent role may not write; main.int.spec.ts runs the agent
+// as its role). The private servers of the NATS-restart tests are secured too (below).
+const privateNats = new Map<string, SecuredNatsServer>();
+const natsEnv = (url: string) => (url === testNatsUrl() ? testNatsEnv() : (privateNats.get(url)?.env('election-agent') ?? {}));
+/** The election agents' bucket (ELECTION_KV_BUCKET's default): the only one their NATS user may write. */
+const ELECTIONS = 'elections';
+const harness: Harness = { spawnTsApp, freePort, waitFor, natsEnv };
 const TOKEN = 'test-shared-token-0123456789';
 let bucketSeq = 0;
 const freshBucket = () => `elections-it-${process.pid}-${++bucketSeq}`;
@@ -129,7 +140,7 @@ describeWithInfra(['nats'], 'election-agent: election.v1 over gRPC', () => {
     return c;
   };
   const natsConn = async (url: string) => {
-    const nc = await connect({ servers: url, maxReconnectAttempts: -1, reconnectTimeWait: 100 });
+    const nc = await connect({ ...(url === testNatsUrl() ? testNatsConnectOptions() : (privateNats.get(url)?.connectOptions() ?? { servers: url })), maxReconnectAttempts: -1, reconnectTimeWait: 100 });
     connections.push(nc);
     return nc;
   };
@@ -172,6 +183,11 @@ describeWithInfra(['nats'], 'election-agent: election.v1 over gRPC', () => {
       isLeader: true,
       fencingToken: 1,
     });
+    // A candidate's min_token (the newest map's token) lifts a new term's token over it, over gRPC.
+    expect(await c.campaign({ election: 'api.floor', candidate: 'z', ttlMs: 60_000, minToken: 41 })).toMatchObject({
+      isLeader: true,
+      fencingToken: 42,
+    });
 
     expect(await c.renew({ election: 'api.one', candidate: 'x', fencingToken: 1 })).toMatchObject({
       isLeader: true,
@@ -210,9 +226,10 @@ describeWithInfra(['nats'], 'election-agent: election.v1 over gRPC', () => {
     expect(value('election_agent_grants_total', 'election="api.one"')).toBe(2);
     expect(value('election_agent_leader_changes_total', 'election="api.one"')).toBe(2);
     expect(value('election_agent_grants_total', 'election="api.two"')).toBe(1);
+    expect(value('election_agent_grants_total', 'election="api.floor"')).toBe(1);
     expect(value('election_agent_renew_failures_total', 'election="api.one",reason="not-holder"')).toBe(1);
     expect(value('election_agent_renew_failures_total', 'election="api.one",reason="released"')).toBe(1);
-    expect(value('election_agent_requests_total', 'method="Campaign",code="OK"')).toBe(5);
+    expect(value('election_agent_requests_total', 'method="Campaign",code="OK"')).toBe(6);
   });
 
   it('UNAUTHENTICATED without the shared token, INVALID_ARGUMENT with every reason for malformed requests', async () => {
@@ -332,6 +349,36 @@ describeWithInfra(['nats'], 'election-agent: election.v1 over gRPC', () => {
     }
   });
 
+  it('bound to a non-loopback address: refuses to start without TLS and a token (exit 2), serves with both', async () => {
+    const grpcPort = await freePort();
+    const base = {
+      HTTP_HOST: '127.0.0.1',
+      HTTP_PORT: String(await freePort()),
+      GRPC_HOST: '0.0.0.0',
+      GRPC_PORT: String(grpcPort),
+      ...testNatsEnv(),
+      ELECTION_KV_BUCKET: freshBucket(),
+    };
+    const tls = { GRPC_TLS_CERT_FILE: pki.serverCert, GRPC_TLS_KEY_FILE: pki.serverKey };
+    for (const [env, needs] of [
+      [{}, 'needs TLS (GRPC_TLS_CERT_FILE and GRPC_TLS_KEY_FILE) and a token (ELECTION_AUTH_TOKEN)'],
+      [{ ELECTION_AUTH_TOKEN: TOKEN }, 'needs TLS (GRPC_TLS_CERT_FILE and GRPC_TLS_KEY_FILE);'],
+      [tls, 'needs a token (ELECTION_AUTH_TOKEN);'],
+    ] as const) {
+      const proc = spawnTsApp(AGENT_ENTRY, { ...base, ...env });
+      const exit = await proc.exited;
+      expect(exit.code).toBe(2);
+      expect(proc.stderr()).toContain(`  - GRPC_HOST: 0.0.0.0 is not a loopback address: serving gRPC there ${needs}`);
+    }
+
+    const open = await agent({ natsUrl: testNatsUrl(), bucket: base.ELECTION_KV_BUCKET, env: { GRPC_HOST: '0.0.0.0', ...tls, ELECTION_AUTH_TOKEN: TOKEN } });
+    const tlsOpts = { rootCerts: readFileSync(pki.caCert), serverName: 'localhost' };
+    const ok = client(new ElectionClient({ addresses: [open.address], tls: tlsOpts, authToken: TOKEN }));
+    expect(await ok.campaign({ election: 'open', candidate: 'c', ttlMs: 5_000 })).toMatchObject({ isLeader: true });
+    const noToken = client(new ElectionClient({ addresses: [open.address], tls: tlsOpts, callTimeoutMs: 1_000 }));
+    await expect(noToken.getLeader('open')).rejects.toMatchObject({ code: grpc.status.UNAUTHENTICATED });
+  });
+
   it('the leader process killed with SIGKILL: a standby leads within TTL + renew interval, with a higher token', async () => {
     const bucket = freshBucket();
     const [a1, a2] = await Promise.all([
@@ -404,18 +451,22 @@ describeWithInfra(['nats'], 'election-agent: election.v1 over gRPC', () => {
   });
 
   describe('NATS restarted', () => {
-    let nats: NatsServerHandle;
+    // A private nats-server per test (TLS and deploy/nats/auth.conf's users): the agents run as the
+    // election agent's user on its own bucket, as in production.
+    let nats: SecuredNatsServer;
     beforeEach(async () => {
-      nats = await startNatsServer();
+      nats = await startSecuredNatsServer();
+      privateNats.set(nats.server.url, nats);
     });
     afterEach(async () => {
+      privateNats.delete(nats.server.url);
       await nats.stop();
     });
 
     async function pair(bucket: string, ttlSeconds: number) {
       const [a1, a2] = await Promise.all([
-        agent({ natsUrl: nats.url, bucket }),
-        agent({ natsUrl: nats.url, bucket }),
+        agent({ natsUrl: nats.server.url, bucket }),
+        agent({ natsUrl: nats.server.url, bucket }),
       ]);
       const addrs = [a1.address, a2.address];
       const first = candidate({
@@ -439,7 +490,7 @@ describeWithInfra(['nats'], 'election-agent: election.v1 over gRPC', () => {
 
     /** Every sampled action lies inside its term in the KV history, and terms never overlap. */
     async function assertSafe(bucket: string, cands: CandidateProcess[], skewMs: number): Promise<void> {
-      const kv = await new Kvm(await natsConn(nats.url)).open(bucket);
+      const kv = await new Kvm(await natsConn(nats.server.url)).open(bucket);
       const terms = new Map<number, { holder: string; start: number; end: number; released: boolean }>();
       for await (const e of await kv.history({ key: 'nats' })) {
         if (e.operation !== 'PUT') continue;
@@ -468,16 +519,16 @@ describeWithInfra(['nats'], 'election-agent: election.v1 over gRPC', () => {
     }
 
     it('a quick restart: leases survive (same leader, same token) or expire safely', async () => {
-      const bucket = freshBucket();
+      const bucket = ELECTIONS;
       const { first, second } = await pair(bucket, 4);
       await sleep(1_000);
-      const before = (await kvRecord(await natsConn(nats.url), bucket, 'nats'))!;
+      const before = (await kvRecord(await natsConn(nats.server.url), bucket, 'nats'))!;
       expect(before.holder).toBe('first');
 
-      await nats.restart({ hard: true, downMs: 300 });
+      await nats.server.restart({ hard: true, downMs: 300 });
       await sleep(6_000);
 
-      const after = (await kvRecord(await natsConn(nats.url), bucket, 'nats'))!;
+      const after = (await kvRecord(await natsConn(nats.server.url), bucket, 'nats'))!;
       // The file store kept the record through SIGKILL: the token did not go back.
       expect(after.token).toBeGreaterThanOrEqual(before.token);
       const survived = first.events({ event: 'deposed' }).length === 0;
@@ -500,12 +551,12 @@ describeWithInfra(['nats'], 'election-agent: election.v1 over gRPC', () => {
     });
 
     it('an outage longer than the TTL: the leader steps down by itself, nobody leads meanwhile, a leader returns after', async () => {
-      const bucket = freshBucket();
+      const bucket = ELECTIONS;
       const { first, second } = await pair(bucket, 2);
       await sleep(1_000);
-      const before = (await kvRecord(await natsConn(nats.url), bucket, 'nats'))!;
+      const before = (await kvRecord(await natsConn(nats.server.url), bucket, 'nats'))!;
 
-      await nats.halt({ hard: true });
+      await nats.server.halt({ hard: true });
       const haltedAt = Date.now();
       await sleep(4_000);
       const deposed = first.events({ event: 'deposed' });
@@ -519,14 +570,14 @@ describeWithInfra(['nats'], 'election-agent: election.v1 over gRPC', () => {
       expect(deposed[0]!.at).toBeLessThan(lastLease.leaseExpiresAtMs!);
       expect(first.leads('nats') || second.leads('nats')).toBe(false);
 
-      await nats.start();
+      await nats.server.start();
       await waitFor(
         'a leader after the outage',
         async () => first.leads('nats') || second.leads('nats'),
         20_000,
         50,
       );
-      const after = (await kvRecord(await natsConn(nats.url), bucket, 'nats'))!;
+      const after = (await kvRecord(await natsConn(nats.server.url), bucket, 'nats'))!;
       expect(after.token).toBeGreaterThanOrEqual(before.token);
       await assertSafe(bucket, [first, second], 200);
     });

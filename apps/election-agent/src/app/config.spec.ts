@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { ConfigValidationError, loadConfig } from '@defender/nest-common';
-import { electionAgentEnvSchema } from './config';
+import { electionAgentEnvSchema, isLoopbackHost } from './config';
 
 const readable = join(__dirname, 'config.ts');
 
@@ -15,9 +15,12 @@ function problems(env: Record<string, string>): string[] {
   return [];
 }
 
+const LOOPBACK = { GRPC_HOST: '127.0.0.1' };
+const TOKEN = 'aaaaaaaaaaaaaaaa';
+
 describe('election-agent configuration', () => {
-  it('has working defaults: no TLS, no token, bucket "elections", 500 ms skew margin', () => {
-    expect(loadConfig('election-agent', electionAgentEnvSchema, {})).toMatchObject({
+  it('has working defaults on loopback: no TLS, no token, bucket "elections", 500 ms skew margin', () => {
+    expect(loadConfig('election-agent', electionAgentEnvSchema, LOOPBACK)).toMatchObject({
       GRPC_PORT: 9090,
       ELECTION_KV_BUCKET: 'elections',
       ELECTION_KV_HISTORY: 10,
@@ -33,7 +36,42 @@ describe('election-agent configuration', () => {
       GRPC_TLS_KEY_FILE: readable,
       GRPC_TLS_CA_FILE: readable,
     });
+    expect(c.GRPC_HOST).toBe('0.0.0.0');
     expect(c.ELECTION_AUTH_TOKEN).toEqual(['aaaaaaaaaaaaaaaa', 'bbbbbbbbbbbbbbbbbbbb']);
+  });
+
+  it.each([
+    ['127.0.0.1', true],
+    ['127.8.9.10', true],
+    ['localhost', true],
+    ['::1', true],
+    ['[::1]', true],
+    ['0.0.0.0', false],
+    ['::', false],
+    ['10.0.0.5', false],
+    ['election-agent', false],
+    ['128.0.0.1', false],
+  ])('loopback(%s) = %s', (host, expected) => {
+    expect(isLoopbackHost(host)).toBe(expected);
+  });
+
+  it.each([
+    // Not loopback (the default 0.0.0.0 included): refused without TLS and a token.
+    [{}, ['GRPC_HOST: 0.0.0.0 is not a loopback address: serving gRPC there needs TLS (GRPC_TLS_CERT_FILE and GRPC_TLS_KEY_FILE) and a token (ELECTION_AUTH_TOKEN); set them, or bind GRPC_HOST=127.0.0.1 (unset: the default applies)']],
+    [{ GRPC_HOST: '10.1.2.3', ELECTION_AUTH_TOKEN: TOKEN }, ['GRPC_HOST: 10.1.2.3 is not a loopback address: serving gRPC there needs TLS (GRPC_TLS_CERT_FILE and GRPC_TLS_KEY_FILE); set them, or bind GRPC_HOST=127.0.0.1']],
+    [
+      { GRPC_HOST: '0.0.0.0', GRPC_TLS_CERT_FILE: readable, GRPC_TLS_KEY_FILE: readable },
+      ['GRPC_HOST: 0.0.0.0 is not a loopback address: serving gRPC there needs a token (ELECTION_AUTH_TOKEN); set them, or bind GRPC_HOST=127.0.0.1'],
+    ],
+    // An invalid token refuses the start by itself.
+    [
+      { GRPC_TLS_CERT_FILE: readable, GRPC_TLS_KEY_FILE: readable, ELECTION_AUTH_TOKEN: 'short' },
+      ['ELECTION_AUTH_TOKEN: each token must be at least 16 characters (entry 0)'],
+    ],
+    [{ GRPC_HOST: '0.0.0.0', GRPC_TLS_CERT_FILE: readable, GRPC_TLS_KEY_FILE: readable, ELECTION_AUTH_TOKEN: TOKEN }, []],
+    [{ GRPC_HOST: 'localhost' }, []],
+  ])('non-loopback needs TLS and a token: %j', (env, expected) => {
+    expect(problems(env).sort()).toEqual([...expected].sort());
   });
 
   it.each([
@@ -53,7 +91,7 @@ describe('election-agent configuration', () => {
     ],
     [
       { GRPC_TLS_CERT_FILE: '/nonexistent.pem', GRPC_TLS_KEY_FILE: readable },
-      ['GRPC_TLS_CERT_FILE: must be a readable file'],
+      ['GRPC_TLS_CERT_FILE: must be a readable file (missing, not a file, or no permission)'],
     ],
     [
       { ELECTION_AUTH_TOKEN: 'aaaaaaaaaaaaaaaa,short' },
@@ -64,6 +102,6 @@ describe('election-agent configuration', () => {
       ['ELECTION_KV_HISTORY: must be >= 1', 'ELECTION_KV_REPLICAS: must be <= 5'],
     ],
   ])('%j', (env, expected) => {
-    expect(problems(env).sort()).toEqual([...expected].sort());
+    expect(problems({ ...LOOPBACK, ...env }).sort()).toEqual([...expected].sort());
   });
 });

@@ -1,18 +1,14 @@
-import { accessSync, constants, statSync } from 'node:fs';
 import { z } from 'zod';
 import { commonEnvShape, env } from '@defender/nest-common';
 
-function readable(path: string): boolean {
-  try {
-    accessSync(path, constants.R_OK);
-    return statSync(path).isFile();
-  } catch {
-    return false;
-  }
-}
-
 /** A path to a readable PEM file. */
-const pemFile = () => z.string().min(1).refine(readable, 'must be a readable file').optional();
+const pemFile = () => env.readableFile();
+
+/** Addresses only this machine can reach: the gRPC server may run there without TLS and token. */
+export function isLoopbackHost(host: string): boolean {
+  const h = host.trim().toLowerCase();
+  return h === 'localhost' || h === '::1' || h === '[::1]' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h);
+}
 
 /** Comma-separated shared tokens (more than one while rotating), each at least 16 characters. */
 const authTokens = () =>
@@ -35,7 +31,10 @@ const authTokens = () =>
 export const electionAgentEnvSchema = z
   .object({
     ...commonEnvShape(8082),
-    /** Interface and port of the gRPC server (election service, grpc.health.v1, reflection). */
+    /**
+     * Interface and port of the gRPC server (election service, grpc.health.v1, reflection). Any
+     * address but loopback needs GRPC_TLS_CERT_FILE / GRPC_TLS_KEY_FILE and ELECTION_AUTH_TOKEN.
+     */
     GRPC_HOST: env.optionalString().default('0.0.0.0'),
     GRPC_PORT: env.port(9090),
     POD_NAME: env.optionalString(),
@@ -44,7 +43,7 @@ export const electionAgentEnvSchema = z
     GRPC_TLS_KEY_FILE: pemFile(),
     /** PEM CA: additionally require client certificates signed by it (mutual TLS). */
     GRPC_TLS_CA_FILE: pemFile(),
-    /** Shared token(s) callers must send as `authorization: Bearer <token>`; unset = no check. */
+    /** Shared token(s) callers must send as `authorization: Bearer <token>`; unset = no check (loopback only). */
     ELECTION_AUTH_TOKEN: authTokens(),
     /** KV bucket with one record per election. */
     ELECTION_KV_BUCKET: env.natsName('elections'),
@@ -83,6 +82,20 @@ export const electionAgentEnvSchema = z
           code: 'custom',
           path: ['GRPC_TLS_CA_FILE'],
           message: 'mutual TLS needs GRPC_TLS_CERT_FILE and GRPC_TLS_KEY_FILE',
+        });
+      }
+      // Fail closed: a reachable agent without TLS sends tokens in plaintext, without a token it
+      // lets anyone campaign or resign. Only loopback may run without both.
+      const host = c.GRPC_HOST ?? '0.0.0.0';
+      const missing = [
+        ...(c.GRPC_TLS_CERT_FILE === undefined || c.GRPC_TLS_KEY_FILE === undefined ? ['TLS (GRPC_TLS_CERT_FILE and GRPC_TLS_KEY_FILE)'] : []),
+        ...(c.ELECTION_AUTH_TOKEN === undefined ? ['a token (ELECTION_AUTH_TOKEN)'] : []),
+      ];
+      if (!isLoopbackHost(host) && missing.length > 0) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['GRPC_HOST'],
+          message: `${host} is not a loopback address: serving gRPC there needs ${missing.join(' and ')}; set them, or bind GRPC_HOST=127.0.0.1`,
         });
       }
     },

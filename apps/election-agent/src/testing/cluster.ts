@@ -6,6 +6,8 @@ export interface Harness {
   spawnTsApp(entry: string, env: Record<string, string>): SpawnedProcess;
   freePort(): Promise<number>;
   waitFor(what: string, probe: () => Promise<boolean>, timeoutMs: number, intervalMs?: number): Promise<void>;
+  /** More NATS variables for a server URL (NATS_TLS_* when the run's server requires TLS). */
+  natsEnv?(url: string): Record<string, string>;
 }
 
 export interface SpawnedProcess {
@@ -39,6 +41,7 @@ export class AgentProcess {
   ): Promise<AgentProcess> {
     const agent = new AgentProcess(h, await h.freePort(), await h.freePort(), {
       NATS_SERVERS: opts.natsUrl,
+      ...(h.natsEnv?.(opts.natsUrl) ?? {}),
       ELECTION_KV_BUCKET: opts.bucket,
       ELECTION_CLOCK_SKEW_MS: String(opts.clockSkewMs ?? 200),
       ...(opts.env ?? {}),

@@ -1,9 +1,9 @@
 import type { NatsConnection } from '@nats-io/nats-core';
 import { connect } from '@nats-io/transport-node';
 import { Kvm } from '@nats-io/kv';
-import { describeWithInfra, startNatsServer, testNatsUrl, waitFor } from '@defender/infra-harness';
+import { describeWithInfra, SecuredNatsServer, startSecuredNatsServer, testNatsConnectOptions, waitFor } from '@defender/infra-harness';
 import { CorruptLeaseRecordError, LeaseStoreUnavailableError, RevisionConflictError } from './errors';
-import { KvLeaseStore } from './kv-lease-store';
+import { KvLeaseStore, MAX_LEASE_RECORD_BYTES } from './kv-lease-store';
 import { LeaderView, LeaseRecord } from './lease';
 import { ElectionAuthority } from './server/election-authority';
 import { LeaderWatchHub } from './server/leader-watch-hub';
@@ -20,13 +20,17 @@ const record = (over: Partial<LeaseRecord> = {}): LeaseRecord => ({
   ...over,
 });
 
+/** The election agents' bucket (ELECTION_KV_BUCKET's default): the only one their NATS user may write. */
+const ELECTIONS = 'elections';
 let bucketSeq = 0;
 const freshBucket = () => `elections-test-${process.pid}-${++bucketSeq}`;
 
 describeWithInfra(['nats'], 'KvLeaseStore on a real NATS KV bucket', () => {
   const connections: NatsConnection[] = [];
-  const conn = async (servers = testNatsUrl()) => {
-    const nc = await connect({ servers, maxReconnectAttempts: -1, reconnectTimeWait: 100 });
+  // The run's server (TLS, the fixture's user: the buckets are named per test), or a private one (TLS,
+  // deploy/nats/auth.conf's users) as the election agent's user on its bucket, ELECTIONS.
+  const conn = async (server?: SecuredNatsServer) => {
+    const nc = await connect({ ...(server ? server.connectOptions('election-agent') : testNatsConnectOptions()), maxReconnectAttempts: -1, reconnectTimeWait: 100 });
     connections.push(nc);
     return nc;
   };
@@ -51,6 +55,20 @@ describeWithInfra(['nats'], 'KvLeaseStore on a real NATS KV bucket', () => {
     // The bucket has no TTL: leases are judged by the agents' clocks, never aged out by the server.
     const kv = await new Kvm(await conn()).open(bucket);
     expect((await kv.status()).ttl).toBe(0);
+  });
+
+  it('the bucket refuses a value over MAX_LEASE_RECORD_BYTES, also one an older agent created without a limit; the largest record fits', async () => {
+    const nc = await conn();
+    const bucket = freshBucket();
+    const older = await new Kvm(nc).create(bucket, { history: 10 });
+    expect((await older.status()).maxValueSize).toBe(-1);
+    const store = await KvLeaseStore.open(nc, { bucket });
+    expect((await (await new Kvm(nc).open(bucket)).status()).maxValueSize).toBe(MAX_LEASE_RECORD_BYTES);
+    // Every field at its longest: the holder at the 128 characters the agent accepts.
+    const largest = record({ holder: 'h'.repeat(128), token: Number.MAX_SAFE_INTEGER, acquiredAtMs: Number.MAX_SAFE_INTEGER, renewedAtMs: Number.MAX_SAFE_INTEGER, leaseExpiresAtMs: Number.MAX_SAFE_INTEGER, ttlMs: Number.MAX_SAFE_INTEGER });
+    expect(JSON.stringify(largest).length).toBeLessThan(1000);
+    await expect(store.create('e', largest)).resolves.toBeGreaterThan(0);
+    await expect(older.put('big', 'x'.repeat(MAX_LEASE_RECORD_BYTES + 1))).rejects.toThrow(/message size exceeds maximum allowed/);
   });
 
   it('reports a deleted key with the marker revision, and refuses to re-create it blindly', async () => {
@@ -117,17 +135,17 @@ describeWithInfra(['nats'], 'KvLeaseStore on a real NATS KV bucket', () => {
   });
 
   it('fails fast with LeaseStoreUnavailableError when the connection is down', async () => {
-    const server = await startNatsServer();
+    const server = await startSecuredNatsServer();
     try {
-      const nc = await conn(server.url);
+      const nc = await conn(server);
       let up = true;
       const store = await KvLeaseStore.open(nc, {
-        bucket: freshBucket(),
+        bucket: ELECTIONS,
         timeoutMs: 500,
         isConnected: () => up,
       });
       await store.create('e', record());
-      await server.halt();
+      await server.server.halt();
       up = false;
       await expect(store.get('e')).rejects.toBeInstanceOf(LeaseStoreUnavailableError);
       up = true; // believes it is up, but the server is gone: the request times out
@@ -138,11 +156,11 @@ describeWithInfra(['nats'], 'KvLeaseStore on a real NATS KV bucket', () => {
   });
 
   it('after NATS lost its store: the bucket is created again and an agent goes on granting tokens above the last it saw', async () => {
-    const server = await startNatsServer();
+    const server = await startSecuredNatsServer();
     try {
-      const nc = await conn(server.url);
+      const nc = await conn(server);
       const recreated: string[] = [];
-      const bucket = freshBucket();
+      const bucket = ELECTIONS;
       const store = await KvLeaseStore.open(nc, { bucket, timeoutMs: 1000, onBucketRecreated: (b) => recreated.push(b) });
       let now = 1_000_000;
       const authority = new ElectionAuthority({ store, clockSkewMs: 0, now: () => now });
@@ -152,7 +170,7 @@ describeWithInfra(['nats'], 'KvLeaseStore on a real NATS KV bucket', () => {
       }
       expect((await authority.getLeader('e')).fencingToken).toBe(3);
 
-      await server.restart({ emptyStore: true });
+      await server.server.restart({ emptyStore: true });
       let granted: Awaited<ReturnType<ElectionAuthority['campaign']>> | undefined;
       await waitFor(
         'a grant after the bucket came back',
@@ -175,11 +193,11 @@ describeWithInfra(['nats'], 'KvLeaseStore on a real NATS KV bucket', () => {
   });
 
   it('LeaderWatchHub reports terms, releases and expiries (by timer, without any write), across a NATS restart', async () => {
-    const server = await startNatsServer();
+    const server = await startSecuredNatsServer();
     const hubs: LeaderWatchHub[] = [];
     try {
-      const bucket = freshBucket();
-      const store = await KvLeaseStore.open(await conn(server.url), { bucket });
+      const bucket = ELECTIONS;
+      const store = await KvLeaseStore.open(await conn(server), { bucket });
       const authority = new ElectionAuthority({ store, clockSkewMs: 100 });
       const hub = new LeaderWatchHub({ store, resyncMs: 200 });
       hubs.push(hub);
@@ -198,7 +216,7 @@ describeWithInfra(['nats'], 'KvLeaseStore on a real NATS KV bucket', () => {
         'expired:-:1',
       ]);
 
-      await server.restart({ hard: true, downMs: 200 });
+      await server.server.restart({ hard: true, downMs: 200 });
       await waitFor(
         'a campaign after the restart',
         async () => (await authority.campaign({ election: 'w', candidate: 'b', ttlMs: 5_000 })).isLeader,

@@ -5,6 +5,12 @@ import { CorruptLeaseRecordError, LeaseStoreUnavailableError, RevisionConflictEr
 import { LeaseRecord, leaseRecordSchema, LeaseSnapshot } from './lease';
 import { LeaseStore, WatchHandle } from './lease-store';
 
+/**
+ * The election bucket's server-side `max_msg_size`: a lease record is fixed fields, its holder at
+ * most 128 characters (validation.ts): under 1 KB. A larger value is refused by NATS.
+ */
+export const MAX_LEASE_RECORD_BYTES = 4 * 1024;
+
 export interface KvLeaseStoreOptions {
   /** KV bucket holding one key per election. */
   bucket: string;
@@ -63,12 +69,20 @@ export class KvLeaseStore implements LeaseStore {
     }
   }
 
-  private static createBucket(js: JetStreamClient, opts: KvLeaseStoreOptions): Promise<KV> {
-    return new Kvm(js).create(opts.bucket, {
+  private static async createBucket(js: JetStreamClient, opts: KvLeaseStoreOptions): Promise<KV> {
+    const kv = await new Kvm(js).create(opts.bucket, {
       history: opts.history ?? 10,
       replicas: opts.replicas ?? 1,
+      maxValueSize: MAX_LEASE_RECORD_BYTES,
       description: 'Defender leader elections: one lease record per election (election-agent)',
     });
+    // A bucket an older agent created has no limit: the agents, its only writers, set it.
+    const jsm = await js.jetstreamManager();
+    const { config } = await jsm.streams.info(`KV_${opts.bucket}`);
+    if (config.max_msg_size !== MAX_LEASE_RECORD_BYTES) {
+      await jsm.streams.update(config.name, { ...config, max_msg_size: MAX_LEASE_RECORD_BYTES });
+    }
+    return kv;
   }
 
   /**

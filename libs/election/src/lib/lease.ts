@@ -126,7 +126,8 @@ export function decideCampaign(
    * The highest token the deciding agent has seen for this election (0: none). A bucket NATS lost
    * and created again starts at revision 0: without the floor, tokens would restart at 1, below the
    * fencing token of the map the last term published, and no new leader could ever publish one
-   * that defenders accept (ADR 0007).
+   * that defenders accept (ADR 0007). The candidate's `min_token` (the highest token it has seen used)
+   * raises it too, for when every agent lost its memory with the bucket.
    */
   tokenFloor = 0,
 ): CampaignDecision {

@@ -33,6 +33,12 @@ describe('wire requests are validated at the edge', () => {
       candidate: 'pod-1',
       ttlMs: 10_000,
     });
+    expect(campaignRequestFromWire({ election: 'e', candidate: 'c', ttl_ms: 4_000, min_token: 41 })).toEqual({
+      election: 'e',
+      candidate: 'c',
+      ttlMs: 4_000,
+      minToken: 41,
+    });
     expect(leaseRequestFromWire({ election: 'e', candidate: 'c', fencing_token: 3 })).toEqual({
       election: 'e',
       candidate: 'c',
@@ -60,6 +66,9 @@ describe('wire requests are validated at the edge', () => {
       'election: must be at most 128 characters',
     ]);
     expect(problems(() => campaignRequestFromWire(undefined))).toHaveLength(3);
+    expect(problems(() => campaignRequestFromWire({ election: 'e', candidate: 'c', ttl_ms: 4_000, min_token: Number.MAX_SAFE_INTEGER }))).toEqual([
+      `min_token: must be <= ${Number.MAX_SAFE_INTEGER - 2 ** 32}`,
+    ]);
   });
 
   it('round-trips answers', () => {

@@ -64,6 +64,7 @@ export interface CampaignRequestWire {
   election: string;
   candidate: string;
   ttl_ms: number;
+  min_token?: number;
 }
 export interface LeaseRequestWire {
   election: string;
@@ -179,7 +180,7 @@ function stateFromWire(n: number): LeaseState {
   return s;
 }
 
-const WIRE_FIELD_NAMES = { ttlMs: 'ttl_ms', fencingToken: 'fencing_token' };
+const WIRE_FIELD_NAMES = { ttlMs: 'ttl_ms', fencingToken: 'fencing_token', minToken: 'min_token' };
 
 /**
  * Validates a Campaign request as decoded from the wire.
@@ -188,7 +189,7 @@ const WIRE_FIELD_NAMES = { ttlMs: 'ttl_ms', fencingToken: 'fencing_token' };
 export function campaignRequestFromWire(w: Partial<CampaignRequestWire> | undefined): CampaignRequest {
   return parseRequest(
     campaignRequestSchema,
-    { election: w?.election, candidate: w?.candidate, ttlMs: wireNumber(w?.ttl_ms) },
+    { election: w?.election, candidate: w?.candidate, ttlMs: wireNumber(w?.ttl_ms), minToken: wireNumber(w?.min_token) },
     WIRE_FIELD_NAMES,
   );
 }

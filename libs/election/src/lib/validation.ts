@@ -34,10 +34,20 @@ export const fencingTokenSchema = z
   .min(1, 'must be >= 1')
   .max(Number.MAX_SAFE_INTEGER, 'is too large');
 
+/** Highest `min_token` a candidate may ask for: room for 2^32 more terms below 2^53. */
+export const MAX_MIN_TOKEN = Number.MAX_SAFE_INTEGER - 2 ** 32;
+
 export const campaignRequestSchema = z.object({
   election: electionNameSchema,
   candidate: candidateIdSchema,
   ttlMs: ttlMsSchema,
+  /** A new term's token is above this (0 or absent: no floor). */
+  minToken: z
+    .number()
+    .int('must be a whole number')
+    .min(0, 'must be >= 0')
+    .max(MAX_MIN_TOKEN, `must be <= ${MAX_MIN_TOKEN}`)
+    .optional(),
 });
 export const leaseRequestSchema = z.object({
   election: electionNameSchema,

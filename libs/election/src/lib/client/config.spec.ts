@@ -18,10 +18,10 @@ describe('ELECTION_AGENT_ADDR', () => {
 describe('electionClientEnvShape', () => {
   const schema = z.object(electionClientEnvShape());
 
-  it('defaults to the seeds: one agent, TTL 10 s', () => {
+  it('defaults to one agent and TTL 4 s (ADR 0003: failover p99 within 6 s)', () => {
     expect(schema.parse({})).toEqual({
       ELECTION_AGENT_ADDR: ['election-agent:9090'],
-      ELECTION_TTL_SECONDS: 10,
+      ELECTION_TTL_SECONDS: 4,
     });
   });
 

@@ -40,12 +40,16 @@ export function electionClientEnvShape() {
   return {
     /** Comma-separated agent addresses, tried in turn. */
     ELECTION_AGENT_ADDR: agentAddressesSchema.default(['election-agent:9090']),
-    /** Lease TTL in seconds; renewals every TTL/2, step-down after 0.8 x TTL without one. */
+    /**
+     * Lease TTL in seconds; renewals every TTL/2, step-down after 0.8 x TTL without one. Default 4,
+     * not the seeds' 10: a crashed leader is replaced only after its lease ends, so failover is up to
+     * TTL + 0.5 s (docs/adr/0003).
+     */
     ELECTION_TTL_SECONDS: z.coerce
       .number({ message: 'must be a number of seconds' })
       .min(1, 'must be >= 1 s')
       .max(3600, 'must be <= 3600 s')
-      .default(10),
+      .default(4),
     /** Shared token the agents require (their ELECTION_AUTH_TOKEN). */
     ELECTION_AUTH_TOKEN: optionalText,
     /** PEM CA that signs the agents' certificates: turns TLS on. */

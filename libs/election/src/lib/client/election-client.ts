@@ -168,7 +168,7 @@ export class ElectionClient {
     const r = parseRequest(campaignRequestSchema, req);
     const wire = await this.unary<CampaignRequestWire, LeaseResponseWire>(
       'Campaign',
-      { election: r.election, candidate: r.candidate, ttl_ms: r.ttlMs },
+      { election: r.election, candidate: r.candidate, ttl_ms: r.ttlMs, ...(r.minToken ? { min_token: r.minToken } : {}) },
       call,
     );
     return leaseInfoFromWire(wire);

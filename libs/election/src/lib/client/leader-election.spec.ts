@@ -120,6 +120,23 @@ describe('LeaderElection', () => {
     expect(await authority.getLeader('unit')).toMatchObject({ state: 'released', fencingToken: 1 });
   });
 
+  it('asks the candidate for its token floor before campaigning: a new term outranks it; a floor it cannot read is reported and skipped', async () => {
+    const floored = setup();
+    hubs.push(floored.hub);
+    const a = track(candidate('a', floored.transport, floored.log, { minToken: async () => 41 }));
+    a.start();
+    await until('a elected', () => a.isLeader());
+    expect(a.currentTerm()?.fencingToken).toBe(42);
+
+    const failing = setup();
+    hubs.push(failing.hub);
+    const b = track(candidate('b', failing.transport, failing.log, { minToken: () => Promise.reject(new Error('map bucket unreachable')) }));
+    b.start();
+    await until('b elected', () => b.isLeader());
+    expect(b.currentTerm()?.fencingToken).toBe(1);
+    expect(failing.log.errors.map((e) => e.message)).toContain('map bucket unreachable');
+  });
+
   it('a standby takes over at once when the leader stops, with the next token', async () => {
     const { transport, log, hub } = setup();
     hubs.push(hub);
@@ -202,6 +219,6 @@ describe('LeaderElection', () => {
     expect(flaky.calls).toBeGreaterThanOrEqual(3);
     expect(flaky.calls).toBeLessThanOrEqual(14);
     flaky.down = false;
-    await until('a elected', () => a.isLeader(), 1_000);
+    await until('a elected', () => a.isLeader(), 10_000);
   });
 });

@@ -3,7 +3,7 @@ import { type Backoff, exponentialBackoff } from '@defender/backoff';
 import { ElectionCallError } from '../errors';
 import { LeaderView } from '../lease';
 import { LeaseInfo } from '../proto';
-import { CampaignRequest, LeaseRequest } from '../validation';
+import { CampaignRequest, LeaseRequest, MAX_MIN_TOKEN } from '../validation';
 import { CallOptions, ObserveHandle } from './election-client';
 
 /** What {@link LeaderElection} needs from the agents; {@link ElectionClient} implements it. */
@@ -41,6 +41,12 @@ export interface LeaderElectionOptions {
   candidate: string;
   /** Lease TTL in ms (ELECTION_TTL_SECONDS x 1000). */
   ttlMs: number;
+  /**
+   * The highest fencing token this candidate has seen used (e.g. the newest map's), asked before
+   * each Campaign: a new term's token is granted above it, so a term started after the agents lost
+   * their store still outranks what earlier terms wrote. A failure or 0 means no floor.
+   */
+  minToken?: () => number | Promise<number>;
   /** Renew this long after the last successful renewal was sent. Default ttlMs / 2. */
   renewIntervalMs?: number;
   /**
@@ -169,8 +175,9 @@ export class LeaderElection {
     const sentAt = this.mono();
     let lease: LeaseInfo;
     try {
+      const minToken = await this.minToken();
       lease = await this.opts.transport.campaign(
-        { election: this.opts.election, candidate: this.opts.candidate, ttlMs: this.opts.ttlMs },
+        { election: this.opts.election, candidate: this.opts.candidate, ttlMs: this.opts.ttlMs, ...(minToken > 0 ? { minToken } : {}) },
         { timeoutMs: this.callTimeoutMs, attempts: 1 },
       );
     } catch (err) {
@@ -194,6 +201,18 @@ export class LeaderElection {
     // Campaign continues the same term with a fresh deadline.
     if (this.mono() >= sentAt + this.renewDeadlineMs) return;
     this.becomeLeader(lease, sentAt);
+  }
+
+  /** The candidate's token floor; a failure to read it is reported and means no floor this time. */
+  private async minToken(): Promise<number> {
+    if (!this.opts.minToken) return 0;
+    try {
+      const t = await this.opts.minToken();
+      return Number.isSafeInteger(t) && t > 0 ? Math.min(t, MAX_MIN_TOKEN) : 0;
+    } catch (err) {
+      this.report(err);
+      return 0;
+    }
   }
 
   private async renewOnce(): Promise<void> {

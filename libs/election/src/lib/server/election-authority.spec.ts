@@ -162,4 +162,18 @@ describe('ElectionAuthority', () => {
     expect(next).toMatchObject({ kind: 'granted', isLeader: true });
     expect(next.view.fencingToken).toBe(3);
   });
+
+  it('grants above the candidate\'s min token when every agent lost its memory with the bucket; a continued term keeps its token', async () => {
+    const { store, authority, advance } = setup();
+    // A fresh agent on an empty bucket: without a floor the token would be 1, below the newest map's 41.
+    const granted = await authority.campaign({ election: 'e', candidate: 'a', ttlMs: 2_000, minToken: 41 });
+    expect(granted).toMatchObject({ kind: 'granted', isLeader: true });
+    expect(granted.view.fencingToken).toBe(42);
+    // The holder asking again (any floor) continues the same term.
+    expect((await authority.campaign({ election: 'e', candidate: 'a', ttlMs: 2_000, minToken: 100 })).view.fencingToken).toBe(42);
+    advance(5_000);
+    // A floor below the record's token changes nothing: the next term is the record's + 1.
+    expect((await authority.campaign({ election: 'e', candidate: 'b', ttlMs: 2_000, minToken: 7 })).view.fencingToken).toBe(43);
+    expect((await store.get('e')).record?.token).toBe(43);
+  });
 });

@@ -76,7 +76,7 @@ export class ElectionAuthority {
   /** Campaign: grant a new term, continue the candidate's own term, or report the holder. */
   campaign(req: CampaignRequest): Promise<LeaseOutcome> {
     return this.mutate<LeaseOutcome>(req.election, (snapshot, now) => {
-      const d = decideCampaign(snapshot, req, now, this.opts.clockSkewMs, this.tokensSeen.get(req.election) ?? 0);
+      const d = decideCampaign(snapshot, req, now, this.opts.clockSkewMs, Math.max(this.tokensSeen.get(req.election) ?? 0, req.minToken ?? 0));
       if (d.kind === 'deny') {
         return {
           write: null,

@@ -2,9 +2,10 @@ import { DynamicModule, Module } from '@nestjs/common';
 import { HealthModule } from '../health/health.module';
 import { MetricsModule } from '../metrics/metrics.module';
 import { NatsModule } from '../nats/nats.module';
+import { natsTlsFromEnv, NatsTlsEnv } from '../nats/nats-tls';
 
 /** The parts of an app's config that {@link CommonAppModule} needs (see commonEnvShape). */
-export interface CommonAppConfig {
+export interface CommonAppConfig extends NatsTlsEnv {
   NATS_SERVERS: string[];
   NATS_USER?: string;
   NATS_PASSWORD?: string;
@@ -30,6 +31,7 @@ export class CommonAppModule {
           user: config.NATS_USER,
           pass: config.NATS_PASSWORD,
           token: config.NATS_TOKEN,
+          tls: natsTlsFromEnv(config),
         }),
       ],
       exports: [HealthModule, MetricsModule, NatsModule],

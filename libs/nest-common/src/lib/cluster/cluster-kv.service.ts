@@ -1,15 +1,19 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { KV } from '@nats-io/kv';
-import { AssignmentMapBucket, HeartbeatBucket, openBucket, recreateBucketIfMissing } from '@defender/nats-kv';
+import { AssignmentMapBucket, BUCKET_VALUE_LIMITS, BucketOptions, HeartbeatBucket, openBucket, recreateBucketIfMissing } from '@defender/nats-kv';
 import { NatsConnectionService } from '../nats/nats-connection.service';
 
 export const CLUSTER_KV_OPTIONS = Symbol('CLUSTER_KV_OPTIONS');
+
+export type ClusterBucketRole = 'stableIds' | 'heartbeats' | 'assignments';
 
 export interface ClusterKvOptions {
   stableIds: string;
   heartbeats: string;
   assignments: string;
   replicas: number;
+  /** The buckets this app writes: it sets their value limit on buckets an older version created. */
+  writes?: readonly ClusterBucketRole[];
 }
 
 export interface ClusterBuckets {
@@ -47,23 +51,24 @@ export class ClusterKvService {
   async recreateMissing(): Promise<string[]> {
     const nc = await this.nats.connection();
     const created: string[] = [];
-    for (const [name, history] of this.bucketSpecs()) {
-      if (await recreateBucketIfMissing(nc, name, { replicas: this.opts.replicas, history })) created.push(name);
+    for (const [name, opts] of this.bucketSpecs()) {
+      if (await recreateBucketIfMissing(nc, name, opts)) created.push(name);
     }
     return created;
   }
 
-  private bucketSpecs(): [string, number][] {
-    return [
-      [this.opts.stableIds, 1],
-      [this.opts.heartbeats, 1],
-      [this.opts.assignments, 5],
+  /** Each bucket with its history and its value limit (server-side, BUCKET_VALUE_LIMITS). */
+  private bucketSpecs(): [string, BucketOptions][] {
+    const spec = (role: ClusterBucketRole, history: number): [string, BucketOptions] => [
+      this.opts[role],
+      { replicas: this.opts.replicas, history, maxValueBytes: BUCKET_VALUE_LIMITS[role], applyLimit: this.opts.writes?.includes(role) ?? false },
     ];
+    return [spec('stableIds', 1), spec('heartbeats', 1), spec('assignments', 5)];
   }
 
   private async open(): Promise<ClusterBuckets> {
     const nc = await this.nats.connection();
-    const [stableIds, heartbeats, assignments] = await Promise.all(this.bucketSpecs().map(([name, history]) => openBucket(nc, name, { replicas: this.opts.replicas, history })));
+    const [stableIds, heartbeats, assignments] = await Promise.all(this.bucketSpecs().map(([name, opts]) => openBucket(nc, name, opts)));
     if (!stableIds || !heartbeats || !assignments) throw new Error('three buckets expected');
     return {
       stableIds,

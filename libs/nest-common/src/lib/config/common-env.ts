@@ -16,5 +16,10 @@ export function commonEnvShape(defaultHttpPort: number) {
     NATS_USER: env.optionalString(),
     NATS_PASSWORD: env.optionalString(),
     NATS_TOKEN: env.optionalString(),
+    /** PEM CA the NATS servers' certificates must chain to: connect over TLS and verify the server. */
+    NATS_TLS_CA_FILE: env.readableFile(),
+    /** PEM client certificate and key (both or neither): mutual TLS, for servers that verify clients. */
+    NATS_TLS_CERT_FILE: env.readableFile(),
+    NATS_TLS_KEY_FILE: env.readableFile(),
   };
 }

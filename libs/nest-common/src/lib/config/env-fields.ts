@@ -1,4 +1,15 @@
+import { accessSync, constants, statSync } from 'node:fs';
 import { z } from 'zod';
+
+/** True when `path` is a regular file this process may read. */
+export function isReadableFile(path: string): boolean {
+  try {
+    accessSync(path, constants.R_OK);
+    return statSync(path).isFile();
+  } catch {
+    return false;
+  }
+}
 
 /**
  * Reusable field parsers for environment variables. Every value arrives as a string; these coerce
@@ -58,6 +69,13 @@ export const env = {
           )
           .min(1, 'must name at least one server'),
       ),
+
+  /**
+   * An optional path to a readable file (certificates, keys), checked at startup so a missing
+   * mount fails the start instead of the first connection. The message names the problem without
+   * the file's contents.
+   */
+  readableFile: () => z.string().min(1).refine(isReadableFile, 'must be a readable file (missing, not a file, or no permission)').optional(),
 
   /** A non-empty optional string (secrets, names). */
   optionalString: () => z.string().min(1).optional(),

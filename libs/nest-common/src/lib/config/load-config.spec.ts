@@ -3,6 +3,7 @@ import { commonEnvShape } from './common-env';
 import { ConfigValidationError } from './config-error';
 import { env } from './env-fields';
 import { EXIT_CODE_BAD_CONFIG, loadConfig, loadConfigOrExit } from './load-config';
+import { storeEnvShape } from '../store/store-env';
 
 const schema = z.object({
   ...commonEnvShape(8080),
@@ -12,9 +13,9 @@ const schema = z.object({
   NATS_KV_BUCKET: env.natsName('defender-assignments'),
 });
 
-function problemsOf(e: NodeJS.ProcessEnv): Record<string, string> {
+function problemsOf(e: NodeJS.ProcessEnv, s: z.ZodObject<z.ZodRawShape> = schema): Record<string, string> {
   try {
-    loadConfig('test-app', schema, e);
+    loadConfig('test-app', s, e);
   } catch (err) {
     if (!(err instanceof ConfigValidationError)) throw err;
     return Object.fromEntries(err.problems.map((p) => [p.variable, p.message]));
@@ -97,15 +98,7 @@ describe('loadConfig', () => {
 
 describe('half-set credentials fail closed', () => {
   const withStore = z.object({ ...commonEnvShape(8080), CASSANDRA_USERNAME: env.optionalString(), CASSANDRA_PASSWORD: env.optionalString() });
-  const problems = (e: NodeJS.ProcessEnv) => {
-    try {
-      loadConfig('test-app', withStore, e);
-      return {};
-    } catch (err) {
-      if (!(err instanceof ConfigValidationError)) throw err;
-      return Object.fromEntries(err.problems.map((p) => [p.variable, p.message]));
-    }
-  };
+  const problems = (e: NodeJS.ProcessEnv) => problemsOf(e, withStore);
 
   it('a user without its password, or a password without its user, names the missing one', () => {
     expect(problems({ CASSANDRA_USERNAME: 'defender' })).toEqual({ CASSANDRA_PASSWORD: 'is required when CASSANDRA_USERNAME is set (set both, or neither)' });
@@ -118,6 +111,41 @@ describe('half-set credentials fail closed', () => {
     expect(problems({ NATS_USER: 'u', NATS_PASSWORD: 'p', CASSANDRA_USERNAME: 'c', CASSANDRA_PASSWORD: 'd' })).toEqual({});
     expect(problems({})).toEqual({});
     expect(Object.keys(problems({ HTTP_PORT: 'x', CASSANDRA_USERNAME: 'c' })).sort()).toEqual(['CASSANDRA_PASSWORD', 'HTTP_PORT']);
+  });
+});
+
+describe('TLS files fail closed', () => {
+  const withStore = z.object({ ...commonEnvShape(8080), ...storeEnvShape() });
+  const problems = (e: NodeJS.ProcessEnv) => problemsOf(e, withStore);
+  const file = __filename;
+
+  it('a client certificate without its key (or the reverse) names the missing one', () => {
+    expect(problems({ NATS_TLS_CERT_FILE: file })).toEqual({ NATS_TLS_KEY_FILE: 'is required when NATS_TLS_CERT_FILE is set (set both, or neither)' });
+    expect(problems({ NATS_TLS_KEY_FILE: file })).toEqual({ NATS_TLS_CERT_FILE: 'is required when NATS_TLS_KEY_FILE is set (set both, or neither)' });
+    expect(problems({ CASSANDRA_TLS_CA_FILE: file, CASSANDRA_TLS_CERT_FILE: file })).toEqual({
+      CASSANDRA_TLS_KEY_FILE: 'is required when CASSANDRA_TLS_CERT_FILE is set (set both, or neither)',
+    });
+  });
+
+  it('Cassandra TLS settings without the CA that turns TLS on are an error', () => {
+    expect(problems({ CASSANDRA_TLS_CERT_FILE: file, CASSANDRA_TLS_KEY_FILE: file })).toEqual({ CASSANDRA_TLS_CA_FILE: expect.stringContaining('is required when CASSANDRA_TLS_CERT_FILE is set') });
+    expect(problems({ CASSANDRA_TLS_SERVER_NAME: 'cassandra.example.com' })).toEqual({ CASSANDRA_TLS_CA_FILE: expect.stringContaining('is required when CASSANDRA_TLS_SERVER_NAME is set') });
+    expect(problems({ CASSANDRA_TLS_CA_FILE: file, CASSANDRA_TLS_SERVER_NAME: 'not a name' })).toEqual({ CASSANDRA_TLS_SERVER_NAME: expect.stringContaining('must be a host name') });
+  });
+
+  it('an unreadable file is named with the reason, never its contents', () => {
+    expect(problems({ NATS_TLS_CA_FILE: '/nonexistent/ca.crt', CASSANDRA_TLS_CA_FILE: '/' })).toEqual({
+      NATS_TLS_CA_FILE: 'must be a readable file (missing, not a file, or no permission); got "/nonexistent/ca.crt"',
+      CASSANDRA_TLS_CA_FILE: 'must be a readable file (missing, not a file, or no permission); got "/"',
+    });
+  });
+
+  it('complete settings load: CA alone, CA with a client certificate and key', () => {
+    expect(problems({ NATS_TLS_CA_FILE: file })).toEqual({});
+    expect(problems({ NATS_TLS_CA_FILE: file, NATS_TLS_CERT_FILE: file, NATS_TLS_KEY_FILE: file })).toEqual({});
+    expect(
+      problems({ CASSANDRA_TLS_CA_FILE: file, CASSANDRA_TLS_CERT_FILE: file, CASSANDRA_TLS_KEY_FILE: file, CASSANDRA_TLS_SERVER_NAME: 'cassandra.db.svc.cluster.local' }),
+    ).toEqual({});
   });
 });
 

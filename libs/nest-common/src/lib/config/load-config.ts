@@ -28,7 +28,10 @@ export function loadConfig<S extends z.ZodObject<z.ZodRawShape>>(
   const problems: ConfigProblem[] = (result.success ? [] : result.error.issues).map((issue) => {
     const [key, ...rest] = issue.path.map(String);
     if (key === undefined) return { variable: '(environment)', message: issue.message };
-    if (!(key in input)) return { variable: key, message: 'is required' };
+    if (!(key in input)) {
+      // Unset: either required, or a rule across variables that the default breaks.
+      return { variable: key, message: issue.code === 'invalid_type' ? 'is required' : `${issue.message} (unset: the default applies)` };
+    }
     const where = rest.length > 0 ? ` (entry ${rest.join('.')})` : '';
     const shown = SECRET_KEY.test(key) ? '(value hidden)' : JSON.stringify(input[key]);
     return { variable: key, message: `${issue.message}${where}; got ${shown}` };
@@ -36,14 +39,26 @@ export function loadConfig<S extends z.ZodObject<z.ZodRawShape>>(
   throw new ConfigValidationError(appName, [...problems, ...pairs]);
 }
 
-/** Credentials that only work as a pair: one without the other is a mistake, never a silent "no auth". */
+/**
+ * Credentials that only work as a pair: one without the other is a mistake, never a silent "no
+ * auth" (a client certificate without its key, or the reverse, is one too).
+ */
 const CREDENTIAL_PAIRS: readonly (readonly [string, string])[] = [
   ['CASSANDRA_USERNAME', 'CASSANDRA_PASSWORD'],
   ['NATS_USER', 'NATS_PASSWORD'],
+  ['NATS_TLS_CERT_FILE', 'NATS_TLS_KEY_FILE'],
+  ['CASSANDRA_TLS_CERT_FILE', 'CASSANDRA_TLS_KEY_FILE'],
+];
+
+/** `[variable, what it needs]`: a setting that means nothing without another (TLS is on only with its CA). */
+const NEEDS: readonly (readonly [string, string, string])[] = [
+  ['CASSANDRA_TLS_CERT_FILE', 'CASSANDRA_TLS_CA_FILE', 'a client certificate is sent only over TLS, which CASSANDRA_TLS_CA_FILE turns on'],
+  ['CASSANDRA_TLS_SERVER_NAME', 'CASSANDRA_TLS_CA_FILE', 'the name is checked only over TLS, which CASSANDRA_TLS_CA_FILE turns on'],
 ];
 
 /**
- * Half-set credentials (a user without its password, or the reverse) and NATS_TOKEN beside
+ * Half-set credentials (a user without its password, a certificate without its key, or the
+ * reverse; TLS settings without the CA that turns TLS on) and NATS_TOKEN beside
  * NATS_USER: each a problem naming the variable to fix (fail closed; a half-set pair used to be
  * dropped, connecting without authentication).
  */
@@ -54,6 +69,9 @@ export function credentialProblems(input: Readonly<Record<string, string>>, know
     if (!known.has(user) || !known.has(secret)) continue;
     if (set(user) && !set(secret)) problems.push({ variable: secret, message: `is required when ${user} is set (set both, or neither)` });
     if (set(secret) && !set(user)) problems.push({ variable: user, message: `is required when ${secret} is set (set both, or neither)` });
+  }
+  for (const [variable, needed, why] of NEEDS) {
+    if (known.has(variable) && known.has(needed) && set(variable) && !set(needed)) problems.push({ variable: needed, message: `is required when ${variable} is set (${why})` });
   }
   if (known.has('NATS_TOKEN') && set('NATS_TOKEN') && (set('NATS_USER') || set('NATS_PASSWORD'))) {
     problems.push({ variable: 'NATS_TOKEN', message: 'and NATS_USER / NATS_PASSWORD are two ways to authenticate to NATS: set one of them' });

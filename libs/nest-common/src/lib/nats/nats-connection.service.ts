@@ -3,6 +3,7 @@ import type { NatsConnection } from '@nats-io/nats-core';
 import { connect } from '@nats-io/transport-node';
 import { backoffDelayMs } from '@defender/backoff';
 import { HealthRegistry } from '../health/health.registry';
+import { natsClientTls, natsTlsMode, NatsTlsFiles } from './nats-tls';
 
 export const NATS_OPTIONS = Symbol('NATS_OPTIONS');
 
@@ -14,6 +15,8 @@ export interface NatsModuleOptions {
   user?: string;
   pass?: string;
   token?: string;
+  /** TLS to the servers (natsTlsFromEnv); unset: plaintext, unless a server requires TLS. */
+  tls?: NatsTlsFiles;
   /** Milliseconds between reconnect attempts (jitter is added by the client). */
   reconnectTimeWaitMs?: number;
 }
@@ -78,6 +81,7 @@ export class NatsConnectionService implements OnModuleInit, OnApplicationShutdow
 
   private async connectLoop(): Promise<void> {
     const { servers, name, user, pass, token } = this.options;
+    const tls = natsClientTls(this.options.tls);
     const waitMs = this.options.reconnectTimeWaitMs ?? 1000;
     for (let attempt = 0; !this.closing; attempt++) {
       try {
@@ -87,6 +91,7 @@ export class NatsConnectionService implements OnModuleInit, OnApplicationShutdow
           user,
           pass,
           token,
+          ...(tls ? { tls } : {}),
           reconnect: true,
           maxReconnectAttempts: -1,
           reconnectTimeWait: waitMs,
@@ -98,7 +103,7 @@ export class NatsConnectionService implements OnModuleInit, OnApplicationShutdow
         this.nc = nc;
         this.connected = true;
         this.lastError = undefined;
-        this.logger.log({ msg: 'connected to NATS', server: nc.getServer() });
+        this.logger.log({ msg: 'connected to NATS', server: nc.getServer(), tls: natsTlsMode(this.options.tls) });
         void this.watchStatus(nc);
         this.resolveFirst(nc);
         return;
