@@ -1,7 +1,6 @@
 export default {
   displayName: 'defender',
   preset: '../../jest.preset.js',
-  rootDir: __dirname,
   coverageDirectory: '../../coverage/apps/defender',
   globalSetup: '<rootDir>/../../tools/infra/src/jest/global-setup.ts',
   globalTeardown: '<rootDir>/../../tools/infra/src/jest/global-teardown.ts',

@@ -2,8 +2,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connect } from '@nats-io/transport-node';
 import { buildAssignmentMap } from '@defender/membership';
-import { AssignmentMapBucket, HeartbeatBucket, openBucket } from '@defender/nats-kv';
-import { describeAppProcess, waitFor } from '@defender/infra-harness';
+import { AssignmentMapBucket, DEFAULT_BUCKETS, HeartbeatBucket, openBucket } from '@defender/nats-kv';
+import { describeAppProcess, testNatsConnectOptions, waitFor } from '@defender/infra-harness';
 
 let n = 0;
 
@@ -11,21 +11,19 @@ describeAppProcess({
   app: 'defender',
   validEnv: () => {
     const tag = `main-${process.pid}-${++n}`;
+    // The default buckets: the defender's NATS user may write only those (no other test of this project uses them on the run's server).
     return {
-      NATS_KV_STABLE_IDS: `ids-${tag}`,
-      NATS_KV_HEARTBEATS: `hb-${tag}`,
-      NATS_KV_ASSIGNMENTS: `map-${tag}`,
       HEARTBEAT_INTERVAL_SECONDS: '0.5',
       SQLITE_PATH: join(tmpdir(), `defender-${tag}`, 'd.db'),
     };
   },
-  // Ready once it holds a stable ID and has applied an assignment map: publish one for it.
-  makeReady: async ({ env }) => {
-    const nc = await connect({ servers: env['NATS_SERVERS'] });
+  // Ready once it holds a stable ID and has applied an assignment map: publish one for it, as a controller does.
+  makeReady: async () => {
+    const nc = await connect(testNatsConnectOptions('controller'));
     try {
-      const hb = new HeartbeatBucket(await openBucket(nc, env['NATS_KV_HEARTBEATS']!), env['NATS_KV_HEARTBEATS']);
+      const hb = new HeartbeatBucket(await openBucket(nc, DEFAULT_BUCKETS.heartbeats), DEFAULT_BUCKETS.heartbeats);
       await waitFor('heartbeat', async () => (await hb.readAll()).heartbeats.length === 1, 20_000);
-      const maps = new AssignmentMapBucket(await openBucket(nc, env['NATS_KV_ASSIGNMENTS']!), env['NATS_KV_ASSIGNMENTS']);
+      const maps = new AssignmentMapBucket(await openBucket(nc, DEFAULT_BUCKETS.assignments), DEFAULT_BUCKETS.assignments);
       const map = buildAssignmentMap({
         version: 1,
         now: new Date(),

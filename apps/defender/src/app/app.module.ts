@@ -14,7 +14,7 @@ export class AppModule {
       module: AppModule,
       imports: [
         CommonAppModule.forRoot('defender', config),
-        ClusterKvModule.forRoot(config),
+        ClusterKvModule.forRoot(config, ['stableIds', 'heartbeats']),
         StoreModule.forRoot(storeConfigFromEnv(config, config.POD_NAME ?? `defender:${process.pid}`)),
         DefenderModule,
         ...(config.ASSIGNMENT_CONTROLLER_ENABLED

@@ -67,7 +67,7 @@ export const defenderEnvSchema = z.object({
    */
   ASSIGNMENT_CONTROLLER_ENABLED: env.bool(false),
   ...controllerEnvShape(),
-  /** Bearer token for /debug/heap-snapshot and /debug/cpu-profile; unset disables them. */
+  /** Bearer token for POST /debug/cpu-profile; unset disables it. */
   DEBUG_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
 });
 

@@ -1,4 +1,7 @@
-import { makeCounterProvider, makeGaugeProvider, makeHistogramProvider } from '@willsoto/nestjs-prometheus';
+import { Injectable } from '@nestjs/common';
+import { InjectMetric, makeCounterProvider, makeGaugeProvider, makeHistogramProvider } from '@willsoto/nestjs-prometheus';
+import type { Counter, Gauge, Histogram } from 'prom-client';
+import type { DefenderState } from '@defender/contracts';
 
 /** Metric names from seed 000 (defender and subscription-manager tables). */
 export const M = {
@@ -13,7 +16,107 @@ export const M = {
   subscriptionUpdateDuration: 'defender_subscription_update_duration_seconds',
   currentSubscriptions: 'defender_current_subscriptions',
   mapsRejected: 'defender_assignment_maps_rejected_total',
+  // Seed 002's process state machine (INITIALIZATION, CLAIMING_ID, FOLLOWER, STABLE, SHUTDOWN).
+  stateTransitions: 'defender_state_transitions_total',
+  stateDuration: 'defender_state_duration_seconds',
+  initDuration: 'defender_initialization_duration_seconds',
+  initFailures: 'defender_initialization_failures_total',
+  claimAttempts: 'defender_id_claim_attempts_total',
+  claimDuration: 'defender_id_claim_duration_seconds',
+  stableIdClaimed: 'defender_stable_id_claimed',
+  followerWait: 'defender_follower_wait_duration_seconds',
+  mapVersion: 'defender_assignment_map_version',
+  shutdowns: 'defender_shutdowns_total',
+  shutdownDuration: 'defender_shutdown_duration_seconds',
+  inflightAtShutdown: 'defender_inflight_messages_at_shutdown',
 } as const;
+
+/** The state-machine metrics' names (the dashboard's "Cluster state machine" row shows each). */
+export const DEFENDER_STATE_METRIC_NAMES: readonly string[] = [
+  M.stateTransitions,
+  M.stateDuration,
+  M.initDuration,
+  M.initFailures,
+  M.claimAttempts,
+  M.claimDuration,
+  M.stableIdClaimed,
+  M.followerWait,
+  M.mapVersion,
+  M.shutdowns,
+  M.shutdownDuration,
+  M.inflightAtShutdown,
+];
+
+/** Seconds: state times from milliseconds (a claim) to minutes (a follower waiting out a cold-start window). */
+const STATE_BUCKETS = [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
+
+/**
+ * Seed 002's state-machine metrics of the defender process: every transition counted and the time
+ * spent in the state it leaves observed; the states' own durations (initialization, the ID claim,
+ * the follower's wait for its first map) on success; claim attempts, shutdowns and the runs in flight
+ * when one began. Times in seconds on the monotonic clock.
+ */
+@Injectable()
+export class DefenderStateMetrics {
+  constructor(
+    @InjectMetric(M.stateTransitions) private readonly transitions: Counter,
+    @InjectMetric(M.stateDuration) private readonly stateDuration: Histogram,
+    @InjectMetric(M.initDuration) private readonly initDuration: Histogram,
+    @InjectMetric(M.initFailures) private readonly initFailures: Counter,
+    @InjectMetric(M.claimAttempts) private readonly claimAttempts: Counter,
+    @InjectMetric(M.claimDuration) private readonly claimDuration: Histogram,
+    @InjectMetric(M.stableIdClaimed) private readonly claimedGauge: Gauge,
+    @InjectMetric(M.followerWait) private readonly followerWait: Histogram,
+    @InjectMetric(M.mapVersion) private readonly mapVersionGauge: Gauge,
+    @InjectMetric(M.shutdowns) private readonly shutdowns: Counter,
+    @InjectMetric(M.shutdownDuration) private readonly shutdownDuration: Histogram,
+    @InjectMetric(M.inflightAtShutdown) private readonly inflightAtShutdown: Gauge,
+  ) {}
+
+  /** `from` -> `to` after `seconds` in `from`. */
+  transition(from: DefenderState, to: DefenderState, seconds: number): void {
+    this.transitions.inc({ from, to });
+    this.stateDuration.observe({ state: from }, seconds);
+    if (from === 'INITIALIZATION' && to === 'CLAIMING_ID') this.initDuration.observe(seconds);
+    else if (from === 'CLAIMING_ID' && to === 'FOLLOWER') this.claimDuration.observe(seconds);
+    else if (from === 'FOLLOWER' && to === 'STABLE') this.followerWait.observe(seconds);
+  }
+
+  /** A try to get going (open the KV buckets) failed during INITIALIZATION. */
+  initializationFailed(): void {
+    this.initFailures.inc();
+  }
+
+  claimAttempt(): void {
+    this.claimAttempts.inc();
+  }
+
+  /** `id` (e.g. `defender-5`) claimed (1) or released (0). */
+  claimed(id: string, held: boolean): void {
+    this.claimedGauge.set({ id }, held ? 1 : 0);
+  }
+
+  mapApplied(version: number): void {
+    this.mapVersionGauge.set(version);
+  }
+
+  shutdownBegan(inflightRuns: number): void {
+    this.shutdowns.inc();
+    this.inflightAtShutdown.set(inflightRuns);
+  }
+
+  /** The shutdown ended after `seconds`; returns the shutdown metrics' values for the last log line. */
+  async shutdownEnded(seconds: number): Promise<Record<string, number>> {
+    this.shutdownDuration.observe(seconds);
+    const first = async (m: Counter | Gauge) => (await m.get()).values[0]?.value ?? Number.NaN;
+    const count = (await this.shutdownDuration.get()).values.find((v) => v.metricName === `${M.shutdownDuration}_count`)?.value ?? Number.NaN;
+    return {
+      [M.shutdowns]: await first(this.shutdowns),
+      [M.inflightAtShutdown]: await first(this.inflightAtShutdown),
+      [`${M.shutdownDuration}_count`]: count,
+    };
+  }
+}
 
 export const membershipMetricProviders = [
   makeGaugeProvider({ name: M.state, help: 'Process state: 0=INITIALIZATION 1=CLAIMING_ID 2=FOLLOWER 3=STABLE 9=SHUTDOWN' }),
@@ -31,4 +134,17 @@ export const membershipMetricProviders = [
   }),
   makeGaugeProvider({ name: M.currentSubscriptions, help: 'Chambers currently owned' }),
   makeCounterProvider({ name: M.mapsRejected, help: 'Assignment maps ignored (invalid, older, or a lower fencing token)' }),
+  makeCounterProvider({ name: M.stateTransitions, help: 'Process state transitions', labelNames: ['from', 'to'] }),
+  makeHistogramProvider({ name: M.stateDuration, help: 'Time spent in a state, observed when it is left, seconds', labelNames: ['state'], buckets: STATE_BUCKETS }),
+  makeHistogramProvider({ name: M.initDuration, help: 'INITIALIZATION: start to KV buckets open, seconds', buckets: STATE_BUCKETS }),
+  makeCounterProvider({ name: M.initFailures, help: 'Failed tries to open the KV buckets during INITIALIZATION (retried)' }),
+  makeCounterProvider({ name: M.claimAttempts, help: 'Stable-ID claim attempts (retries while NATS is unavailable or the pool is full included)' }),
+  makeHistogramProvider({ name: M.claimDuration, help: 'CLAIMING_ID: start to a stable ID claimed, seconds', buckets: STATE_BUCKETS }),
+  makeGaugeProvider({ name: M.stableIdClaimed, help: '1 while this process holds the stable ID, 0 once released', labelNames: ['id'] }),
+  makeHistogramProvider({ name: M.followerWait, help: 'FOLLOWER: ID claimed to the first assignment map applied, seconds', buckets: STATE_BUCKETS }),
+  makeGaugeProvider({ name: M.mapVersion, help: 'Version of the assignment map applied (the map a leader publishes, in embedded mode)' }),
+  makeCounterProvider({ name: M.shutdowns, help: 'Graceful shutdowns begun (SIGTERM)' }),
+  makeHistogramProvider({ name: M.shutdownDuration, help: 'SHUTDOWN: stop intake, drain, release the ID, seconds', buckets: [0.1, 0.5, 1, 2, 5, 10, 20, 30, 60] }),
+  makeGaugeProvider({ name: M.inflightAtShutdown, help: 'Runs in flight when the shutdown began (drained or fenced)' }),
+  DefenderStateMetrics,
 ];

@@ -6,7 +6,7 @@ import { buildAssignmentMap } from '@defender/membership';
 import { AssignmentMapBucket, DEFAULT_STREAM_SETTINGS, HeartbeatBucket, openBucket, streamConfigs, STREAMS } from '@defender/nats-kv';
 import { parseStableIdClaim } from '@defender/contracts';
 import { jetstreamManager } from '@nats-io/jetstream';
-import { describeWithInfra, freePort, getJson, spawnBuiltApp, SpawnedApp, startNatsServer, testNatsUrl, waitFor } from '@defender/infra-harness';
+import { describeWithInfra, freePort, getJson, spawnBuiltApp, SpawnedApp, startSecuredNatsServer, testNatsConnectOptions, testNatsEnv, waitFor } from '@defender/infra-harness';
 import { EXIT_POOL_EXHAUSTED } from './membership.service';
 
 let run = 0;
@@ -18,7 +18,7 @@ describeWithInfra(['nats'], 'defender membership (real processes, real NATS)', (
   const procs: SpawnedApp[] = [];
 
   beforeAll(async () => {
-    nc = await connect({ servers: testNatsUrl() });
+    nc = await connect(testNatsConnectOptions());
   });
   afterAll(async () => {
     await Promise.all(procs.map((p) => p.stop('SIGKILL')));
@@ -28,8 +28,10 @@ describeWithInfra(['nats'], 'defender membership (real processes, real NATS)', (
   async function cluster(maxDefenders = 5) {
     const tag = `m${++run}-${process.pid}`;
     const names = { ids: `ids-${tag}`, hb: `hb-${tag}`, map: `map-${tag}` };
+    // The fixture's NATS user: these buckets are named for one test, which the defender role may not
+    // write (main.int.spec.ts and the e2e suites run defenders as their role).
     const env = {
-      NATS_SERVERS: testNatsUrl(),
+      ...testNatsEnv(),
       HTTP_HOST: '127.0.0.1',
       NATS_KV_STABLE_IDS: names.ids,
       NATS_KV_HEARTBEATS: names.hb,
@@ -150,13 +152,15 @@ describeWithInfra(['nats'], 'defenders after NATS lost its store (real processes
   jest.setTimeout(180_000);
 
   it('re-create the buckets, their own claims (same generation) and heartbeats, and every stream (also when a publisher recreated one); nobody exits', async () => {
-    const srv = await startNatsServer();
-    const nc = await connect({ servers: srv.url, maxReconnectAttempts: -1, reconnectTimeWait: 100 });
+    // Run as production runs it (TLS, deploy/nats/auth.conf's users): the defenders recover with only
+    // their role's permissions; the test reads and recreates a stream as the fab's publisher.
+    const srv = await startSecuredNatsServer();
+    const nc = await connect({ ...srv.connectOptions('publisher'), maxReconnectAttempts: -1, reconnectTimeWait: 100 });
     const tag = `lost-${process.pid}`;
     const procs: SpawnedApp[] = [];
     try {
       const env = {
-        NATS_SERVERS: srv.url,
+        ...srv.env('defender'),
         HTTP_HOST: '127.0.0.1',
         HEARTBEAT_INTERVAL_SECONDS: '1',
         MAX_DEFENDERS: '4',
@@ -185,7 +189,7 @@ describeWithInfra(['nats'], 'defenders after NATS lost its store (real processes
       const before = await claims();
       expect(before).toHaveLength(2);
 
-      await srv.restart({ emptyStore: true });
+      await srv.server.restart({ emptyStore: true });
       const jsm = await waitForValue(async () => jetstreamManager(nc));
       // As in the incident, a publisher recreates the notification stream alone (ignored when the
       // defenders were first); otherwise nothing is created here: the defenders must do it.

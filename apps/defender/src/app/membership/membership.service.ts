@@ -11,27 +11,39 @@ import type { Counter, Gauge, Histogram } from 'prom-client';
 import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { backoffDelayMs } from '@defender/backoff';
-import { AssignmentMap, DefenderState, defenderNumberOf, Heartbeat } from '@defender/contracts';
-import { DefenderLifecycle, diffOwnership, ownedChambers } from '@defender/membership';
+import { AssignmentMap, DefenderState, LoadReport } from '@defender/contracts';
+import { DefenderLifecycle, defenderMapScope, diffOwnership, lowestDefenderId, ownedChambers } from '@defender/membership';
 import {
-  ClaimLostError,
+  HeldClaim,
   NatsUnavailableError,
   PoolExhaustedError,
   STALE_AFTER_INTERVALS,
   StableIdRegistry,
   StoredMap,
 } from '@defender/nats-kv';
-import { ClusterBuckets, ClusterKvService, HealthRegistry } from '@defender/nest-common';
+import { ClusterBuckets, ClusterKvService, HealthRegistry, natsClientTls, natsTlsFromEnv } from '@defender/nest-common';
 import { DEFENDER_CONFIG } from '../tokens';
 import { DefenderConfig } from '../config';
 import { CHAMBER_WORK, ChamberWork } from './chamber-work';
-import { M } from './defender-metrics';
+import { DefenderStateMetrics, M } from './defender-metrics';
 import { DefenderIdentity } from './defender-identity';
+import type { HeartbeatSnapshot } from './heartbeat-beater';
+import { HeartbeatThread } from './heartbeat-thread';
 
 /** Exit codes of a defender that cannot go on (Kubernetes restarts it). */
 export const EXIT_POOL_EXHAUSTED = 3;
 export const EXIT_CLAIM_LOST = 4;
 export const EXIT_MEMBERSHIP_FAILED = 5;
+
+/** Pulses of the main thread to its heartbeat thread per heartbeat interval (ADR 0013). */
+export const PULSES_PER_INTERVAL = 4;
+
+/**
+ * Intervals the main thread may go without a pulse before its heartbeats are withheld (ADR 0013):
+ * stalls of up to 6.6 s were measured on a starved machine (2 s intervals), and a hung loop is
+ * judged dead this many intervals later than a crash.
+ */
+export const HANG_AFTER_INTERVALS = 2;
 
 /** Extra claim rounds when the pool is full, one staleness window apart. */
 export const POOL_EXHAUSTED_RETRIES = 1;
@@ -55,13 +67,20 @@ export class MembershipService implements OnApplicationBootstrap, BeforeApplicat
   /** Wall-clock start time, sent in heartbeats for people; uptime is measured on the monotonic clock. */
   private readonly startedAt = new Date().toISOString();
   private readonly startedMono = performance.now();
+  /** When the current state was entered (monotonic ms). */
+  private stateSince = this.startedMono;
   private buckets: ClusterBuckets | undefined;
   private registry: StableIdRegistry | undefined;
   private owned: string[] = [];
   private held: AssignmentMap | undefined;
   private applying: Promise<void> = Promise.resolve();
   private stopping = false;
-  private heartbeatTimer: NodeJS.Timeout | undefined;
+  /** Writes the heartbeat off the main thread (ADR 0013); this thread only pulses it. */
+  private heartbeatThread: HeartbeatThread | undefined;
+  private pulseTimer: NodeJS.Timeout | undefined;
+  private pulses = 0;
+  private lastLoadReport: LoadReport | undefined;
+  private recreating = false;
   private stopWatch: (() => void) | undefined;
   /** A heartbeat failed since the map watch started: watch again once NATS answers (ADR 0007). */
   private watchSuspect = false;
@@ -84,6 +103,7 @@ export class MembershipService implements OnApplicationBootstrap, BeforeApplicat
     @InjectMetric(M.subscriptionUpdateDuration) private readonly updateDuration: Histogram,
     @InjectMetric(M.currentSubscriptions) private readonly currentGauge: Gauge,
     @InjectMetric(M.mapsRejected) private readonly mapsRejected: Counter,
+    private readonly stateMetrics: DefenderStateMetrics,
   ) {
     this.ownerId = config.POD_UID ?? randomUUID();
     this.stableIdGauge.set(-1);
@@ -115,28 +135,38 @@ export class MembershipService implements OnApplicationBootstrap, BeforeApplicat
 
   async beforeApplicationShutdown(): Promise<void> {
     this.stopping = true;
+    const began = performance.now();
     const from = this.lifecycle.state;
+    this.stateMetrics.shutdownBegan(this.work?.inflight() ?? 0);
     this.setState('SHUTDOWN');
     this.stopWatch?.();
-    if (this.heartbeatTimer) clearTimeout(this.heartbeatTimer);
     await this.applying;
+    // Heartbeats go on while runs drain (state SHUTDOWN): a draining defender is not a dead one.
     if (this.work) await this.work.drain(this.config.SHUTDOWN_DRAIN_TIMEOUT_SECONDS * 1000);
+    if (this.pulseTimer) clearInterval(this.pulseTimer);
     const id = this.defenderId;
-    if (this.buckets && id) {
-      try {
-        await this.buckets.heartbeats.remove(id);
-        await this.registry?.release();
+    if (this.heartbeatThread && id) {
+      const { left, message } = await this.heartbeatThread.stop(true);
+      if (left) {
+        this.stateMetrics.claimed(id, false);
         this.logger.log({ msg: 'released stable ID', defenderId: id, from });
-      } catch (err) {
+      } else {
         // The claim then goes stale and is taken over after 3 intervals: slower, still correct.
-        this.logger.warn({ msg: 'could not release stable ID on shutdown', defenderId: id, err: (err as Error).message });
+        this.logger.warn({ msg: 'could not release stable ID on shutdown', defenderId: id, err: message });
       }
     }
+    const metrics = await this.stateMetrics.shutdownEnded((performance.now() - began) / 1000);
+    this.logger.log({ msg: 'shutdown complete', defenderId: id, from, metrics });
   }
 
   private setState(s: DefenderState): void {
+    const from = this.lifecycle.state;
     this.lifecycle.to(s);
     this.stateGauge.set(this.lifecycle.code);
+    if (from === s) return;
+    const now = performance.now();
+    this.stateMetrics.transition(from, s, (now - this.stateSince) / 1000);
+    this.stateSince = now;
   }
 
   private fatal(code: number, msg: string, err: unknown): void {
@@ -146,7 +176,7 @@ export class MembershipService implements OnApplicationBootstrap, BeforeApplicat
   }
 
   private async run(): Promise<void> {
-    this.buckets = await this.retry('open KV buckets', () => this.kv.buckets());
+    this.buckets = await this.retry('open KV buckets', () => this.kv.buckets(), () => this.stateMetrics.initializationFailed());
     if (this.stopping) return;
     this.setState('CLAIMING_ID');
     const registry = new StableIdRegistry(
@@ -163,7 +193,10 @@ export class MembershipService implements OnApplicationBootstrap, BeforeApplicat
     let claim;
     for (let round = 0; ; round++) {
       try {
-        claim = await this.retry('claim a stable ID', () => registry.claim());
+        claim = await this.retry('claim a stable ID', () => {
+          this.stateMetrics.claimAttempt();
+          return registry.claim();
+        });
         break;
       } catch (err) {
         if (!(err instanceof PoolExhaustedError)) throw err;
@@ -183,19 +216,21 @@ export class MembershipService implements OnApplicationBootstrap, BeforeApplicat
     }
     this.identity.set(claim.defenderId, claim.generation);
     this.stableIdGauge.set(claim.n);
+    this.stateMetrics.claimed(claim.defenderId, true);
     this.health.set('stable-id', true, claim.defenderId);
     this.logger.log({ msg: 'claimed stable ID', defenderId: claim.defenderId, how: claim.how, ownerId: this.ownerId });
     this.setState('FOLLOWER');
-    await this.heartbeat();
+    await this.startHeartbeats(this.buckets, claim);
     await this.watchMap();
   }
 
-  /** Retries `fn` while NATS is unavailable, with jittered backoff; other errors propagate. */
-  private async retry<T>(what: string, fn: () => Promise<T>): Promise<T> {
+  /** Retries `fn` while NATS is unavailable, with jittered backoff; other errors propagate. Each failure is reported to `failed`. */
+  private async retry<T>(what: string, fn: () => Promise<T>, failed?: () => void): Promise<T> {
     for (let attempt = 0; ; attempt++) {
       try {
         return await fn();
       } catch (err) {
+        failed?.();
         if (!(err instanceof NatsUnavailableError) || this.stopping) throw err;
         const delay = backoffDelayMs(attempt, { baseMs: 200, maxMs: 5000, random: Math.random });
         this.logger.warn({ msg: `${what}: NATS unavailable, retrying`, attempt, delayMs: delay, err: err.message });
@@ -204,47 +239,88 @@ export class MembershipService implements OnApplicationBootstrap, BeforeApplicat
     }
   }
 
-  private async heartbeat(): Promise<void> {
-    if (this.stopping || !this.buckets || !this.registry) return;
-    const id = this.defenderId;
-    try {
-      await this.registry.refresh();
-      const hb: Heartbeat = {
-        schema: 1,
-        defenderId: id ?? '',
-        podName: this.config.POD_NAME,
-        podUid: this.config.POD_UID,
-        state: this.lifecycle.state,
-        mapVersionSeen: this.mapVersion,
-        load: { chambers: this.owned.length, inflight: this.work?.inflight() ?? 0, processedTotal: this.work?.processedTotal() ?? 0 },
-        capacity: this.config.DEFENDER_CAPACITY,
-        intervalSeconds: this.config.HEARTBEAT_INTERVAL_SECONDS,
-        startedAt: this.startedAt,
-        sentAt: new Date().toISOString(),
-      };
-      await this.buckets.heartbeats.publish(hb);
-      if (this.watchSuspect) {
-        // NATS failed us since the last heartbeat: if it lost its store, the map bucket was created
-        // again with sequences from 1 and the watch (an ordered consumer) would resume past them.
-        // Watching again re-reads the current map; only a newer one is applied.
-        this.watchSuspect = false;
-        this.stopWatch?.();
-      }
-    } catch (err) {
-      if (err instanceof ClaimLostError) {
+  /** What the next heartbeats say; the measured load is taken once per interval (it closes its window). */
+  private snapshot(): HeartbeatSnapshot {
+    if (this.pulses % PULSES_PER_INTERVAL === 0 || this.lastLoadReport === undefined) this.lastLoadReport = this.work?.loadReport?.();
+    return {
+      schema: 1,
+      defenderId: this.defenderId ?? '',
+      podName: this.config.POD_NAME,
+      podUid: this.config.POD_UID,
+      state: this.lifecycle.state,
+      mapVersionSeen: this.mapVersion,
+      ...(this.held ? { mapTokenSeen: this.held.fencingToken } : {}),
+      load: { chambers: this.owned.length, inflight: this.work?.inflight() ?? 0, processedTotal: this.work?.processedTotal() ?? 0 },
+      ...(this.lastLoadReport ? { loadReport: this.lastLoadReport } : {}),
+      capacity: this.config.DEFENDER_CAPACITY,
+      intervalSeconds: this.config.HEARTBEAT_INTERVAL_SECONDS,
+      startedAt: this.startedAt,
+    };
+  }
+
+  /**
+   * Hands the claim to the heartbeat thread (ADR 0013) and pulses it from a timer of this event
+   * loop; resolves after the first beat's outcome (or one staleness window without one).
+   */
+  private async startHeartbeats(buckets: ClusterBuckets, claim: HeldClaim): Promise<void> {
+    const intervalMs = this.config.HEARTBEAT_INTERVAL_SECONDS * 1000;
+    const hangAfterMs = HANG_AFTER_INTERVALS * intervalMs;
+    let first: () => void = () => undefined;
+    const firstOutcome = new Promise<void>((resolve) => {
+      first = resolve;
+    });
+    const c = this.config;
+    this.heartbeatThread = new HeartbeatThread(
+      {
+        nats: {
+          servers: c.NATS_SERVERS,
+          name: `defender:${c.POD_NAME ?? process.pid}:heartbeat`,
+          ...(c.NATS_USER !== undefined ? { user: c.NATS_USER } : {}),
+          ...(c.NATS_PASSWORD !== undefined ? { pass: c.NATS_PASSWORD } : {}),
+          ...(c.NATS_TOKEN !== undefined ? { token: c.NATS_TOKEN } : {}),
+          ...(natsTlsFromEnv(c) ? { tls: natsClientTls(natsTlsFromEnv(c)) } : {}),
+        },
+        buckets: { stableIds: buckets.stableIdsName, heartbeats: c.NATS_KV_HEARTBEATS },
+        registry: { maxDefenders: c.MAX_DEFENDERS, intervalSeconds: c.HEARTBEAT_INTERVAL_SECONDS, ownerId: this.ownerId, ...(c.POD_NAME ? { podName: c.POD_NAME } : {}) },
+        claim,
+        first: this.snapshot(),
+        // A silence of HANG_AFTER_INTERVALS is a hung loop: judged dead that much later than a
+        // crash, while a loop that turns at least every 4 intervals keeps beating (ADR 0013).
+        hangAfterMs,
+      },
+      {
+        beat: () => {
+          first();
+          if (this.watchSuspect) {
+            // NATS failed us since the last heartbeat: if it lost its store, the map bucket was created
+            // again with sequences from 1 and the watch (an ordered consumer) would resume past them.
+            // Watching again re-reads the current map; only a newer one is applied.
+            this.watchSuspect = false;
+            this.stopWatch?.();
+          }
+        },
+        failed: (message) => {
+          first();
+          this.heartbeatErrors.inc();
+          this.watchSuspect = true;
+          // Keep working on owned chambers: their writes are fenced in the store.
+          this.logger.warn({ msg: 'heartbeat failed', defenderId: this.defenderId, err: message });
+          void this.recreateLostBuckets();
+        },
         // We were judged dead (e.g. frozen) and our ID went to another process: stop at once.
-        this.fatal(EXIT_CLAIM_LOST, 'stable ID taken over by another process', err);
-        return;
-      }
-      this.heartbeatErrors.inc();
-      this.watchSuspect = true;
-      // Keep working on owned chambers: their writes are fenced in the store.
-      this.logger.warn({ msg: 'heartbeat failed', defenderId: id, err: (err as Error).message });
-      await this.recreateLostBuckets();
-    }
-    if (!this.stopping) {
-      this.heartbeatTimer = setTimeout(() => void this.heartbeat(), this.config.HEARTBEAT_INTERVAL_SECONDS * 1000);
-    }
+        claimLost: (message) => this.fatal(EXIT_CLAIM_LOST, 'stable ID taken over by another process', new Error(message)),
+        withheld: (silentMs) =>
+          this.logger.warn({ msg: 'event loop silent past the hang limit: heartbeats were withheld', defenderId: this.defenderId, silentMs, hangAfterMs }),
+        died: (err) => this.fatal(EXIT_MEMBERSHIP_FAILED, 'heartbeat thread failed', err),
+      },
+    );
+    this.pulseTimer = setInterval(() => {
+      this.pulses += 1;
+      this.heartbeatThread?.pulse(this.snapshot());
+    }, intervalMs / PULSES_PER_INTERVAL);
+    let guard: NodeJS.Timeout | undefined;
+    await Promise.race([firstOutcome, new Promise<void>((r) => (guard = setTimeout(r, STALE_AFTER_INTERVALS * intervalMs)))]);
+    clearTimeout(guard);
   }
 
   /**
@@ -253,11 +329,15 @@ export class MembershipService implements OnApplicationBootstrap, BeforeApplicat
    * claim was not taken over) and its heartbeat, and the map watch resumes (ADR 0007).
    */
   private async recreateLostBuckets(): Promise<void> {
+    if (this.recreating) return;
+    this.recreating = true;
     try {
       const created = await this.kv.recreateMissing();
       if (created.length > 0) this.logger.error({ msg: 'KV buckets were missing (NATS lost its store?): created again', buckets: created, defenderId: this.defenderId });
     } catch (err) {
       this.logger.warn({ msg: 'could not check the KV buckets', err: (err as Error).message });
+    } finally {
+      this.recreating = false;
     }
   }
 
@@ -284,6 +364,8 @@ export class MembershipService implements OnApplicationBootstrap, BeforeApplicat
             },
           },
           this.held,
+          // Only the chunks holding our chambers (ADR 0009); the whole map when we are its lowest defender.
+          this.defenderId ? defenderMapScope(this.defenderId) : undefined,
         );
         this.stopWatch = () => w.stop();
         await w.done;
@@ -308,19 +390,21 @@ export class MembershipService implements OnApplicationBootstrap, BeforeApplicat
       this.owned = this.owned.filter((c) => !removed.includes(c));
       if (added.length > 0) await this.work?.acquire(added, stored.map.version);
       this.owned = next;
+      this.work?.mapApplied?.(next, stored.map.version);
     } catch (err) {
       this.subscriptionErrors.inc();
       this.logger.error({ msg: 'applying the assignment map failed', version: stored.map.version, err: (err as Error).message });
       throw err;
     }
     this.held = stored.map;
-    const ids = Object.keys(stored.map.defenderInfo).sort((a, b) => (defenderNumberOf(a) ?? 0) - (defenderNumberOf(b) ?? 0));
-    this.identity.setMap(new Set(Object.keys(stored.map.assignments)), ids[0]);
+    // A map read for us alone lists only our chambers: it was read so because we are not the lowest defender.
+    this.identity.setMap(new Set(Object.keys(stored.map.assignments)), stored.owner === undefined ? lowestDefenderId(stored.map.defenderInfo) : undefined);
     this.addedCounter.inc(added.length);
     this.removedCounter.inc(removed.length);
     this.assignedGauge.set(next.length);
     this.currentGauge.set(next.length);
     this.versionGauge.set(stored.map.version);
+    this.stateMetrics.mapApplied(stored.map.version);
     this.updateDuration.observe(Number(process.hrtime.bigint() - started) / 1e9);
     if (this.lifecycle.state === 'FOLLOWER') this.setState('STABLE');
     this.health.set('assignment', true, `map v${stored.map.version}`);
@@ -330,6 +414,7 @@ export class MembershipService implements OnApplicationBootstrap, BeforeApplicat
       version: stored.map.version,
       revision: stored.revision,
       chambers: next.length,
+      mapScope: stored.owner === undefined ? 'whole' : 'own chunks',
       added: added.length,
       removed: removed.length,
       clusterState: stored.map.state,

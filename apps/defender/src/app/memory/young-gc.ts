@@ -18,7 +18,8 @@ export class YoungGcUnavailableError extends Error {
  * not bring about; a scavenge right after a large read frees them at once instead of letting the
  * next reads stack theirs on top. Uses the global `gc` when the process runs with `--expose-gc`,
  * else exposes it through V8's flags for a fresh context (Node's documented `v8.setFlagsFromString`
- * use; the global scope is left as it was).
+ * use; the global scope is left as it was). On Node 24 (V8 13) a scavenge that runs while a major
+ * GC's incremental marking is under way frees none of them: they wait for that mark-compact (issue 24).
  * @throws YoungGcUnavailableError when V8 gives no `gc` function.
  */
 export function loadYoungGc(): YoungGc {

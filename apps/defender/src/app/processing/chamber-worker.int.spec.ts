@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { notificationSubject, StoreUnavailableError } from '@defender/contracts';
-import { describeWithInfra, startNatsServer, waitFor } from '@defender/infra-harness';
+import { describeWithInfra, startSecuredNatsServer, waitFor } from '@defender/infra-harness';
 import { DEFAULT_STREAM_SETTINGS, ensureStreams, lastMessageId, NotificationReader, publishOnce, STREAMS, watchNotifications, type StreamSettings } from '@defender/nats-kv';
 import { ByteBudget, ChamberWorker, createRunEvaluator, RunEvaluator, Semaphore, WorkerDeps } from '@defender/pipeline';
 import { releaseTraceMemory, SqliteStore, UChartHistoryCache } from '@defender/store';
@@ -22,7 +22,8 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
 }
 
 /**
- * A private nats-server with the streams and a SQLite store holding {@link chamber}'s metadata, for
+ * A private nats-server (TLS and users as production runs it; the fixture's user plays the publisher
+ * and the defender) with the streams and a SQLite store holding {@link chamber}'s metadata, for
  * `run`; everything is closed and removed afterwards.
  */
 async function withChamber(
@@ -30,9 +31,9 @@ async function withChamber(
   run: (w: { nc: NatsConnection; store: SqliteStore; reader: NotificationReader; cache: UChartHistoryCache }) => Promise<void>,
   streams: StreamSettings = DEFAULT_STREAM_SETTINGS,
 ): Promise<void> {
-  const nats = await startNatsServer();
+  const nats = await startSecuredNatsServer();
   const dir = mkdtempSync(join(tmpdir(), prefix));
-  const nc = await connect({ servers: nats.url });
+  const nc = await connect(nats.connectOptions());
   const store = await SqliteStore.open({ filename: join(dir, 'd.db') });
   try {
     await ensureStreams(nc, streams);
@@ -159,9 +160,9 @@ describeWithInfra(['nats'], 'ChamberWorker fencing against real NATS and SQLite'
  */
 describeWithInfra(['nats'], 'ChamberWorker trace memory budget against real NATS and SQLite', () => {
   it('never holds more traces than the budget allows, and applies every run', async () => {
-    const nats = await startNatsServer();
+    const nats = await startSecuredNatsServer();
     const dir = mkdtempSync(join(tmpdir(), 'worker-budget-'));
-    const nc = await connect({ servers: nats.url });
+    const nc = await connect(nats.connectOptions());
     const store = await SqliteStore.open({ filename: join(dir, 'd.db') });
     const chambers = Array.from({ length: 6 }, (_, i) => ({ toolId: 't1', chamberId: `c${i}` }));
     const SAMPLES = 4096; // one SVID, f64: 32 KiB per trace
@@ -364,7 +365,7 @@ async function runWithRelease(
       const seqs: number[] = [];
       for (const k of [0, 1, 2, 1]) seqs.push(await publishRunOf(nc, store, k));
       await waitFor('all four handled', async () => worker.mark === seqs[3], 20_000);
-      await waitFor('releases settled', async () => settled(), 5_000);
+      await waitFor('releases settled', async () => settled(), 20_000);
       const runs = (await store.uchart.history(chamber, { limit: 100 })).map((r): [string, boolean] => [r.runId, r.points.length > 0]);
       out = { evaluated, deadLetters, runs, seqs };
     } finally {
@@ -696,9 +697,9 @@ describeWithInfra(['nats'], 'ChamberWorker exactly once past the duplicate windo
  */
 describeWithInfra(['nats'], 'ChamberWorker after NATS lost its store, against real NATS and SQLite', () => {
   it('a mark without a stream adopts it; after the stream is recreated empty, every new run is applied once and none twice', async () => {
-    const nats = await startNatsServer();
+    const nats = await startSecuredNatsServer();
     const dir = mkdtempSync(join(tmpdir(), 'worker-recreated-'));
-    const nc = await connect({ servers: nats.url, maxReconnectAttempts: -1, reconnectTimeWait: 100 });
+    const nc = await connect({ ...nats.connectOptions(), maxReconnectAttempts: -1, reconnectTimeWait: 100 });
     const store = await SqliteStore.open({ filename: join(dir, 'd.db') });
     const cache = new UChartHistoryCache({ source: store.uchart, sizeMb: 8 });
     const events: string[] = [];
@@ -734,7 +735,7 @@ describeWithInfra(['nats'], 'ChamberWorker after NATS lost its store, against re
       // mark and re-bases; then r4 (again) and the new runs r5-r7 arrive at 2-5. (A recreated stream
       // whose sequences already passed the mark before the worker looked is taken for the same
       // stream: ADR 0007, with marks in the thousands at any real fab.)
-      await nats.restart({ emptyStore: true });
+      await nats.server.restart({ emptyStore: true });
       await waitFor('the stream recreated', async () => ensureStreams(nc).then(() => true, () => false), 30_000, 200);
       const again: number[] = [await publishRunOf(nc, store, 3)];
       worker.notify(again[0]!);

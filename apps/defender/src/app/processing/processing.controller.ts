@@ -1,20 +1,17 @@
 import { ApiBearerAuth, ApiCreatedResponse, ApiHeader, ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiServiceUnavailableResponse, ApiTags, ApiUnauthorizedResponse } from '@nestjs/swagger';
-import { Controller, Get, Headers, Inject, Post, Res, ServiceUnavailableException, UnauthorizedException, NotFoundException } from '@nestjs/common';
+import { Controller, Get, Headers, Inject, Post, ServiceUnavailableException, UnauthorizedException, NotFoundException } from '@nestjs/common';
 import { Session } from 'node:inspector/promises';
-import { getHeapSnapshot } from 'node:v8';
 import { timingSafeEqual } from 'node:crypto';
 import { DefenderConfig } from '../config';
 import { DEFENDER_CONFIG } from '../tokens';
 import { ProcessingService } from './processing.service';
 
-interface Writable {
-  setHeader(name: string, value: string): unknown;
-  status(code: number): unknown;
-  end(data?: unknown): unknown;
-  write(chunk: unknown): unknown;
-}
-
-/** GET /api/v1/cache/stats, the chambers being processed, and token-protected profiling. */
+/**
+ * GET /api/v1/cache/stats, the chambers being processed, and token-protected CPU profiling. No heap
+ * snapshot over HTTP: a snapshot holds every credential the process knows (NATS, store, this token)
+ * and stops the process while it is written (heartbeats too); take one with the process's own signal
+ * instead (apps/defender/README.md, "Debugging").
+ */
 @ApiTags('processing')
 @Controller()
 export class ProcessingController {
@@ -44,22 +41,6 @@ export class ProcessingController {
   @Get('api/v1/chambers')
   chambers() {
     return { chambers: this.processing.workerStates(), stream: this.processing.streamHealth() };
-  }
-
-  @ApiOperation({ summary: 'V8 heap snapshot (debug)', description: 'Streams a .heapsnapshot (open in Chrome DevTools > Memory). Pauses the process while it is taken. Needs DEBUG_TOKEN as a bearer token; 404 when DEBUG_TOKEN is unset.' })
-  @ApiBearerAuth()
-  @ApiOkResponse({ description: 'The snapshot, application/octet-stream.' })
-  @ApiUnauthorizedResponse({ description: 'Missing or wrong bearer token.' })
-  @ApiNotFoundResponse({ description: 'Debug endpoints are disabled (DEBUG_TOKEN unset).' })
-  /** A V8 heap snapshot (open in Chrome DevTools > Memory). */
-  @Get('debug/heap-snapshot')
-  heapSnapshot(@Headers('authorization') auth: string | undefined, @Res() res: Writable): void {
-    this.authorize(auth);
-    res.setHeader('content-type', 'application/octet-stream');
-    res.setHeader('content-disposition', `attachment; filename="defender-${process.pid}-${Date.now()}.heapsnapshot"`);
-    const stream = getHeapSnapshot();
-    stream.on('data', (c) => res.write(c));
-    stream.on('end', () => res.end());
   }
 
   @ApiOperation({ summary: 'CPU profile (debug)', description: 'Profiles the next `x-profile-seconds` (default 10, at most 60) and returns a .cpuprofile. Needs DEBUG_TOKEN as a bearer token; 404 when DEBUG_TOKEN is unset.' })

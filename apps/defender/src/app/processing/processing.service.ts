@@ -4,11 +4,10 @@ import { InjectMetric } from '@willsoto/nestjs-prometheus';
 import type { Counter, Gauge, Histogram } from 'prom-client';
 import { performance } from 'node:perf_hooks';
 import type { NatsConnection } from '@nats-io/nats-core';
-import { ChamberRef, DeadLetter, deadLetterRecord, DefenderStore, parseNotificationSubject, splitChamberKey } from '@defender/contracts';
-import { ownerEpoch } from '@defender/membership';
+import { ChamberRef, DeadLetter, deadLetterRecord, DefenderStore, LoadReport, parseNotificationSubject } from '@defender/contracts';
 import { ensureStreams, lastMessageId, NotificationFeed, NotificationReader, publishOnce, StreamMissingError, STREAMS, watchNotifications } from '@defender/nats-kv';
 import { NatsConnectionService, StoreService } from '@defender/nest-common';
-import { ChamberWorker, PipelineObserver, ByteBudget, RunEvaluator, Semaphore, StreamStatus, WorkerDeps } from '@defender/pipeline';
+import { boundedSource, ChamberSupervisor, PipelineObserver, ByteBudget, RunEvaluator, Semaphore, WorkerDeps, type WorkerState } from '@defender/pipeline';
 import { releaseTraceMemory, UChartHistoryCache } from '@defender/store';
 import { DefenderConfig } from '../config';
 import { DEFENDER_CONFIG } from '../tokens';
@@ -16,8 +15,17 @@ import { ChamberWork } from '../membership/chamber-work';
 import { PM } from './processing-metrics';
 import { DefenderIdentity } from '../membership/defender-identity';
 import { loadYoungGc, type YoungGc } from '../memory/young-gc';
+import { LoadReporter, processCpuMs } from './load-reporter';
 
 export const RUN_EVALUATOR = Symbol('RUN_EVALUATOR');
+
+/**
+ * Most NATS reads the chamber workers of one defender have in flight (libs/pipeline bounded-source):
+ * enough to keep a busy defender's reads pipelined (a read takes about a millisecond on a local
+ * server), few enough that thousands of chambers starting at once queue here, not past NATS's
+ * request timeout.
+ */
+const NATS_READS_IN_FLIGHT = 64;
 
 
 function sleep(ms: number, signal: AbortSignal): Promise<void> {
@@ -41,7 +49,10 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
 @Injectable()
 export class ProcessingService implements ChamberWork, OnApplicationBootstrap, OnApplicationShutdown {
   private readonly logger = new Logger(ProcessingService.name);
-  private readonly workers = new Map<string, ChamberWorker>();
+  /** The chamber workers: started, restarted and stopped as the maps say (libs/pipeline). */
+  private supervisor: ChamberSupervisor | undefined;
+  /** The newest map membership applied, for a supervisor created after it. */
+  private lastApplied: { readonly owned: readonly string[]; readonly mapVersion: number } | undefined;
   private readonly semaphore: Semaphore;
   private readonly traceBudget: ByteBudget;
   private cache: UChartHistoryCache | undefined;
@@ -51,6 +62,10 @@ export class ProcessingService implements ChamberWork, OnApplicationBootstrap, O
   private ready: Promise<void> | undefined;
   private draining = false;
   private processedTotalCount = 0;
+  /** Run rates and CPU cost measured for the controller's load model (ADR 0008). */
+  private readonly loadReporter = new LoadReporter(() => performance.now(), processCpuMs);
+  /** Cache hits and misses already added to their counters. */
+  private exportedCache = { hits: 0, misses: 0 };
   private storeHandle: DefenderStore | undefined;
   private readonly youngGc: YoungGc | undefined;
   /** Chambers paused on a stream mismatch (ADR 0007), for the gauge's total. */
@@ -73,6 +88,8 @@ export class ProcessingService implements ChamberWork, OnApplicationBootstrap, O
     @InjectMetric(PM.deadLetters) private readonly deadLetters: Counter,
     @InjectMetric(PM.processTime) private readonly processTime: Histogram,
     @InjectMetric(PM.cacheHitRate) private readonly hitRate: Gauge,
+    @InjectMetric(PM.cacheHits) private readonly cacheHits: Counter,
+    @InjectMetric(PM.cacheMisses) private readonly cacheMisses: Counter,
     @InjectMetric(PM.storeRead) private readonly storeRead: Histogram,
     @InjectMetric(PM.storeWrite) private readonly storeWrite: Histogram,
     @InjectMetric(PM.uchartCalc) private readonly uchartCalc: Histogram,
@@ -110,14 +127,22 @@ export class ProcessingService implements ChamberWork, OnApplicationBootstrap, O
     return this.cache?.stats() ?? null;
   }
 
+  /** The ratio and, beside it, the lookups since the last export as counters (the cache's own counts only grow). */
+  private exportCacheStats(stats: { hits: number; misses: number; hitRate: number }): void {
+    this.hitRate.set(stats.hitRate);
+    // A new cache (store reopened) counts from 0 again.
+    const base = stats.hits < this.exportedCache.hits || stats.misses < this.exportedCache.misses ? { hits: 0, misses: 0 } : this.exportedCache;
+    this.cacheHits.inc(stats.hits - base.hits);
+    this.cacheMisses.inc(stats.misses - base.misses);
+    this.exportedCache = { hits: stats.hits, misses: stats.misses };
+  }
+
   /**
    * Chambers with a running worker: their high-water marks (store sequences) and the stream the mark
    * counts in (`stream.status` `mismatch`: paused, the stream was recreated; ADR 0007).
    */
-  workerStates(): { chamber: string; highWaterMark: number; busy: boolean; epoch: number; stream: { streamId: string | undefined; offset: number; status: StreamStatus } }[] {
-    return [...this.workers.values()]
-      .map((w) => ({ chamber: w.key, highWaterMark: w.mark, busy: w.busy, epoch: w.epoch, stream: w.stream }))
-      .sort((a, b) => (a.chamber < b.chamber ? -1 : 1));
+  workerStates(): WorkerState[] {
+    return this.supervisor?.states() ?? [];
   }
 
   /** The notification stream as last checked: missing, and the chambers paused on a mismatch. */
@@ -151,7 +176,7 @@ export class ProcessingService implements ChamberWork, OnApplicationBootstrap, O
       this.streamMissing.set(0);
       if (this.lastStreamId !== undefined && id !== this.lastStreamId) {
         this.logger.error({ msg: 'notification stream recreated: its sequences restarted; every chamber re-checks its mark before its next commit', stream: this.config.NATS_STREAM_NAME, was: this.lastStreamId, now: id });
-        this.workers.forEach((w) => w.notify(Number.MAX_SAFE_INTEGER));
+        this.supervisor?.wakeAll();
         // A publisher may have recreated only the notification stream: NATS lost the alarm and
         // dead-letter streams with it, and outboxes would wait on them forever.
         try {
@@ -219,6 +244,12 @@ export class ProcessingService implements ChamberWork, OnApplicationBootstrap, O
         // The cache keeps as many runs per chamber as the default strategy reads (a history call asking
         // for more bypasses it and decodes every point of every run from the store).
         this.cache ??= new UChartHistoryCache({ source: store.uchart, sizeMb: this.config.CACHE_SIZE_MB, runsPerChamber: this.evaluator.historyRuns(undefined) });
+        if (!this.supervisor) {
+          this.supervisor = this.createSupervisor(nc, this.reader, this.cache);
+          // A map applied before processing was ready: its workers start through acquire().
+          const m = this.lastApplied;
+          if (m) this.supervisor.rememberMap(m.owned, m.mapVersion);
+        }
         await this.startFeed(nc);
         this.logger.log({ msg: 'processing ready', maxConcurrent: this.config.MAX_CONCURRENT_MESSAGES });
         return;
@@ -247,7 +278,7 @@ export class ProcessingService implements ChamberWork, OnApplicationBootstrap, O
     setTimeout(() => {
       if (this.draining) return;
       this.startFeed(nc).then(
-        () => this.workers.forEach((w) => w.notify(Number.MAX_SAFE_INTEGER)),
+        () => this.supervisor?.wakeAll(),
         (err: unknown) => {
           this.logger.warn({ msg: 'could not re-watch notifications; retrying', attempt, err: (err as Error).message });
           this.restartFeed(nc, attempt + 1);
@@ -260,9 +291,8 @@ export class ProcessingService implements ChamberWork, OnApplicationBootstrap, O
     const s = parseNotificationSubject(subject);
     if (!s) return;
     const key = `${s.toolId}:${s.chamberId}`;
-    const w = this.workers.get(key);
-    if (w) w.notify(seq);
-    else if (!this.identity.inMap(key) && this.identity.handlesUnknownChambers()) void this.deadLetterUnknown(subject, key, seq);
+    if (this.supervisor?.notify(key, seq)) return;
+    if (!this.identity.inMap(key) && this.identity.handlesUnknownChambers()) void this.deadLetterUnknown(subject, key, seq);
   }
 
   /**
@@ -297,43 +327,39 @@ export class ProcessingService implements ChamberWork, OnApplicationBootstrap, O
   async acquire(chambers: readonly string[], mapVersion: number): Promise<void> {
     await this.ready;
     if (this.draining) return;
-    const epoch = ownerEpoch(mapVersion, this.identity.claimGeneration());
-    for (const key of chambers) {
-      if (this.workers.has(key)) continue;
-      this.startWorker(splitChamberKey(key), epoch);
-    }
+    this.supervisor?.acquire(chambers, mapVersion);
+  }
+
+  mapApplied(owned: readonly string[], mapVersion: number): void {
+    this.lastApplied = { owned, mapVersion };
+    if (this.draining) return;
+    this.supervisor?.mapApplied(owned, mapVersion);
   }
 
   async release(chambers: readonly string[]): Promise<void> {
-    await Promise.all(
-      chambers.map(async (key) => {
-        const w = this.workers.get(key);
-        if (!w) return;
-        this.workers.delete(key);
-        this.forgetMismatch(key);
-        // Finish the run in progress (or lose it to the fence), then forget the chamber's cache.
-        await w.stop();
-        this.cache?.invalidate(w.chamber);
-      }),
-    );
+    this.loadReporter.release(chambers);
+    await this.supervisor?.release(chambers);
   }
 
   async drain(timeoutMs: number): Promise<void> {
     this.draining = true;
     if (this.streamCheck) clearInterval(this.streamCheck);
     await this.feed?.stop().catch(() => undefined);
-    const all = Promise.all([...this.workers.values()].map((w) => w.stop()));
-    const timedOut = await Promise.race([all.then(() => false), new Promise<boolean>((r) => setTimeout(() => r(true), timeoutMs).unref())]);
-    if (timedOut) this.logger.warn({ msg: 'drain timed out; in-flight runs are left to the next owner (fenced)', timeoutMs });
-    this.workers.clear();
+    const stopped = (await this.supervisor?.drain(timeoutMs)) ?? true;
+    if (!stopped) this.logger.warn({ msg: 'drain timed out; in-flight runs are left to the next owner (fenced)', timeoutMs });
   }
 
   inflight(): number {
-    return [...this.workers.values()].filter((w) => w.busy).length;
+    return this.supervisor?.inflight() ?? 0;
   }
 
   processedTotal(): number {
     return this.processedTotalCount;
+  }
+
+  /** The heartbeat's load report: closes the measurement interval (call once per heartbeat). */
+  loadReport(): LoadReport {
+    return this.loadReporter.report();
   }
 
   async onApplicationShutdown(): Promise<void> {
@@ -341,13 +367,10 @@ export class ProcessingService implements ChamberWork, OnApplicationBootstrap, O
     this.cache?.close();
   }
 
-  private startWorker(chamber: ChamberRef, epoch: number, attempt = 0): void {
-    const reader = this.reader;
-    const cache = this.cache;
-    const nc = this.nc;
-    if (!reader || !cache || !nc) throw new Error('processing not ready');
-    const deps: WorkerDeps = {
-      source: reader,
+  /** The supervisor of the chamber workers, once NATS, the store and the cache are ready. */
+  private createSupervisor(nc: NatsConnection, reader: NotificationReader, cache: UChartHistoryCache): ChamberSupervisor {
+    const worker: WorkerDeps = {
+      source: boundedSource(reader, NATS_READS_IN_FLIGHT),
       sink: {
         publish: async (subject, payload, msgId) => void (await publishOnce(nc, subject, payload, msgId)),
         lastMsgId: (subject) => lastMessageId(nc, STREAMS.defenseEvents, subject),
@@ -365,28 +388,27 @@ export class ProcessingService implements ChamberWork, OnApplicationBootstrap, O
       monotonic: () => performance.now(),
       sleep,
     };
-    const worker = new ChamberWorker(chamber, epoch, deps, {
-      ownerId: this.identity.defenderId() ?? 'unknown',
-      processTimeoutMs: this.config.PROCESS_TIMEOUT_SECONDS * 1000,
-      maxAttempts: this.config.PROCESS_MAX_ATTEMPTS,
-      idlePollMs: this.config.IDLE_POLL_SECONDS * 1000,
-      maxTracePoints: this.config.MAX_TRACE_POINTS,
-      maxOutageBackoffMs: 5000,
-    });
-    this.workers.set(worker.key, worker);
-    worker.start((reason, err) => {
-      if (this.workers.get(worker.key) !== worker) return;
-      if (reason === 'error' && !this.draining) {
-        // A bug or an unexpected store answer: restart from the store's mark after a pause.
-        this.logger.error({ msg: 'chamber worker crashed; restarting', chamber: worker.key, err: (err as Error)?.message });
-        this.workers.delete(worker.key);
-        setTimeout(() => {
-          if (!this.draining && !this.workers.has(worker.key)) this.startWorker(chamber, epoch, attempt + 1);
-        }, Math.min(30_000, 500 * 2 ** attempt)).unref();
-      } else if (reason === 'fenced') {
-        this.workers.delete(worker.key);
-        this.forgetMismatch(worker.key);
-      }
+    return new ChamberSupervisor({
+      worker,
+      workerOptions: {
+        ownerId: this.identity.defenderId() ?? 'unknown',
+        processTimeoutMs: this.config.PROCESS_TIMEOUT_SECONDS * 1000,
+        maxAttempts: this.config.PROCESS_MAX_ATTEMPTS,
+        idlePollMs: this.config.IDLE_POLL_SECONDS * 1000,
+        maxTracePoints: this.config.MAX_TRACE_POINTS,
+        maxOutageBackoffMs: 5000,
+      },
+      claimGeneration: () => this.identity.claimGeneration(),
+      schedule: (fn, ms) => void setTimeout(fn, ms).unref(),
+      invalidate: (chamber) => cache.invalidate(chamber),
+      events: {
+        workerCrashed: (chamber, err, delayMs) => this.logger.error({ msg: 'chamber worker crashed; restarting', chamber, delayMs, err: (err as Error)?.message }),
+        restartedAfterFence: (chamber, fencedEpoch, epoch) =>
+          this.logger.warn({ msg: 'worker fenced under an older map than the one that gives us the chamber: started again under it', chamber, fencedEpoch, epoch }),
+        orphansStarted: (mapVersion, chambers) =>
+          this.logger.warn({ msg: 'owned chambers without a worker (fenced under an older map): started under this map', mapVersion, chambers: chambers.slice(0, 20), count: chambers.length }),
+        forgotten: (chamber) => this.forgetMismatch(chamber),
+      },
     });
   }
 
@@ -449,15 +471,17 @@ export class ProcessingService implements ChamberWork, OnApplicationBootstrap, O
       },
       processed: (chamber, sequence, ms, outcome) => {
         this.processedTotalCount++;
+        if (outcome === 'applied') this.loadReporter.applied(chamber);
         this.processed.inc({ outcome });
         if (outcome === 'applied') this.chamberRuns.inc({ chamber });
         this.processTime.observe(ms / 1000);
         this.inflightGauge.set(this.inflight());
         const stats = this.cache?.stats();
-        if (stats) this.hitRate.set(stats.hitRate);
+        if (stats) this.exportCacheStats(stats);
         if (outcome === 'duplicate-run') this.logger.debug({ msg: 'run id applied before: notification skipped', chamber, sequence, outcome });
         else this.logger.debug({ msg: 'run applied', chamber, sequence, ms: Math.round(ms), outcome });
       },
+      traceSamples: (_chamber, samples) => this.loadReporter.evaluated(samples),
       deadLettered: (chamber, sequence, reason, detail) => {
         this.deadLetters.inc({ reason });
         this.logger.warn({ msg: 'dead-lettered', chamber, sequence, reason, detail });
