@@ -1,7 +1,6 @@
 export default {
   displayName: 'assignment-controller',
   preset: '../../jest.preset.js',
-  rootDir: __dirname,
   coverageDirectory: '../../coverage/apps/assignment-controller',
   globalSetup: '<rootDir>/../../tools/infra/src/jest/global-setup.ts',
   globalTeardown: '<rootDir>/../../tools/infra/src/jest/global-teardown.ts',

@@ -1,3 +1,4 @@
+const { join } = require('node:path');
 const { composePlugins, withNx } = require('@nx/webpack');
 
 // Node bundle of this app only. Options (main, tsConfig, outputPath, assets, generatePackageJson)
@@ -6,5 +7,11 @@ const { composePlugins, withNx } = require('@nx/webpack');
 // dependencies this app uses, for its container image.
 module.exports = composePlugins(withNx({ target: 'node' }), (config) => {
   config.devtool = 'source-map';
+  // The SQLite store runs on a worker thread (libs/store ThreadedSqliteStore): its entry is a second
+  // bundle, sqlite-store-thread.js next to main.js.
+  config.entry = {
+    ...config.entry,
+    'sqlite-store-thread': [join(__dirname, '../../libs/store/src/lib/sqlite/sqlite-store-thread.ts')],
+  };
   return config;
 });

@@ -10,7 +10,7 @@ describeAppProcess({
   validEnv: () => ({
     SQLITE_PATH: join(tmpdir(), `controller-${process.pid}-${++n}`, 'd.db'),
     ELECTION_AGENT_ADDR: '127.0.0.1:1',
-    NATS_KV_ASSIGNMENTS: `map-ctl-${process.pid}-${n}`,
+    // The default assignment bucket: the controller's NATS user may write only that one.
   }),
   readyChecks: ['nats', 'store'],
   invalidEnv: { HTTP_PORT: 'eighty', NATS_SERVERS: 'nats://a:4222, bad host', STORE_BACKEND: 'postgres', COLD_START_WINDOW_SECONDS: '0' },

@@ -1,5 +1,6 @@
 import { mkdtempSync, rmSync } from 'node:fs';
-import { request } from 'node:http';
+import { createServer, request, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connect } from '@nats-io/transport-node';
@@ -9,7 +10,7 @@ import type { AssignmentMap } from '@defender/contracts';
 import { AssignmentMapBucket, ensureStreams, HeartbeatBucket, openBucket, publishOnce } from '@defender/nats-kv';
 import { POINT_FLAGS } from '@defender/pipeline';
 import { SqliteStore } from '@defender/store';
-import { describeAppProcess, describeWithInfra, freePort, getJson, spawnBuiltApp, testNatsUrl, waitFor, type SpawnedApp } from '@defender/infra-harness';
+import { describeAppProcess, describeWithInfra, freePort, getJson, spawnBuiltApp, testNatsConnectOptions, testNatsEnv, waitFor, type SpawnedApp } from '@defender/infra-harness';
 
 let n = 0;
 
@@ -17,7 +18,7 @@ describeAppProcess({
   app: 'dashboard',
   validEnv: () => ({ SQLITE_PATH: join(tmpdir(), `dashboard-${process.pid}-${++n}`, 'd.db'), NATS_KV_ASSIGNMENTS: `map-dash-${process.pid}-${n}` }),
   readyChecks: ['nats', 'store', 'cluster-view'],
-  invalidEnv: { HTTP_PORT: 'eighty', CONTROLLER_URLS: 'ftp://controller', LOCAL_FAB_CONTROL_URL: 'http://127.0.0.1:1' },
+  invalidEnv: { HTTP_HOST: '127.0.0.1', HTTP_PORT: 'eighty', CONTROLLER_URLS: 'ftp://controller', LOCAL_FAB_CONTROL_URL: 'http://127.0.0.1:1' },
   invalidVariables: ['HTTP_PORT', 'CONTROLLER_URLS', 'LOCAL_FAB_CONTROL_URL'],
 });
 
@@ -153,7 +154,7 @@ describeWithInfra(['nats'], 'dashboard API and live events (built bundle, real N
     });
     await store.close();
 
-    nc = await connect({ servers: testNatsUrl() });
+    nc = await connect(testNatsConnectOptions());
     await ensureStreams(nc);
     await new AssignmentMapBucket(await openBucket(nc, `map-${tag}`, { history: 5 }), `map-${tag}`).publish(mapV1(), null);
     await new HeartbeatBucket(await openBucket(nc, `hb-${tag}`), `hb-${tag}`).publish({
@@ -174,7 +175,7 @@ describeWithInfra(['nats'], 'dashboard API and live events (built bundle, real N
     app = spawnBuiltApp('dashboard', {
       HTTP_PORT: String(http),
       HTTP_HOST: '127.0.0.1',
-      NATS_SERVERS: testNatsUrl(),
+      ...testNatsEnv('dashboard'),
       SQLITE_PATH: sqlite,
       NATS_KV_ASSIGNMENTS: `map-${tag}`,
       NATS_KV_HEARTBEATS: `hb-${tag}`,
@@ -301,5 +302,152 @@ describeWithInfra(['nats'], 'dashboard API and live events (built bundle, real N
     const res = await fetch(`${base}/api/v1/local-fab/defenders`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-dashboard-action': '1' }, body: '{}' });
     expect(res.status).toBe(404);
     expect((await getJson(`${base}/api/v1/local-fab`)).body).toEqual({ enabled: false });
+  });
+});
+
+describe('dashboard process: authentication is required off loopback', () => {
+  it('refuses to start (exit 2) bound to a non-loopback address without DASHBOARD_AUTH, or with none', async () => {
+    for (const env of [{}, { DASHBOARD_AUTH: 'none' }] as Record<string, string>[]) {
+      const app = spawnBuiltApp('dashboard', { HTTP_HOST: '0.0.0.0', HTTP_PORT: String(await freePort()), NATS_SERVERS: 'nats://127.0.0.1:1', ...env });
+      expect(await app.exited).toEqual({ code: 2, signal: null });
+      expect(app.stderr()).toContain('  - DASHBOARD_AUTH: ');
+      expect(app.stderr()).toMatch(/allowed only on a loopback HTTP_HOST|binds HTTP_HOST=0\.0\.0\.0, not a loopback address/);
+    }
+  });
+});
+
+const VIEWER = 'viewer-token-for-the-process-test';
+const OPERATOR = 'operator-token-for-the-process-test';
+
+/** A raw request (from `localAddress` when given: the peer address the dashboard sees). */
+function send(base: string, method: string, path: string, headers: Record<string, string>, localAddress?: string): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: string }> {
+  return new Promise((resolve, reject) => {
+    const u = new URL(base);
+    const req = request({ host: u.hostname, port: u.port, method, path, headers: { host: u.host, ...headers }, ...(localAddress ? { localAddress } : {}) }, (res) => {
+      let body = '';
+      res.on('data', (d: Buffer) => (body += d.toString()));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
+    });
+    req.on('error', reject);
+    req.end(method === 'POST' ? '{}' : undefined);
+  });
+}
+
+describeWithInfra(['nats'], 'dashboard authentication (built bundle, real NATS): token and reverse-proxy modes', () => {
+  let dir: string;
+  let tokenApp: SpawnedApp | undefined;
+  let proxyApp: SpawnedApp | undefined;
+  let control: Server;
+  const controlCalls: { path: string; authorization: string | undefined }[] = [];
+  let tokenBase: string;
+  let proxyBase: string;
+  const CONTROL_TOKEN = 'local-fab-control-token-0123';
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'dashboard-auth-'));
+    // The launcher's control endpoint as the dashboard sees it: it records what reaches it.
+    control = createServer((req, res) => {
+      controlCalls.push({ path: req.url ?? '', authorization: req.headers.authorization });
+      res.setHeader('content-type', 'application/json');
+      res.end(JSON.stringify(req.url === '/control/processes' ? { processes: [] } : { started: 'defender-pod-9' }));
+    });
+    await new Promise<void>((r) => control.listen(0, '127.0.0.1', r));
+    const common = { HTTP_HOST: '127.0.0.1', ...testNatsEnv('dashboard'), SQLITE_PATH: join(dir, 'd.db'), NATS_KV_ASSIGNMENTS: `map-auth-${process.pid}`, LOG_LEVEL: 'warn' };
+    const tp = await freePort();
+    const pp = await freePort();
+    tokenBase = `http://127.0.0.1:${tp}`;
+    proxyBase = `http://127.0.0.1:${pp}`;
+    tokenApp = spawnBuiltApp('dashboard', {
+      ...common,
+      HTTP_PORT: String(tp),
+      DASHBOARD_AUTH: 'token',
+      DASHBOARD_VIEWER_TOKENS: VIEWER,
+      DASHBOARD_OPERATOR_TOKENS: `old-operator-token-being-rotated,${OPERATOR}`,
+      LOCAL_FAB_CONTROL_URL: `http://127.0.0.1:${(control.address() as AddressInfo).port}`,
+      LOCAL_FAB_CONTROL_TOKEN: CONTROL_TOKEN,
+    });
+    // Trusts only 127.0.0.1: the same headers sent from 127.0.0.2 come from an untrusted address.
+    proxyApp = spawnBuiltApp('dashboard', { ...common, HTTP_PORT: String(pp), DASHBOARD_AUTH: 'proxy', DASHBOARD_TRUSTED_PROXIES: '127.0.0.1', DASHBOARD_OPERATOR_GROUPS: 'fab-operators' });
+    await waitFor('both dashboards live', async () => (await getJson(`${tokenBase}/health/live`)).status === 200 && (await getJson(`${proxyBase}/health/live`)).status === 200, 30_000);
+  });
+
+  afterAll(async () => {
+    await tokenApp?.stop('SIGTERM');
+    await proxyApp?.stop('SIGTERM');
+    await new Promise((r) => control?.close(r));
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('without credentials: 401 for the API and the event stream, the login page for the page; probes and metrics stay open', async () => {
+    for (const path of ['/api/v1/cluster', '/api/v1/events', '/api/v1/local-fab', '/api/v1/chambers/ETCH01:PM1', '/api/v1/alarms']) {
+      const r = await send(tokenBase, 'GET', path, {});
+      expect([path, r.status, r.headers['www-authenticate']]).toEqual([path, 401, 'Bearer realm="dashboard"']);
+    }
+    expect((await send(tokenBase, 'POST', '/api/v1/local-fab/defenders', { 'content-type': 'application/json', 'x-dashboard-action': '1' })).status).toBe(401);
+    const page = await send(tokenBase, 'GET', '/', {});
+    expect([page.status, page.headers.location]).toEqual([302, '/login']);
+    const login = await send(tokenBase, 'GET', '/login', {});
+    expect(login.status).toBe(200);
+    expect(login.body).toContain('data-testid="login-form"');
+    // The API's documentation (no data) is served like the page's code.
+    for (const path of ['/health/live', '/metrics', '/assets/login.js', '/api/docs/openapi.json']) expect([path, (await send(tokenBase, 'GET', path, {})).status]).toEqual([path, 200]);
+    expect(controlCalls).toEqual([]);
+  });
+
+  it('a viewer reads everything and gets 403 on an operator action; a wrong token gets 401', async () => {
+    const viewer = { authorization: `Bearer ${VIEWER}` };
+    expect((await send(tokenBase, 'GET', '/api/v1/cluster', viewer)).status).toBe(200);
+    expect(JSON.parse((await send(tokenBase, 'GET', '/api/v1/session', viewer)).body)).toMatchObject({ mode: 'token', authenticated: true, role: 'viewer' });
+    const pressed = await send(tokenBase, 'POST', '/api/v1/local-fab/defenders', { ...viewer, 'content-type': 'application/json', 'x-dashboard-action': '1' });
+    expect(pressed.status).toBe(403);
+    expect(pressed.body).toContain('operator role required');
+    expect((await send(tokenBase, 'GET', '/api/v1/cluster', { authorization: `Bearer ${VIEWER}x` })).status).toBe(401);
+    expect(controlCalls).toEqual([]);
+  });
+
+  it('an operator presses a local-fab button: forwarded to the control endpoint with its token', async () => {
+    const r = await send(tokenBase, 'POST', '/api/v1/local-fab/defenders', { authorization: `Bearer ${OPERATOR}`, 'content-type': 'application/json', 'x-dashboard-action': '1' });
+    expect([r.status, JSON.parse(r.body)]).toEqual([201, { started: 'defender-pod-9' }]);
+    expect(controlCalls).toEqual([{ path: '/control/defenders', authorization: `Bearer ${CONTROL_TOKEN}` }]);
+  });
+
+  it('a browser signs in with a token: an HttpOnly SameSite=Strict cookie authenticates the page, the API and the live events', async () => {
+    expect((await send(tokenBase, 'POST', '/api/v1/session', { 'content-type': 'application/json' })).status).toBe(400);
+    const bad = await fetch(`${tokenBase}/api/v1/session`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ token: 'not-a-dashboard-token-123' }) });
+    expect([bad.status, bad.headers.get('set-cookie')]).toEqual([401, null]);
+    const res = await fetch(`${tokenBase}/api/v1/session`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ token: OPERATOR }) });
+    expect(res.status).toBe(200);
+    expect(await res.json()).toMatchObject({ role: 'operator', expiresAt: expect.any(String) });
+    const setCookie = res.headers.get('set-cookie') ?? '';
+    expect(setCookie).toMatch(/^dashboard_session=v1\.operator\.[^;]+; Path=\/; Max-Age=28800; HttpOnly; SameSite=Strict$/);
+    expect(setCookie).not.toContain(OPERATOR);
+    const cookie = { cookie: setCookie.split(';')[0]! };
+    expect((await send(tokenBase, 'GET', '/', cookie)).status).toBe(200);
+    expect(JSON.parse((await send(tokenBase, 'GET', '/api/v1/session', cookie)).body)).toMatchObject({ authenticated: true, role: 'operator', via: 'session' });
+    // The event stream with the cookie: the first event is the cluster view.
+    const stream = await fetch(`${tokenBase}/api/v1/events`, { headers: cookie, signal: AbortSignal.timeout(15_000) });
+    expect(stream.status).toBe(200);
+    const reader = stream.body!.getReader();
+    let text = '';
+    while (!text.includes('\n\n')) text += Buffer.from((await reader.read()).value ?? []).toString('utf8');
+    await reader.cancel();
+    expect(text).toMatch(/^event: cluster$/m);
+    // Signing out clears the cookie.
+    const out = await send(tokenBase, 'DELETE', '/api/v1/session', cookie);
+    expect([out.status, String(out.headers['set-cookie'])]).toEqual([204, expect.stringContaining('dashboard_session=; Path=/; Max-Age=0')]);
+  });
+
+  it('proxy mode: the identity headers count from the trusted proxy only; groups give the role', async () => {
+    const alice = { 'x-forwarded-user': 'alice@fab.example', 'x-forwarded-groups': 'engineers,fab-operators' };
+    const bob = { 'x-forwarded-user': 'bob@fab.example', 'x-forwarded-groups': 'engineers' };
+    expect(JSON.parse((await send(proxyBase, 'GET', '/api/v1/session', alice, '127.0.0.1')).body)).toMatchObject({ mode: 'proxy', authenticated: true, role: 'operator', user: 'alice@fab.example', via: 'proxy' });
+    expect((await send(proxyBase, 'GET', '/api/v1/cluster', bob, '127.0.0.1')).status).toBe(200);
+    // bob is a viewer: no operator actions (the guard answers before the local fab's 404).
+    expect((await send(proxyBase, 'POST', '/api/v1/local-fab/defenders', { ...bob, 'content-type': 'application/json', 'x-dashboard-action': '1' }, '127.0.0.1')).status).toBe(403);
+    expect((await send(proxyBase, 'POST', '/api/v1/local-fab/defenders', { ...alice, 'content-type': 'application/json', 'x-dashboard-action': '1' }, '127.0.0.1')).status).toBe(404);
+    // The same headers from an address that is not the proxy are ignored.
+    expect((await send(proxyBase, 'GET', '/api/v1/cluster', alice, '127.0.0.2')).status).toBe(401);
+    expect(JSON.parse((await send(proxyBase, 'GET', '/api/v1/session', alice, '127.0.0.2')).body)).toEqual({ mode: 'proxy', authenticated: false });
+    expect((await send(proxyBase, 'GET', '/api/v1/cluster', {}, '127.0.0.1')).status).toBe(401);
   });
 });

@@ -11,7 +11,7 @@ export class AppModule {
       module: AppModule,
       imports: [
         CommonAppModule.forRoot('assignment-controller', config),
-        ClusterKvModule.forRoot(config),
+        ClusterKvModule.forRoot(config, ['assignments']),
         StoreModule.forRoot(storeConfigFromEnv(config, config.POD_NAME ?? `assignment-controller:${process.pid}`)),
         ControllerModule.forRoot(config),
       ],

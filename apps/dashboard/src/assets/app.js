@@ -16,7 +16,14 @@
     chamberKey: null,
     chamberTimer: null,
     chamberLoading: false,
+    // GET /api/v1/session: { mode, authenticated, role, user, via }; the buttons need the operator role.
+    session: null,
   };
+  const isOperator = () => !!state.session && state.session.role === 'operator';
+  // Signed out, or the session expired: the login page (it comes back here after signing in).
+  function toLogin() {
+    location.assign('/login');
+  }
 
   // ---------------------------------------------------------------------------------------------
   // helpers
@@ -47,6 +54,7 @@
   }
   async function getJson(url) {
     const res = await fetch(url, { headers: { accept: 'application/json' } });
+    if (res.status === 401) toLogin();
     if (!res.ok) throw new Error(`${url}: HTTP ${res.status}`);
     return res.json();
   }
@@ -57,6 +65,7 @@
       body: JSON.stringify(body || {}),
     });
     const payload = await res.json().catch(() => ({}));
+    if (res.status === 401) toLogin();
     if (!res.ok) throw new Error(payload.message || payload.error || `HTTP ${res.status}`);
     return payload;
   }
@@ -97,7 +106,7 @@
     $('top-facts').innerHTML = facts.map(([k, v, id]) => `<div class="fact"><b data-testid="${id}">${v}</b><span>${k}</span></div>`).join('') +
       (c.problems.length ? `<div class="problems">${c.problems.map(esc).join('<br>')}</div>` : '');
     $('subtitle').textContent = c.localFab ? 'local fab' : 'cluster';
-    $('fab-actions').hidden = !c.localFab;
+    $('fab-actions').hidden = !c.localFab || !isOperator();
   }
 
   function renderDefenders(c) {
@@ -107,7 +116,7 @@
       const w = (d.weight / maxW) * 100;
       const a = (avg / maxW) * 100;
       const over = d.weightVsAvg !== null && d.weightVsAvg > 1.05;
-      const crash = c.localFab && d.alive
+      const crash = c.localFab && d.alive && isOperator()
         ? `<button type="button" class="danger" data-crash="${esc(d.defenderId)}" data-testid="crash-${esc(d.defenderId)}">Crash</button>`
         : '';
       return `<tr class="${d.alive ? '' : 'dead'}" data-testid="defender-row" data-defender-id="${esc(d.defenderId)}" data-alive="${d.alive}" data-chambers="${d.chambers}">
@@ -301,6 +310,10 @@
     es.addEventListener('error', () => {
       $('conn').textContent = 'reconnecting…';
       $('conn').className = 'conn down';
+      // EventSource hides the status: ask whether the session is still valid (it ends the stream when it expires).
+      getJson('/api/v1/session').then((s) => {
+        if (!s.authenticated) toLogin();
+      }, () => undefined);
     });
     es.addEventListener('cluster', (e) => {
       state.cluster = JSON.parse(e.data);
@@ -309,7 +322,28 @@
     es.addEventListener('alarm', (e) => onAlarm(JSON.parse(e.data)));
   }
 
+  function renderWho() {
+    const s = state.session;
+    if (!s || s.mode === 'none') return;
+    $('who').innerHTML = `<span data-testid="role">${esc(s.role)}</span>${s.user && s.user !== 'token' ? ` · ${esc(s.user)}` : ''}` +
+      (s.via === 'session' ? ' · <button type="button" id="btn-logout" class="link">sign out</button>' : '');
+    const out = $('btn-logout');
+    if (out) {
+      out.addEventListener('click', async () => {
+        await fetch('/api/v1/session', { method: 'DELETE' });
+        toLogin();
+      });
+    }
+  }
+
   async function init() {
+    try {
+      state.session = await getJson('/api/v1/session');
+    } catch (err) {
+      toast(`session: ${err.message}`, true);
+    }
+    if (state.session && !state.session.authenticated) return toLogin();
+    renderWho();
     $('chamber-filter').addEventListener('input', renderChamberList);
     $('defenders').addEventListener('click', async (e) => {
       const btn = e.target.closest('button[data-crash]');

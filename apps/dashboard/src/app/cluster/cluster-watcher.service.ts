@@ -1,10 +1,10 @@
 import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
 import { performance } from 'node:perf_hooks';
 import { Subject } from 'rxjs';
-import { Kvm, KvWatchInclude, type KV } from '@nats-io/kv';
-import { InvalidMessageError, isNewerMap, parseAssignmentMap, type AssignmentMap } from '@defender/contracts';
+import { Kvm, type KV } from '@nats-io/kv';
+import { isNewerMap, type AssignmentMap } from '@defender/contracts';
 import { jetstreamManager } from '@nats-io/jetstream';
-import { ASSIGNMENT_MAP_KEY, isStreamNotFound, openBucket, STREAMS } from '@defender/nats-kv';
+import { AssignmentMapBucket, isStreamNotFound, openBucket, STREAMS } from '@defender/nats-kv';
 import { ClusterKvService, HealthRegistry, NatsConnectionService } from '@defender/nest-common';
 import { DashboardConfig } from '../config';
 import { DASHBOARD_CONFIG } from '../tokens';
@@ -100,25 +100,22 @@ export class ClusterWatcherService implements OnApplicationBootstrap, BeforeAppl
   private async watchMap(): Promise<void> {
     const nc = await this.nats.connection();
     const kv = await openBucket(nc, this.config.NATS_KV_ASSIGNMENTS, { history: 5, replicas: this.config.NATS_KV_REPLICAS });
-    const iter = await kv.watch({ key: ASSIGNMENT_MAP_KEY, include: KvWatchInclude.AllHistory });
-    this.stopWatch = () => iter.stop();
-    for await (const e of iter) {
-      if (e.operation !== 'PUT') continue;
-      let m: AssignmentMap;
-      try {
-        m = parseAssignmentMap(e.value);
-      } catch (err) {
-        if (!(err instanceof InvalidMessageError)) throw err;
-        this.problem('map', `assignment map revision ${e.revision} is not valid: ${err.message}`);
-        continue;
-      }
-      // Like a defender: a deposed leader's late map (lower token) is not the current one.
-      if (!isNewerMap(m, this.map ?? undefined)) continue;
-      this.history.push(historyEntry(this.map ?? undefined, m, e.revision));
-      if (this.history.length > HISTORY) this.history.shift();
-      this.map = m;
-      this.problem('map', undefined);
-    }
+    const w = await new AssignmentMapBucket(kv, this.config.NATS_KV_ASSIGNMENTS).watchPublications(
+      {
+        onMap: ({ map: m, revision }) => {
+          // Like a defender: a deposed leader's late map (lower token) is not the current one.
+          if (!isNewerMap(m, this.map ?? undefined)) return;
+          this.history.push(historyEntry(this.map ?? undefined, m, revision));
+          if (this.history.length > HISTORY) this.history.shift();
+          this.map = m;
+          this.problem('map', undefined);
+        },
+        onRejected: (revision, reason) => this.problem('map', `assignment map revision ${revision} not shown: ${reason}`),
+      },
+      { history: true },
+    );
+    this.stopWatch = () => w.stop();
+    await w.done;
   }
 
   /** The notification stream's identity (its `created` time) at the last refresh; null while missing or unread. */

@@ -1,6 +1,7 @@
 import { ApiBadRequestResponse, ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiParam, ApiProduces, ApiQuery, ApiTags } from '@nestjs/swagger';
-import { BadRequestException, Controller, DefaultValuePipe, Get, MessageEvent, NotFoundException, Param, ParseIntPipe, Query, Sse } from '@nestjs/common';
-import { concat, defer, map, merge, Observable, of } from 'rxjs';
+import { BadRequestException, Controller, DefaultValuePipe, Get, MessageEvent, NotFoundException, Param, ParseIntPipe, Query, Req, Sse } from '@nestjs/common';
+import { concat, defer, map, merge, NEVER, Observable, of, takeUntil, timer } from 'rxjs';
+import type { AuthedRequest } from '../auth/auth.middleware';
 import { AlarmFeedService } from '../alarms/alarm-feed.service';
 import { ChamberService, InvalidChamberKeyError } from '../chambers/chamber.service';
 import { ClusterWatcherService } from '../cluster/cluster-watcher.service';
@@ -76,12 +77,14 @@ export class ApiController {
   @ApiOkResponse({ description: 'An event stream.' })
   /** `cluster` events (the whole view, every refresh) and `alarm` events (one alarm or hold each). */
   @Sse('events')
-  events(): Observable<MessageEvent> {
+  events(@Req() req: AuthedRequest): Observable<MessageEvent> {
     const cluster = concat(
       defer(() => of(this.cluster.snapshot())),
       this.cluster.updates,
     ).pipe(map((s): MessageEvent => ({ type: 'cluster', data: s })));
     const alarms = this.feed.updates.pipe(map((a): MessageEvent => ({ type: 'alarm', data: a, id: String(a.seq) })));
-    return merge(cluster, alarms);
+    // A browser session's stream ends with the session; the browser reconnects, is refused, and signs in again.
+    const expires = req.principal?.expiresAtMs;
+    return merge(cluster, alarms).pipe(takeUntil(expires === undefined ? NEVER : timer(Math.max(0, expires - Date.now()))));
   }
 }

@@ -29,7 +29,7 @@ export class StaticController implements OnModuleInit {
 
   onModuleInit(): void {
     const dir = assetsDir();
-    for (const name of ['index.html', 'render.js', 'app.js', 'style.css', 'favicon.svg']) {
+    for (const name of ['index.html', 'login.html', 'render.js', 'app.js', 'login.js', 'style.css', 'favicon.svg']) {
       const p = join(dir, name);
       if (existsSync(p)) this.files.set(name, readFileSync(p));
     }
@@ -52,6 +52,14 @@ export class StaticController implements OnModuleInit {
   @Get()
   index(@Res() res: Reply): void {
     this.send(res, 'index.html');
+  }
+
+  @ApiOperation({ summary: 'The sign-in page', description: 'Exchanges a dashboard token for a session cookie (POST /api/v1/session); `/login#token=<token>` signs in at once (the local fab prints such a link).' })
+  @ApiProduces('text/html')
+  @ApiOkResponse({ description: 'login.html.' })
+  @Get('login')
+  login(@Res() res: Reply): void {
+    this.send(res, 'login.html');
   }
 
   @ApiOperation({ summary: 'A dashboard asset', description: 'render.js, app.js, style.css, favicon.svg.' })

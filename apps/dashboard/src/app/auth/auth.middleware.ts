@@ -1,0 +1,91 @@
+import { Inject, Injectable, Logger, NestMiddleware } from '@nestjs/common';
+import { AUTH_POLICY, FAILED_AUTH_LIMITER } from '../tokens';
+import { AuthPolicy, decide, Principal } from './auth';
+import { clientOf, FailedAuthLimiter } from './failed-auth-limiter';
+
+/** The request as the middleware and the controllers see it. */
+export interface AuthedRequest {
+  readonly method: string;
+  readonly originalUrl?: string;
+  readonly url: string;
+  readonly headers: Readonly<Record<string, string | string[] | undefined>>;
+  readonly socket: { readonly remoteAddress?: string | undefined };
+  /** Set by {@link AuthMiddleware}: who sends the request (undefined on an open path without credentials). */
+  principal?: Principal;
+}
+interface Res {
+  status(code: number): Res;
+  setHeader(name: string, value: string): unknown;
+  json(body: unknown): unknown;
+  redirect(status: number, url: string): unknown;
+}
+
+/**
+ * Applies the authentication policy (auth.ts) to every request after the host guard: 401 for an
+ * unauthenticated API call, the login page for a page load, 403 for a viewer's state-changing request,
+ * 429 for a bearer token from a client that sent too many wrong ones (failed-auth-limiter.ts).
+ */
+@Injectable()
+export class AuthMiddleware implements NestMiddleware {
+  private readonly log = new Logger('DashboardAuth');
+
+  constructor(
+    @Inject(AUTH_POLICY) private readonly policy: AuthPolicy,
+    @Inject(FAILED_AUTH_LIMITER) private readonly limiter: FailedAuthLimiter,
+  ) {}
+
+  use(req: AuthedRequest, res: Res, next: () => void): void {
+    // Only a presented bearer token can be a guess (a session cookie is signed with its token).
+    const guess = this.policy.mode !== 'none' && req.headers['authorization'] !== undefined;
+    const client = requestClient(req, this.policy);
+    const wait = guess ? retryAfterSeconds(this.limiter, client) : 0;
+    if (wait > 0) {
+      res.setHeader('retry-after', String(wait));
+      res.status(429).json({ statusCode: 429, message: throttledMessage(wait) });
+      return;
+    }
+    const d = decide({ method: req.method, path: req.originalUrl ?? req.url, headers: req.headers, peer: req.socket.remoteAddress }, this.policy, Date.now());
+    if (guess && (d.kind === 'unauthenticated' || (d.kind === 'pass' && !d.principal))) {
+      recordWrongCredential(this.limiter, client, this.log);
+    }
+    switch (d.kind) {
+      case 'pass':
+        if (d.principal) req.principal = d.principal;
+        return next();
+      case 'login':
+        res.redirect(302, d.location);
+        return;
+      case 'unauthenticated':
+        res.setHeader('www-authenticate', 'Bearer realm="dashboard"');
+        res.status(d.status).json({ statusCode: d.status, message: d.message });
+        return;
+      case 'forbidden':
+        res.status(d.status).json({ statusCode: d.status, message: d.message });
+        return;
+    }
+  }
+}
+
+/** The client a request's wrong credentials count against (failed-auth-limiter.ts clientOf). */
+export function requestClient(req: Pick<AuthedRequest, 'headers' | 'socket'>, policy: AuthPolicy): string {
+  return clientOf(req.socket.remoteAddress, req.headers['x-forwarded-for'], (a) => policy.proxy?.trusted.trusts(a) ?? false);
+}
+
+/** Seconds `client` must wait before its credential is checked (0: check it now). */
+export function retryAfterSeconds(limiter: FailedAuthLimiter, client: string): number {
+  return Math.ceil(limiter.retryAfterMs(client) / 1000);
+}
+
+/** The 429 answer's message. */
+export function throttledMessage(seconds: number): string {
+  return `too many wrong dashboard tokens: try again in ${seconds} s`;
+}
+
+/** Counts a wrong credential from `client`; logs once when that makes the client (or everyone) wait. */
+export function recordWrongCredential(limiter: FailedAuthLimiter, client: string, log: Pick<Logger, 'warn'>): void {
+  const before = limiter.retryAfterMs(client);
+  limiter.recordFailure(client);
+  if (before === 0 && limiter.retryAfterMs(client) > 0) {
+    log.warn(`wrong dashboard tokens from ${client}: further attempts are refused with 429 for a while (brute force?)`);
+  }
+}
