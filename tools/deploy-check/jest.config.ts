@@ -1,7 +1,6 @@
 export default {
   displayName: 'deploy-check',
   preset: '../../jest.preset.js',
-  rootDir: __dirname,
   // Renders kustomize overlays (kubectl) and type-checks the rendered objects: seconds, not ms.
   testTimeout: 120_000,
 };

@@ -139,6 +139,13 @@ describe('the checks catch what they are for', () => {
     expect(checkWorkloadEnv(w, spec(w))).toEqual([expect.stringContaining('CASSANDRA_PASSWORD is required when CASSANDRA_USERNAME is set')]);
   });
 
+  it('a dashboard without login on a non-loopback address: it would refuse to start', () => {
+    const dashboard = compose.workloads.find((w) => w.app === 'dashboard')!;
+    expect(dashboard.env.get('DASHBOARD_AUTH')?.source).toMatchObject({ kind: 'value', value: 'token' });
+    const w = withEnv(dashboard, (env) => env.delete('DASHBOARD_AUTH'));
+    expect(checkWorkloadEnv(w, spec(w))).toEqual(expect.arrayContaining([expect.stringMatching(/dashboard would refuse to start: .*not a loopback address/)]));
+  });
+
   it('processes disagreeing on the cluster shape', () => {
     const w = withEnv(defender, (env) => env.set('HEARTBEAT_INTERVAL_SECONDS', literal('HEARTBEAT_INTERVAL_SECONDS', '5')));
     const problems = checkAgreement([w, controller], specByApp, sharedKeys());

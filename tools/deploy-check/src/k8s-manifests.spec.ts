@@ -46,6 +46,30 @@ describeWithKustomize('kustomize renders', (k) => {
     expect(get('k8s/base + components/service-monitor').filter((o) => o.kind === 'ServiceMonitor')).toHaveLength(3);
   });
 
+  it.each(['k8s/base', ...Object.keys(OVERLAYS)])('%s: TLS to NATS for every app and to Cassandra for every store user, the CAs of the Secrets nats-tls and cassandra-tls mounted where the variables point', (dir) => {
+    const deployments = deploymentsOf(get(dir));
+    expect(deployments.map((d) => d.metadata?.name).sort()).toEqual(['assignment-controller', 'dashboard', 'defender', 'election-agent']);
+    const store = new Set(['defender', 'assignment-controller', 'dashboard']);
+    const configured = new Map(get(dir).filter((o) => o.kind === 'ConfigMap').map((o) => [o.metadata.name, (o as K8sObject & { data?: Record<string, string> }).data ?? {}]));
+    for (const d of deployments) {
+      const c = d.spec?.template.spec?.containers[0];
+      const at = d.metadata?.name;
+      const tls: [string, string, boolean][] = [['nats-tls', 'NATS_TLS_CA_FILE', true], ['cassandra-tls', 'CASSANDRA_TLS_CA_FILE', store.has(at ?? '')]];
+      for (const [secret, variable, wanted] of tls) {
+        const env = c?.env?.find((e) => e.name === variable)?.value;
+        expect({ at, variable, env }).toEqual({ at, variable, env: wanted ? `/etc/defender/${secret}/ca.crt` : undefined });
+        if (!wanted) continue;
+        expect({ at, mount: c?.volumeMounts?.find((m) => m.name === secret) }).toEqual({ at, mount: { name: secret, mountPath: `/etc/defender/${secret}`, readOnly: true } });
+        const volume = d.spec?.template.spec?.volumes?.find((v) => v.name === secret);
+        // A Secret volume is required (no `optional`): without the CA the pod does not start.
+        expect({ at, secret: volume?.secret?.secretName, items: volume?.secret?.items, optional: volume?.secret?.optional }).toEqual({ at, secret, items: [{ key: 'ca.crt', path: 'ca.crt' }], optional: undefined });
+      }
+      // The store users check the nodes' certificates for a configured name (pod addresses are rarely in them).
+      const storeConfig = (c?.envFrom ?? []).map((f) => configured.get(f.configMapRef?.name ?? '') ?? {}).find((data) => 'CASSANDRA_HOSTS' in data);
+      if (store.has(at ?? '')) expect({ at, serverName: storeConfig?.['CASSANDRA_TLS_SERVER_NAME'] }).toEqual({ at, serverName: expect.stringMatching(/^cassandra/) });
+    }
+  });
+
   it('production fails closed: every Secret reference but NATS_TOKEN is required (the base and dev keep them optional)', () => {
     const secretRefs = (objects: readonly K8sObject[]) =>
       deploymentsOf(objects).flatMap((d) =>
@@ -120,7 +144,7 @@ describeWithKustomize('kustomize renders', (k) => {
       const missing = externalSecrets(get(dir)).filter((name) => !readme.includes(`\`${name}\``));
       expect({ dir, undocumented: missing }).toEqual({ dir, undocumented: [] });
     }
-    expect(externalSecrets(get('k8s/overlays/prod'))).toEqual(expect.arrayContaining(['defender-election', 'election-agent-tls']));
+    expect(externalSecrets(get('k8s/overlays/prod'))).toEqual(expect.arrayContaining(['defender-election', 'election-agent-tls', 'nats-tls', 'cassandra-tls']));
   });
 
   it('points the ServiceMonitors at the Services and their http ports', () => {

@@ -117,6 +117,30 @@ describe('Grafana dashboard (deploy/grafana/dashboards/defender.json)', () => {
       expect({ metric, shown: used.has(metric) }).toEqual({ metric, shown: true });
     }
   });
+
+  it('shows seed 002\'s state machine in a "Cluster state machine" row, and the cache counters beside the hit rate', () => {
+    const row = dashboard.panels.find((p) => p.type === 'row' && p.title === 'Cluster state machine');
+    expect(row).toBeDefined();
+    const next = dashboard.panels.find((p) => p.type === 'row' && p.gridPos.y > row!.gridPos.y);
+    const inRow = dashboard.panels.filter((p) => p.type !== 'row' && p.gridPos.y > row!.gridPos.y && (!next || p.gridPos.y < next.gridPos.y));
+    // Series names, and for histograms their metric name too (without _bucket, _sum, _count).
+    const series = inRow.flatMap((p) => (p.targets ?? []).flatMap((t) => [...(t.expr ?? '').matchAll(/\b(defender_[a-z0-9_]+)/g)].map((m) => m[1]!)));
+    const used = new Set([...series, ...series.map((n) => n.replace(/_(bucket|sum|count)$/, ''))]);
+    // Every metric of the two state-machine modules, but aliases the dashboard shows under their seed 000 names elsewhere.
+    const aliases = new Set(['defender_assignment_map_version', 'defender_stable_id_claimed']);
+    const names = (file: string, key: string) => (require(join(REPO, file)) as Record<string, string[]>)[key] ?? [];
+    const stateMachine = [
+      ...names('libs/controller/src/lib/leadership/cluster-state-metrics.ts', 'CLUSTER_STATE_METRIC_NAMES'),
+      ...names('apps/defender/src/app/membership/defender-metrics.ts', 'DEFENDER_STATE_METRIC_NAMES'),
+    ];
+    expect(stateMachine.length).toBeGreaterThan(20);
+    const missing = stateMachine.filter((m) => !aliases.has(m) && !used.has(m));
+    expect(missing).toEqual([]);
+    const rate = panels.find((p) => p.title === 'Cache hit rate')!;
+    const lookups = panels.find((p) => p.title === 'Cache lookups')!;
+    expect(lookups.gridPos).toMatchObject({ y: rate.gridPos.y, x: rate.gridPos.x + rate.gridPos.w });
+    expect((lookups.targets ?? []).map((t) => t.expr ?? '').join(' ')).toMatch(/defender_cache_hits_total[\s\S]*defender_cache_misses_total/);
+  });
 });
 
 describe('alert rules (deploy/prometheus/alerts.yml)', () => {

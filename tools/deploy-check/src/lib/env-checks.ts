@@ -30,13 +30,16 @@ export const DOWNWARD_API: Readonly<Record<string, string>> = {
 /** The same rule as loadConfig's: these values are never echoed, and never committed as literals. */
 const SECRET_NAME = /PASSWORD|TOKEN|SECRET|CREDENTIAL|PRIVATE/i;
 
+/** A process's own NATS identity: each app connects as its role (SECURITY.md), so these differ. */
+export const NATS_IDENTITY_KEYS: readonly string[] = ['NATS_USER', 'NATS_PASSWORD', 'NATS_TOKEN'];
+
 /**
  * Variables every process of one deployment must agree on, whichever app reads them: the NATS
- * connection, the cluster shape (heartbeats, ID pool, KV buckets) and the store. Taken from the
- * shared shapes in @defender/nest-common, so a variable added there is covered here.
+ * connection (not the identity), the cluster shape (heartbeats, ID pool, KV buckets) and the store.
+ * Taken from the shared shapes in @defender/nest-common, so a variable added there is covered here.
  */
 export function sharedKeys(): string[] {
-  const common = Object.keys(commonEnvShape(0)).filter((k) => k.startsWith('NATS_'));
+  const common = Object.keys(commonEnvShape(0)).filter((k) => k.startsWith('NATS_') && !NATS_IDENTITY_KEYS.includes(k));
   return [...common, ...Object.keys(clusterEnvShape()), ...Object.keys(storeEnvShape())];
 }
 
@@ -99,8 +102,9 @@ function placeholder(setting: EnvSetting, app: string): string | undefined {
     case 'configMap':
       return s.value;
     case 'secret':
-      // An optional key may be absent at run time; a present one is opaque here.
-      return s.value ?? (s.optional ? undefined : 'secret-value-from-kubernetes-0123456789');
+      // An optional key may be absent at run time; a present one is opaque here (and differs from
+      // the other keys: two Secret keys holding one value would be a finding of its own).
+      return s.value ?? (s.optional ? undefined : `secret-value-from-kubernetes-${s.name}-${s.key}`);
     case 'field':
       return s.fieldPath === 'metadata.uid' ? '00000000-0000-4000-8000-000000000000' : s.fieldPath === 'metadata.namespace' ? 'default' : `${app}-0`;
     case 'resource':
