@@ -1,7 +1,6 @@
 export default {
-  displayName: 'infra-harness',
+  displayName: 'infra',
   preset: '../../jest.preset.js',
-  rootDir: __dirname,
   coverageDirectory: '../../coverage/tools/infra',
   globalSetup: '<rootDir>/src/jest/global-setup.ts',
   globalTeardown: '<rootDir>/src/jest/global-teardown.ts',

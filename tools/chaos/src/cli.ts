@@ -1,8 +1,10 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 /**
  * Chaos runs outside Jest (needs the built apps: `npx nx run-many -t build -p defender assignment-controller election-agent`).
  *
  *   npm run chaos -- soak [--seconds 600] [--seed 1]
- *   npm run chaos -- suite lifecycle|membership|control-plane|all [--defaults]
+ *   npm run chaos -- suite lifecycle|membership|control-plane|nats-cluster|partitions|all [--defaults] [--chambers N] [--scenarios a,b]
  *   npm run chaos -- render
  *   npm run chaos -- --help
  *
@@ -11,7 +13,7 @@
 import { parseArgs } from 'node:util';
 import { ProgressLine, remainingMs, shortDuration } from '@defender/infra-harness';
 import { rerenderReports, reportDir } from './lib/report';
-import { ScenarioOutcome } from './lib/runner';
+import { ScenarioOutcome, Suite } from './lib/runner';
 import { DEFAULT_SETTINGS } from './lib/settings';
 import { DEFAULT_SOAK } from './lib/soak';
 import { runSoak, startSuite, SUITES } from './lib/suites';
@@ -23,13 +25,15 @@ export class UsageError extends Error {
 
 export const USAGE =
   'Usage: npm run chaos -- soak [--seconds N] [--seed N]\n' +
-  '       npm run chaos -- suite <lifecycle|membership|control-plane|all> [--defaults]\n' +
+  '       npm run chaos -- suite <lifecycle|membership|control-plane|nats-cluster|partitions|all> [--defaults] [--chambers N] [--scenarios a,b]\n' +
   '       npm run chaos -- render\n' +
   '\n' +
   '  soak        random faults against one cluster for --seconds (default CHAOS_SOAK_SECONDS, else ' + `${DEFAULT_SOAK.seconds}), seeded by --seed (default ${DEFAULT_SOAK.seed})\n` +
   '  suite       the scenarios of one suite (default all), each against a fresh cluster\n' +
   '  render      rewrite every report\'s Markdown (tables, timeline picture) and the index from its JSON; runs nothing\n' +
-  '  --defaults  the production intervals (heartbeat 2 s, windows 30/10 s, election TTL 10 s); reports get the suffix -defaults\n' +
+  `  --defaults  the production intervals (heartbeat ${DEFAULT_SETTINGS.heartbeatSeconds} s, windows ${DEFAULT_SETTINGS.coldStartWindowSeconds}/${DEFAULT_SETTINGS.scaleWindowSeconds} s, election TTL ${DEFAULT_SETTINGS.electionTtlSeconds} s); reports get the suffix -defaults\n` +
+  '  --chambers  the fab size of every suite run (default each suite\'s own, 32-48); reports get the suffix -<N>\n' +
+  '  --scenarios only these scenarios of the suite (comma-separated ids, e.g. crash-single,planned-scale-up)\n' +
   '  -h, --help  this text\n' +
   '\n' +
   'Needs the built apps (npx nx run-many -t build -p defender assignment-controller election-agent). Reports go to\n' +
@@ -38,7 +42,15 @@ export const USAGE =
 export type Invocation =
   | { readonly command: 'help'; readonly exitCode: 0 | 2 }
   | { readonly command: 'soak'; readonly seconds: number; readonly seed: number }
-  | { readonly command: 'suite'; readonly suites: readonly string[]; readonly defaults: boolean }
+  | {
+      readonly command: 'suite';
+      readonly suites: readonly string[];
+      readonly defaults: boolean;
+      /** Chambers instead of each suite's own (a GigaFab-size run). */
+      readonly chambers?: number;
+      /** Only these scenario ids. */
+      readonly scenarios?: readonly string[];
+    }
   | { readonly command: 'render' };
 
 /** Parses the command line (without node and the script); `env` gives CHAOS_SOAK_SECONDS. @throws UsageError */
@@ -49,7 +61,14 @@ export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv
       args: [...argv],
       allowPositionals: true,
       strict: true,
-      options: { seconds: { type: 'string' }, seed: { type: 'string' }, defaults: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
+      options: {
+        seconds: { type: 'string' },
+        seed: { type: 'string' },
+        defaults: { type: 'boolean' },
+        chambers: { type: 'string' },
+        scenarios: { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+      },
     });
   } catch (err) {
     throw new UsageError((err as Error).message, { cause: err });
@@ -59,7 +78,7 @@ export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv
   if (values.help || !command) return { command: 'help', exitCode: values.help ? 0 : 2 };
   if (command === 'soak') {
     if (arg !== undefined) throw new UsageError(`soak takes no arguments, got "${arg}"`);
-    if (values.defaults) throw new UsageError('--defaults applies to suite only');
+    if (values.defaults || values.chambers !== undefined || values.scenarios !== undefined) throw new UsageError('--defaults, --chambers and --scenarios apply to suite only');
     const seconds = Number(values.seconds ?? env['CHAOS_SOAK_SECONDS'] ?? DEFAULT_SOAK.seconds);
     const seed = Number(values.seed ?? DEFAULT_SOAK.seed);
     if (!(seconds > 0) || !Number.isInteger(seed)) throw new UsageError('--seconds must be > 0 and --seed an integer');
@@ -70,18 +89,39 @@ export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv
     if (extra.length > 0) throw new UsageError(`suite takes one suite, got also "${extra[0]}"`);
     const names = SUITES.map((d) => d.name);
     if (arg !== undefined && arg !== 'all' && !names.includes(arg)) throw new UsageError(`unknown suite ${arg}; one of ${names.join(', ')}, all`);
-    return { command, suites: arg === undefined || arg === 'all' ? names : [arg], defaults: values.defaults ?? false };
+    const suites = arg === undefined || arg === 'all' ? names : [arg];
+    let chambers: number | undefined;
+    if (values.chambers !== undefined) {
+      chambers = Number(values.chambers);
+      if (!Number.isInteger(chambers) || chambers < 8 || chambers > 50_000) throw new UsageError(`--chambers must be an integer from 8 to 50000, got "${values.chambers}"`);
+    }
+    let scenarios: string[] | undefined;
+    if (values.scenarios !== undefined) {
+      scenarios = values.scenarios.split(',').map((x) => x.trim()).filter((x) => x.length > 0);
+      const known = new Set(SUITES.filter((d) => suites.includes(d.name)).flatMap((d) => d.scenarios.map((x) => x.id)));
+      const unknown = scenarios.filter((x) => !known.has(x));
+      if (scenarios.length === 0 || unknown.length > 0) throw new UsageError(`--scenarios: no scenario ${unknown.join(', ') || '(none given)'} in ${suites.join(', ')}`);
+    }
+    return { command, suites, defaults: values.defaults ?? false, ...(chambers !== undefined ? { chambers } : {}), ...(scenarios ? { scenarios } : {}) };
   }
   if (command === 'render') {
     if (arg !== undefined) throw new UsageError(`render takes no arguments, got "${arg}"`);
-    if (values.seconds !== undefined || values.seed !== undefined || values.defaults) throw new UsageError('render takes no options');
+    if (values.seconds !== undefined || values.seed !== undefined || values.defaults || values.chambers !== undefined || values.scenarios !== undefined) throw new UsageError('render takes no options');
     return { command };
   }
   throw new UsageError(`unknown command ${command} (soak, suite or render)`);
 }
 
+/** Writes each process's output (the apps log JSON lines) to tmp/chaos-logs/<scenario>/; returns the directory. */
+function saveLogs(suite: Suite, scenario: string): string {
+  const dir = join(process.env['CHAOS_LOG_DIR'] ?? join(__dirname, '..', '..', '..', 'tmp', 'chaos-logs'), `${scenario}${suite.reportSuffix}`);
+  mkdirSync(dir, { recursive: true });
+  for (const p of suite.cluster.procs) writeFileSync(join(dir, `${p.name}.log`), p.app.stdout());
+  return dir;
+}
+
 function summary(o: ScenarioOutcome): string {
-  const bad = o.report.invariants.filter((i) => !i.ok);
+  const bad = o.report.invariants.filter((i) => !i.ok && i.blocking !== false);
   return `${o.report.id}: ${bad.length ? `VIOLATED ${bad.map((i) => i.id).join(', ')}` : 'invariants held'} (${o.report.durationSeconds.toFixed(0)} s)`;
 }
 
@@ -102,13 +142,26 @@ async function main(argv: string[]): Promise<number> {
     process.stderr.write(`chaos: soak for ${seconds} s (seed ${seed})\n`);
     outcomes.push(await runSoak({ seconds, seed, progress: new ProgressLine(process.stderr, 'auto', 15_000) }));
   } else {
-    const defs = SUITES.filter((d) => cli.suites.includes(d.name));
+    const defs = SUITES.filter((d) => cli.suites.includes(d.name)).map((d) => ({
+      ...d,
+      ...(cli.chambers !== undefined ? { chambers: cli.chambers } : {}),
+      scenarios: d.scenarios.filter((x) => !cli.scenarios || cli.scenarios.includes(x.id)),
+      // Another fab size keeps the suite's run rate (runs/s), not its speed: at the default 600x,
+      // 20,000 chambers would publish about 10,000 runs/s.
+      ...(cli.chambers !== undefined ? { speed: Math.min(600, (600 * d.chambers) / cli.chambers) } : {}),
+    }));
     const total = defs.reduce((a, d) => a + d.scenarios.length, 0);
+    const suffix = `${cli.defaults ? '-defaults' : ''}${cli.chambers !== undefined ? `-${cli.chambers}` : ''}`;
     const started = Date.now();
     let done = 0;
     let held = 0;
     for (const def of defs) {
-      const suite = await startSuite(def, cli.defaults ? { settings: DEFAULT_SETTINGS, reportSuffix: '-defaults' } : {});
+      if (def.scenarios.length === 0) continue;
+      const suite = await startSuite(def, {
+        ...(cli.defaults ? { settings: DEFAULT_SETTINGS } : {}),
+        ...(suffix ? { reportSuffix: suffix } : {}),
+        ...(def.speed !== undefined ? { speed: def.speed } : {}),
+      });
       try {
         for (const sc of def.scenarios) {
           const left = remainingMs(done, total, Date.now() - started);
@@ -116,7 +169,14 @@ async function main(argv: string[]): Promise<number> {
             `chaos: [${done + 1}/${total}] ${def.name}: ${sc.id} · ${shortDuration(Date.now() - started)} elapsed` +
               `${left === undefined ? '' : `, about ${shortDuration(left)} left`} · invariants held in ${held} of ${done} so far\n`,
           );
-          const o = await sc.run(suite);
+          let o: ScenarioOutcome;
+          try {
+            o = await sc.run(suite);
+          } catch (err) {
+            // A scenario that could not finish leaves no report: keep every process's log instead.
+            process.stderr.write(`chaos: ${sc.id} failed; the processes' logs are in ${saveLogs(suite, sc.id)}\n`);
+            throw err;
+          }
           done++;
           if (o.report.ok) held++;
           process.stderr.write(`chaos: ${summary(o)}\n`);

@@ -4,9 +4,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { AssignmentMap } from '@defender/contracts';
-import { AssignmentMapBucket, HeartbeatBucket, openBucket } from '@defender/nats-kv';
+import { AssignmentMapBucket, HeartbeatBucket, natsAuthorizationConfig, NATS_ROLES, openBucket, type PermissionNames } from '@defender/nats-kv';
 import { SqliteStore } from '@defender/store';
-import { freePort, getJson, spawnBuiltApp, SpawnedApp, waitFor } from '@defender/infra-harness';
+import { freePort, getJson, natsPasswordEnvOf, natsRoleOfApp, SecuredNatsServer, spawnBuiltApp, SpawnedApp, startSecuredNatsServer, waitFor } from '@defender/infra-harness';
 
 /** A chamber to seed into the store's chamber_metadata. */
 export interface SeedChamber {
@@ -17,9 +17,16 @@ export interface SeedChamber {
   contextDurationSeconds: number;
 }
 
+/** The clusters' heartbeat interval unless a test sets its own: the production default. */
+export const DEFAULT_HEARTBEAT_SECONDS = 2;
+
 export interface ClusterOptions {
-  natsUrl: string;
   chambers: SeedChamber[];
+  /**
+   * Default 2 s, the production interval (was 1 s): with TLS on every connection and CPU hogs beside
+   * a fresh-clone CI, a claim refresh's NATS round trip took longer than 3 intervals of 1 s and
+   * joiners took live defenders' stable IDs over (exit 4) in the planned-scale test.
+   */
   heartbeatSeconds?: number;
   coldStartWindowSeconds?: number;
   scaleWindowSeconds?: number;
@@ -27,6 +34,8 @@ export interface ClusterOptions {
   electionTtlSeconds?: number;
   maxDefenders?: number;
   logLevel?: string;
+  /** Names the buckets `ids-<tag>`, `hb-<tag>`, `map-<tag>`, `elect-<tag>` (default: unique per cluster). */
+  tag?: string;
 }
 
 export interface Proc {
@@ -48,19 +57,24 @@ let clusterNo = 0;
 
 /**
  * A real multi-process cluster for end-to-end tests: election agents, controllers and defenders as
- * separate Node processes (built bundles) against a real nats-server and one SQLite store file,
- * each cluster isolated by its own KV bucket names. It records every assignment-map publication.
+ * separate Node processes (built bundles) against one SQLite store file and the cluster's own
+ * nats-server, run as production runs it (SECURITY.md): TLS from a throwaway CA, and every app on its
+ * role's NATS user with that role's permissions for this cluster's buckets (libs/nats-kv
+ * permissions.ts). The cluster's watcher reads as the dashboard's user. It records every
+ * assignment-map publication.
  */
 export class LocalCluster {
   readonly procs: Proc[] = [];
   readonly publications: MapRecord[] = [];
   private readonly dir: string;
   private readonly env: Record<string, string>;
-  private readonly agents: Proc[] = [];
+  readonly agents: Proc[] = [];
   private stopWatch: (() => void) | undefined;
 
   private constructor(
     private readonly opts: ClusterOptions,
+    /** The cluster's nats-server (tests restart it, and connect as a role or as the fixture). */
+    readonly nats: SecuredNatsServer,
     private readonly nc: NatsConnection,
     readonly maps: AssignmentMapBucket,
     readonly heartbeats: HeartbeatBucket,
@@ -68,14 +82,13 @@ export class LocalCluster {
   ) {
     this.dir = mkdtempSync(join(tmpdir(), 'defender-e2e-'));
     this.env = {
-      NATS_SERVERS: opts.natsUrl,
       HTTP_HOST: '127.0.0.1',
       LOG_LEVEL: opts.logLevel ?? process.env['E2E_LOG_LEVEL'] ?? 'warn',
       NATS_KV_STABLE_IDS: `ids-${tag}`,
       NATS_KV_HEARTBEATS: `hb-${tag}`,
       NATS_KV_ASSIGNMENTS: `map-${tag}`,
       ELECTION_KV_BUCKET: `elect-${tag}`,
-      HEARTBEAT_INTERVAL_SECONDS: String(opts.heartbeatSeconds ?? 1),
+      HEARTBEAT_INTERVAL_SECONDS: String(opts.heartbeatSeconds ?? DEFAULT_HEARTBEAT_SECONDS),
       MAX_DEFENDERS: String(opts.maxDefenders ?? 50),
       COLD_START_WINDOW_SECONDS: String(opts.coldStartWindowSeconds ?? 3),
       SCALE_WINDOW_SECONDS: String(opts.scaleWindowSeconds ?? 2),
@@ -92,14 +105,26 @@ export class LocalCluster {
   }
 
   static async start(opts: ClusterOptions): Promise<LocalCluster> {
-    const nc = await connect({ servers: opts.natsUrl });
-    const tag = `e2e${++clusterNo}-${process.pid}`;
-    const maps = new AssignmentMapBucket(await openBucket(nc, `map-${tag}`, { history: 5 }), `map-${tag}`);
-    const heartbeats = new HeartbeatBucket(await openBucket(nc, `hb-${tag}`), `hb-${tag}`);
-    const c = new LocalCluster(opts, nc, maps, heartbeats, tag);
-    await c.seed();
-    await c.watchMaps();
-    return c;
+    const tag = opts.tag ?? `e2e${++clusterNo}-${process.pid}`;
+    const names: PermissionNames = { stableIds: `ids-${tag}`, heartbeats: `hb-${tag}`, assignments: `map-${tag}`, elections: `elect-${tag}` };
+    const nats = await startSecuredNatsServer({
+      authorization: natsAuthorizationConfig(NATS_ROLES.map((role) => ({ user: role, role, passwordEnv: natsPasswordEnvOf(role) })), names),
+    });
+    let nc: NatsConnection | undefined;
+    try {
+      const conn = await connect(nats.connectOptions('dashboard'));
+      nc = conn;
+      const maps = new AssignmentMapBucket(await openBucket(conn, names.assignments, { history: 5 }), names.assignments);
+      const heartbeats = new HeartbeatBucket(await openBucket(conn, names.heartbeats), names.heartbeats);
+      const c = new LocalCluster(opts, nats, conn, maps, heartbeats, tag);
+      await c.seed();
+      await c.watchMaps();
+      return c;
+    } catch (err) {
+      await nc?.close();
+      await nats.stop();
+      throw err;
+    }
   }
 
   private async seed(): Promise<void> {
@@ -121,14 +146,10 @@ export class LocalCluster {
 
   private async watchMaps(): Promise<void> {
     const kv = await openBucket(this.nc, `map-${this.tag}`, { history: 5 });
-    const iter = await kv.watch({ key: 'assignment-map' });
-    this.stopWatch = () => iter.stop();
-    void (async () => {
-      for await (const e of iter) {
-        if (e.operation !== 'PUT') continue;
-        this.publications.push({ revision: e.revision, map: JSON.parse(e.string()) as AssignmentMap, seenAt: Date.now() });
-      }
-    })();
+    const w = await new AssignmentMapBucket(kv, `map-${this.tag}`).watchPublications({
+      onMap: ({ map, revision }) => void this.publications.push({ revision, map, seenAt: Date.now() }),
+    });
+    this.stopWatch = () => w.stop();
   }
 
   /** The newest map seen by the watcher. */
@@ -136,15 +157,15 @@ export class LocalCluster {
     return this.publications[this.publications.length - 1]?.map;
   }
 
-  private async spawn(app: string, name: string, extraEnv: Record<string, string>, extraPort = false): Promise<Proc> {
-    const http = await freePort();
-    const extra = extraPort ? await freePort() : undefined;
+  private async spawn(app: string, name: string, extraEnv: Record<string, string>, extraPort = false, ports?: { http: number; extra?: number }): Promise<Proc> {
+    const http = ports?.http ?? (await freePort());
+    const extra = ports ? ports.extra : extraPort ? await freePort() : undefined;
     const proc: Proc = {
       name,
       http,
       url: `http://127.0.0.1:${http}`,
       extra,
-      app: spawnBuiltApp(app, { ...this.env, HTTP_PORT: String(http), ...(extra ? { GRPC_PORT: String(extra), GRPC_HOST: '127.0.0.1' } : {}), ...extraEnv }),
+      app: spawnBuiltApp(app, { ...this.env, ...this.natsIdentity(app, extraEnv), HTTP_PORT: String(http), ...(extra ? { GRPC_PORT: String(extra), GRPC_HOST: '127.0.0.1' } : {}), ...extraEnv }),
     };
     this.procs.push(proc);
     return proc;
@@ -155,6 +176,24 @@ export class LocalCluster {
     this.agents.push(p);
     await waitFor(`${p.name} ready`, async () => (await getJson(`${p.url}/health/ready`).catch(() => ({ status: 0 }))).status === 200, 30_000);
     return p;
+  }
+
+  /**
+   * NATS_SERVERS, NATS_TLS_CA_FILE and the app's role's NATS_USER / NATS_PASSWORD; a defender
+   * hosting the controller (embedded mode) runs as `defender-controller` (both roles' writes).
+   */
+  private natsIdentity(app: string, env: Record<string, string>): Record<string, string> {
+    const embedded = app === 'defender' && env['ASSIGNMENT_CONTROLLER_ENABLED'] === 'true';
+    return this.nats.env(embedded ? 'defender-controller' : natsRoleOfApp(app));
+  }
+
+  /** SIGKILLs an election agent and starts it again on the same ports: whatever it remembered is gone. */
+  async restartAgent(p: Proc): Promise<Proc> {
+    await p.app.stop('SIGKILL');
+    const again = await this.spawn('election-agent', p.name, {}, true, { http: p.http, extra: p.extra });
+    this.agents[this.agents.indexOf(p)] = again;
+    await waitFor(`${again.name} ready`, async () => (await getJson(`${again.url}/health/ready`).catch(() => ({ status: 0 }))).status === 200, 30_000);
+    return again;
   }
 
   private agentAddrs(): string {
@@ -208,6 +247,7 @@ export class LocalCluster {
     this.stopWatch?.();
     await Promise.all(this.procs.map((p) => p.app.stop('SIGKILL', 1000)));
     await this.nc.drain();
+    await this.nats.stop();
     rmSync(this.dir, { recursive: true, force: true });
   }
 }

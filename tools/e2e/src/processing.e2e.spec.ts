@@ -4,7 +4,7 @@ import { jetstreamManager } from '@nats-io/jetstream';
 import Database from 'better-sqlite3';
 import { notificationSubject, RunPointSet } from '@defender/contracts';
 import { SqliteStore } from '@defender/store';
-import { describeWithInfra, getJson, startNatsServer, NatsServerHandle } from '@defender/infra-harness';
+import { describeWithInfra, getJson } from '@defender/infra-harness';
 import { DEFAULT_STREAM_SETTINGS, publishOnce, streamConfigs, STREAMS } from '@defender/nats-kv';
 import { LocalCluster, SeedChamber } from './cluster';
 import { completeRun, completeRunWithCorruptChunk, makeTrace, notificationOf, publishRaw, RunSpec } from './runs';
@@ -46,27 +46,22 @@ describeWithInfra(['nats'], 'run processing: exactly-once, ordered, fenced (mult
   let cluster: LocalCluster | undefined;
   let store: SqliteStore | undefined;
   let nc: NatsConnection | undefined;
-  let privateNats: NatsServerHandle | undefined;
 
   afterEach(async () => {
     await cluster?.stop();
     await store?.close();
     await nc?.close();
-    await privateNats?.stop();
     cluster = undefined;
     store = undefined;
     nc = undefined;
-    privateNats = undefined;
   });
 
   /**
-   * Each test gets its own nats-server: the notification stream's subjects are fixed
+   * Each test's cluster has its own nats-server: the notification stream's subjects are fixed
    * (dc.*.*.completed), so two tests on one server would read each other's runs.
    */
   async function start(nChambers: number, defenders: number, env: Record<string, string> = {}) {
-    privateNats = await startNatsServer();
-    const natsUrl = privateNats.url;
-    const c = await LocalCluster.start({ natsUrl, chambers: chambers(nChambers), coldStartWindowSeconds: 1.5 });
+    const c = await LocalCluster.start({ chambers: chambers(nChambers), coldStartWindowSeconds: 1.5 });
     cluster = c;
     await c.startAgent();
     await c.startController('controller-a');
@@ -80,7 +75,8 @@ describeWithInfra(['nats'], 'run processing: exactly-once, ordered, fenced (mult
     }, 60_000);
     const st = await SqliteStore.open({ filename: c.sqlitePath });
     store = st;
-    const conn = await connect({ servers: natsUrl, maxReconnectAttempts: -1, reconnectTimeWait: 100 });
+    // The fixture's user: the test publishes runs (the equipment's part) and also plays a defender's (alarm windows).
+    const conn = await connect({ ...c.nats.connectOptions(), maxReconnectAttempts: -1, reconnectTimeWait: 100 });
     nc = conn;
     return { c, store: st, nc: conn };
   }
@@ -222,7 +218,7 @@ describeWithInfra(['nats'], 'run processing: exactly-once, ordered, fenced (mult
 
   it('NATS restarted during a burst: nothing lost, nothing doubled', async () => {
     const { store, nc } = await start(2, 2);
-    const server = privateNats!;
+    const server = cluster!.nats.server;
     const seqs: Record<string, number[]> = { tool1: [], tool2: [] };
     const publish = async (tool: string, k: number) => {
       for (;;) {
@@ -245,9 +241,9 @@ describeWithInfra(['nats'], 'run processing: exactly-once, ordered, fenced (mult
     }
   });
 
-  it('NATS restarted with an empty store (ADR 0007): no new run skipped, none doubled; buckets back, the controller leads again, a new defender joins, nobody exits', async () => {
+  it('NATS restarted with an empty store and the election agent with it (ADR 0007): no new run skipped, none doubled; buckets back, the controller leads again above the token defenders hold, a new defender joins, nobody exits', async () => {
     const { c, store, nc } = await start(2, 2);
-    const server = privateNats!;
+    const server = cluster!.nats.server;
     const tools = ['tool1', 'tool2'];
     const publish = async (tool: string, k: number): Promise<number> => {
       for (;;) {
@@ -262,8 +258,17 @@ describeWithInfra(['nats'], 'run processing: exactly-once, ordered, fenced (mult
     for (let k = 0; k < 10; k++) for (const tool of tools) before[tool] = await publish(tool, k);
     for (const tool of tools) await c.waitFor(`${tool} caught up`, async () => (await hwm(store, tool)) === before[tool], 90_000);
 
+    // A second term first (graceful hand-over to a standby), so the token defenders hold is 2, above
+    // the 1 a forgetful agent would grant next.
+    await c.startController('controller-b');
+    await c.procs.find((x) => x.name === 'controller-a')!.app.stop('SIGTERM');
+    await c.waitFor('the standby\'s takeover map', async () => c.latest()?.fencingToken === '2', 60_000, 100);
     const versionBefore = ((await getJson(`${c.procs.find((x) => x.name === 'pod-0')!.url}/api/v1/status`)).body as { assignmentVersion: number }).assignmentVersion;
+    const tokenBefore = BigInt(c.latest()!.fencingToken);
     await server.restart({ emptyStore: true });
+    // The agent goes down with NATS: its memory of the tokens it granted is gone, and the election
+    // bucket and the map come back empty. Only the defenders still know the newest token.
+    await c.restartAgent(c.agents[0]!);
     // As in the incident, the publisher recreates the notification stream alone (unless a defender was first).
     const [notifications] = streamConfigs(DEFAULT_STREAM_SETTINGS);
     await c.waitFor('the notification stream back', async () => {
@@ -306,6 +311,10 @@ describeWithInfra(['nats'], 'run processing: exactly-once, ordered, fenced (mult
       const newest = (await statusOf(third.url))?.assignmentVersion ?? 0;
       return newest > versionBefore && versions.every((v) => v === newest);
     }, 120_000, 250);
+    // The new term campaigned with the defenders' token as its floor: its maps outrank the lost ones
+    // (read from the bucket: the fixture's watch did not survive the bucket's recreation).
+    const mapNow = await c.maps.read();
+    expect(BigInt(mapNow!.map.fencingToken)).toBeGreaterThan(tokenBefore);
     const ids: string[] = [];
     for (const p of pods()) {
       expect(p.app.child.exitCode).toBeNull();

@@ -1,9 +1,9 @@
 /**
  * Cassandra for the test harness, by hand.
  *
- *   node -r @swc-node/register tools/infra/bin/cassandra.ts fetch [--version 5.0.9]
+ *   node -r ./tools/scripts/register.js tools/infra/bin/cassandra.ts fetch [--version 5.0.9]
  *     fetches the jars into .cache/cassandra/<version>/ (CI pre-warm; no-op when cached)
- *   node -r @swc-node/register tools/infra/bin/cassandra.ts start [--version 5.0.9] [--heap-mb 512]
+ *   node -r ./tools/scripts/register.js tools/infra/bin/cassandra.ts start [--version 5.0.9] [--heap-mb 512]
  *     runs a private single node in the foreground until Ctrl-C / SIGTERM, then stops it cleanly
  *
  * Exit codes: 0 ok, 1 failure, 2 usage, 3 java/mvn missing.
@@ -18,7 +18,7 @@ import {
 } from '../src/cassandra';
 
 export const USAGE = `Usage: cassandra.ts <fetch|start> [options]
-  (npm run infra:cassandra = start; npx nx run infra-harness:fetch-cassandra = fetch)
+  (npm run infra:cassandra = start; npx nx run infra:fetch-cassandra = fetch)
 
 Commands:
   fetch               fetch the jars into .cache/cassandra/<version>/ (CI pre-warm; no-op when cached)

@@ -1,17 +1,19 @@
+import * as net from 'node:net';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { connect } from '@nats-io/transport-node';
 import { AckPolicy, jetstream, jetstreamManager, JetStreamManager } from '@nats-io/jetstream';
 import { Kvm, KvWatchEntry } from '@nats-io/kv';
-import { describeWithInfra, testNatsUrl } from './jest/infra';
+import { describeWithInfra, testNatsConnectOptions, testNatsTarget } from './jest/infra';
 import { INFRA_ENV } from './jest/infra-env';
 import { startNatsServer } from './nats';
 import { waitFor } from './ports';
+import { makeTestPki, removeTestPki } from './tls';
 
 describeWithInfra(['nats'], 'real nats-server started by the harness', () => {
   let nc: NatsConnection;
 
   beforeAll(async () => {
-    nc = await connect({ servers: testNatsUrl() });
+    nc = await connect(testNatsConnectOptions());
     process.stderr.write(`nats-server ${process.env[INFRA_ENV.natsVersion]} answering at ${nc.getServer()}\n`);
   });
 
@@ -108,4 +110,67 @@ describeWithInfra(['nats'], 'real nats-server started by the harness', () => {
       await srv.stop();
     }
   });
+
+  it('a TLS server (test-time PKI) serves TLS clients, closes plaintext ones, and with verify accepts a client certificate from its CA', async () => {
+    const pki = makeTestPki();
+    const tls = { certFile: pki.serverCert, keyFile: pki.serverKey, caFile: pki.caCert };
+    const srv = await startNatsServer({ jetstream: false, tls: { ...tls, verify: true } });
+    try {
+      expect(srv.tls).toMatchObject({ verify: true });
+      const c = await connect({ servers: srv.url, tls: { caFile: pki.caCert, certFile: pki.clientCert, keyFile: pki.clientKey } });
+      await c.flush();
+      expect(c.info?.tls_required).toBe(true);
+      await c.close();
+      // A plaintext client reads the INFO that requires TLS; its CONNECT and PING get no PONG, only the closed connection.
+      const answer = await plaintextAnswer(srv.port);
+      expect(answer).toMatch(/^INFO .*"tls_required":true/);
+      expect(answer).not.toContain('PONG');
+    } finally {
+      await srv.stop();
+      removeTestPki(pki);
+    }
+  });
 });
+
+describeWithInfra(['nats'], "the run's nats-server runs as production does (TLS, one user per role)", () => {
+  it('closes a plaintext client, refuses a TLS client without a user or with a wrong password', async () => {
+    const target = testNatsTarget();
+    expect(target.tls).toBeDefined();
+    const answer = await plaintextAnswer(Number(new URL(target.url).port));
+    expect(answer).toMatch(/^INFO .*"tls_required":true/);
+    expect(answer).not.toContain('PONG');
+    const bare = { servers: target.url, tls: target.tls, reconnect: false };
+    await expect(connect(bare)).rejects.toThrow(/Authorization/i);
+    await expect(connect({ ...bare, user: 'dashboard', pass: 'not-the-password' })).rejects.toThrow(/Authorization/i);
+  });
+
+  it("refuses the dashboard's user a write to the assignment map; the controller's user writes it", async () => {
+    // The deployments' bucket name (deploy/nats/auth.conf): only the controller may write it.
+    const bucket = 'defender-assignments';
+    const fixture = await connect(testNatsConnectOptions());
+    const dashboard = await connect(testNatsConnectOptions('dashboard'));
+    const controller = await connect(testNatsConnectOptions('controller'));
+    try {
+      await new Kvm(fixture).create(bucket, { history: 5 });
+      await expect((await new Kvm(dashboard).open(bucket)).put('map', '{"version":999999}')).rejects.toThrow(`Permissions Violation for Publish to "$KV.${bucket}.map"`);
+      const rev = await (await new Kvm(controller).open(bucket)).put('map', '{"version":1}');
+      expect((await (await new Kvm(dashboard).open(bucket)).get('map'))).toMatchObject({ revision: rev });
+    } finally {
+      await Promise.all([fixture, dashboard, controller].map((c) => c.close()));
+    }
+  });
+});
+
+/** What a server sends a plaintext client that sends CONNECT and PING, until it closes or 5 s pass. */
+function plaintextAnswer(port: number): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let text = '';
+    const sock = net.connect({ host: '127.0.0.1', port }, () => sock.write('CONNECT {"verbose":false}\r\nPING\r\n'));
+    sock.setTimeout(5000, () => sock.destroy());
+    sock.on('data', (d: Buffer) => {
+      text += d.toString('latin1');
+    });
+    sock.on('error', (err) => (text ? resolve(text) : reject(err)));
+    sock.on('close', () => resolve(text));
+  });
+}

@@ -16,6 +16,8 @@ export interface NatsServerHandle {
   readonly monitorPort: number;
   /** e.g. `2.9.10` */
   readonly version: string;
+  /** The server's TLS settings when it requires TLS (clients trust `caFile`, see {@link NatsServerTls}). */
+  readonly tls: NatsServerTls | undefined;
   /** JetStream store directory; survives {@link restart}, removed by {@link stop}. */
   readonly storeDir: string;
   readonly pid: number | undefined;
@@ -84,14 +86,43 @@ function exited(child: ChildProcess): Promise<void> {
 }
 
 /**
+ * TLS of a harness nats-server: it then requires TLS from every client (`--tls`). PEM files, e.g.
+ * from {@link makeTestPki} (tools/infra/src/tls.ts).
+ */
+export interface NatsServerTls {
+  certFile: string;
+  keyFile: string;
+  /** CA the clients trust; with `verify`, also the CA client certificates must be signed by. */
+  caFile: string;
+  /** Require a client certificate signed by `caFile` (mutual TLS, `--tlsverify`). */
+  verify?: boolean;
+}
+
+/** nats-server's command-line options for `tls`. */
+export function natsTlsArgs(tls: NatsServerTls): string[] {
+  return ['--tls', '--tlscert', tls.certFile, '--tlskey', tls.keyFile, '--tlscacert', tls.caFile, ...(tls.verify ? ['--tlsverify'] : [])];
+}
+
+export interface NatsServerOptions {
+  storeDir?: string;
+  jetstream?: boolean;
+  port?: number;
+  monitorPort?: number;
+  /** Require TLS from clients (and, with `verify`, client certificates). Default: plaintext. */
+  tls?: NatsServerTls;
+  /** More command-line options (e.g. a cluster node's name and routes, see `nats-cluster.ts`). */
+  extraArgs?: readonly string[];
+}
+
+/**
  * Starts a private nats-server with JetStream on free ports and a temporary store. The server is
  * killed if this process exits. Ready when `/healthz` answers ok (JetStream included).
  */
-export async function startNatsServer(opts: { storeDir?: string; jetstream?: boolean; port?: number } = {}): Promise<NatsServerHandle> {
+export async function startNatsServer(opts: NatsServerOptions = {}): Promise<NatsServerHandle> {
   const bin = ensureNatsServer();
   const version = natsServerVersion(bin);
   const port = opts.port ?? (await freePort());
-  const monitorPort = await freePort();
+  const monitorPort = opts.monitorPort ?? (await freePort());
   const ownsStore = opts.storeDir === undefined;
   const storeDir = opts.storeDir ?? mkdtempSync(join(tmpdir(), 'defender-nats-'));
   const jetstream = opts.jetstream ?? true;
@@ -102,6 +133,8 @@ export async function startNatsServer(opts: { storeDir?: string; jetstream?: boo
   const start = async (): Promise<void> => {
     const args = ['-a', '127.0.0.1', '-p', String(port), '-m', String(monitorPort), '-sd', storeDir];
     if (jetstream) args.push('-js');
+    if (opts.tls) args.push(...natsTlsArgs(opts.tls));
+    args.push(...(opts.extraArgs ?? []));
     stderrTail = '';
     const c = spawn(bin, args, { stdio: ['ignore', 'ignore', 'pipe'] });
     child = c;
@@ -141,6 +174,7 @@ export async function startNatsServer(opts: { storeDir?: string; jetstream?: boo
     port,
     monitorPort,
     version,
+    tls: opts.tls,
     storeDir,
     get pid() {
       return child?.pid;

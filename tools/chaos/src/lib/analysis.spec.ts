@@ -1,5 +1,5 @@
 import type { AssignmentMap } from '@defender/contracts';
-import { analyseTakeover, ChamberEvidence, checkInvariants, checkMapSequence, CommittedRun, EPOCH_GENERATION_SPAN, processingGaps, StreamEvidence } from './analysis';
+import { analyseTakeover, ChamberEvidence, checkInvariants, checkMapSequence, CommittedRun, EPOCH_GENERATION_SPAN, processingGaps, StreamEvidence, takeoverWithout } from './analysis';
 import type { MapRecord } from './cluster';
 import type { PublishedRun } from './publisher';
 
@@ -42,6 +42,37 @@ describe('checkInvariants', () => {
 
   it('flags a run the publisher never got acknowledged but the stream holds', () => {
     expect(failed(checkInvariants([good()], streams({ notifications: { 'dc.t1.c1.completed': 4 } })))).toEqual(['stream-matches-publisher']);
+  });
+
+  describe('with the stream\'s content read back (storedRuns)', () => {
+    const stored = (...xs: [number, string][]) => ({ 'dc.t1.c1.completed': xs.map(([seq, runId]) => ({ seq, runId })) });
+
+    it('holds when the stream holds exactly the acknowledged runs and they were applied', () => {
+      expect(failed(checkInvariants([good()], streams({ storedRuns: stored([1, 'r1'], [4, 'r4'], [9, 'r9']) })))).toEqual([]);
+    });
+
+    it('judges the defenders on the stream, NATS on the acknowledgements: an acknowledged run stored at another sequence', () => {
+      // NATS acknowledged r9 at seq 9, but its committed stream holds it at seq 8; the owner applied seq 8.
+      const c = chamber('t1:c1', [...good().published], [commit(1, E(1), 1010), commit(4, E(1), 2010), { ...commit(8, E(2), 3010), runId: 'r9' }]);
+      const s = streams({ storedRuns: stored([1, 'r1'], [4, 'r4'], [8, 'r9']) });
+      const cluster = checkInvariants([c], s, { natsCluster: true });
+      expect(failed(cluster)).toEqual(['stream-matches-publisher']);
+      const nats = cluster.find((r) => r.id === 'stream-matches-publisher')!;
+      expect(nats).toMatchObject({ blocking: false, violations: ['t1:c1: run r9 acknowledged at seq 9, stored at seq 8'] });
+      // On one nats-server the same is a failure like any other.
+      expect(checkInvariants([c], s).find((r) => r.id === 'stream-matches-publisher')!.blocking).toBeUndefined();
+      // Applying what the publisher was told (seq 9), not what the stream holds, is a Defender violation.
+      expect(failed(checkInvariants([good()], s, { natsCluster: true }))).toEqual(['exactly-once', 'high-water-mark', 'stream-matches-publisher']);
+    });
+
+    it('flags an acknowledged run the stream lost, and a run stored twice', () => {
+      const lost = checkInvariants([good()], streams({ storedRuns: stored([1, 'r1'], [4, 'r4']) }), { natsCluster: true });
+      expect(lost.find((r) => r.id === 'stream-matches-publisher')!.violations).toEqual(['t1:c1: run r9 acknowledged at seq 9, not in the stream']);
+      // The defenders applied a run the stream does not hold.
+      expect(lost.find((r) => r.id === 'exactly-once')!.violations).toEqual(['t1:c1: seq 9 (run r9) applied but not in the stream']);
+      const twice = checkInvariants([good()], streams({ storedRuns: stored([1, 'r1'], [4, 'r4'], [9, 'r9'], [10, 'r9']) }));
+      expect(twice.find((r) => r.id === 'stream-matches-publisher')!.violations).toEqual(['t1:c1: run r9 stored twice (seq 9 and 10)']);
+    });
   });
 
   it('flags a deposed owner committing after a newer one (by sequence and by commit time)', () => {
@@ -91,10 +122,20 @@ function map(version: number, token: string, assignments: Record<string, string>
 
 describe('checkMapSequence', () => {
   it('accepts versions +1 with tokens never lower, and flags a lower token', () => {
-    const m = (v: number, t: string): MapRecord => ({ revision: v, seenAt: v, map: map(v, t, { 'a:1': 'd0' }) });
+    const m = (v: number, t: string) => ({ revision: v, version: v, fencingToken: t });
     expect(checkMapSequence([m(1, '1'), m(2, '1'), m(3, '2')]).ok).toBe(true);
     expect(checkMapSequence([m(1, '2'), m(2, '1')]).violations.join()).toMatch(/stale leader/);
-    expect(checkMapSequence([m(1, '1'), m(3, '1')]).ok).toBe(false);
+    expect(checkMapSequence([m(1, '1'), m(3, '1')]).violations).toEqual(['revision 3: version 3 after 1']);
+  });
+
+  it('counts a head whose chunks were superseded before they could be read (no gap in versions)', () => {
+    const heads = [
+      { revision: 4, version: 4, fencingToken: '7', superseded: false },
+      { revision: 9, version: 5, fencingToken: '7', superseded: true },
+      { revision: 12, version: 6, fencingToken: '8', superseded: false },
+    ];
+    expect(checkMapSequence(heads)).toMatchObject({ ok: true, checked: '3 maps' });
+    expect(checkMapSequence(heads.filter((h) => !h.superseded)).violations).toEqual(['revision 12: version 6 after 4']);
   });
 });
 
@@ -120,6 +161,17 @@ describe('analyseTakeover and processingGaps', () => {
     expect(a.orphanedWeight).toBe(15);
     expect(a.resumeMs).toBe(2300);
     expect(a.resumes.find((r) => r.chamber === 'a:3')).toMatchObject({ waiting: false, firstCommitAt: 6010 });
+  });
+
+  it('restricts a takeover to the orphans a later crash did not catch, keeping detection and movement', () => {
+    const a = analyseTakeover(maps, ev, ['d1'], 3000, new Map([['a:2', 10], ['a:3', 5]]));
+    const rest = takeoverWithout(a, ['a:2']);
+    expect(rest.resumes.map((r) => r.chamber)).toEqual(['a:3']);
+    // a:3 had nothing waiting: no resume to time, first commit at 6010.
+    expect(rest.resumeMs).toBeNull();
+    expect(rest.firstResumeAt).toBe(6010);
+    expect({ detectionMs: rest.detectionMs, moved: rest.moved, orphaned: rest.orphaned }).toEqual({ detectionMs: 2000, moved: ['a:2', 'a:3'], orphaned: ['a:2', 'a:3'] });
+    expect(takeoverWithout(a, []).resumeMs).toBe(2300);
   });
 
   it('measures the largest stretch a waiting run saw no commit', () => {

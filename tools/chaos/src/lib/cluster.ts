@@ -5,10 +5,10 @@ import Database from 'better-sqlite3';
 import { connect } from '@nats-io/transport-node';
 import type { NatsConnection } from '@nats-io/nats-core';
 import type { KV } from '@nats-io/kv';
-import type { AssignmentMap } from '@defender/contracts';
-import { DEFAULT_BUCKETS, DEFAULT_STREAM_SETTINGS, ensureStreams, HeartbeatBucket, openBucket } from '@defender/nats-kv';
+import { InvalidMessageError, parseStoredMapHead, type AssignmentMap } from '@defender/contracts';
+import { ASSIGNMENT_MAP_KEY, AssignmentMapBucket, DEFAULT_BUCKETS, DEFAULT_STREAM_SETTINGS, ensureStreams, HeartbeatBucket, natsAuthorizationConfig, type NatsRole, openBucket } from '@defender/nats-kv';
 import { SqliteStore } from '@defender/store';
-import { freePort, getJson, imageNodeOptions, NatsServerHandle, spawnBuiltApp, SpawnedApp, startNatsServer, waitFor } from '@defender/infra-harness';
+import { freePort, getJson, imageNodeOptions, makeTestPki, NatsClusterHandle, natsPasswordEnvOf, natsRoleOfApp, NatsServerHandle, spawnBuiltApp, SpawnedApp, startNatsCluster, startNatsServer, testNatsUsers, waitFor, type TestPki } from '@defender/infra-harness';
 import { ClusterSettings, SHORT_SETTINGS } from './settings';
 import { chamberKeyOf, chaosStrategy, SeedChamber, weightOf } from './workload';
 
@@ -35,6 +35,34 @@ export interface Proc {
   readonly restarts: number;
 }
 
+/** User and password of one NATS connection. */
+export interface ChaosNatsCredentials {
+  readonly user: string;
+  readonly pass: string;
+}
+
+/** The NATS users of a chaos cluster and the server configuration that defines them. */
+export interface ChaosNatsUsers {
+  readonly config: string;
+  /** The fixture's: unrestricted (an operator's), for the publisher, the watchers and the faults. */
+  readonly fixture: ChaosNatsCredentials;
+  /** Each app's, with its role's permissions only (libs/nats-kv permissions.ts). */
+  readonly apps: Readonly<Record<Role, ChaosNatsCredentials>>;
+}
+
+/** Fresh passwords per cluster (tools/infra testNatsUsers); each app role mapped to its NATS role. */
+export function chaosNatsUsers(): ChaosNatsUsers {
+  const apps: Role[] = ['defender', 'assignment-controller', 'election-agent'];
+  const users = testNatsUsers(natsAuthorizationConfig(apps.map((app) => natsRoleOfApp(app) as NatsRole).map((role) => ({ user: role, role, passwordEnv: natsPasswordEnvOf(role) }))), 'chaos-fixture');
+  const userOf = (app: Role): ChaosNatsCredentials => {
+    const c = users.users[natsRoleOfApp(app)];
+    if (!c) throw new Error(`no NATS user for ${app}`);
+    return c;
+  };
+  const creds = Object.fromEntries(apps.map((app) => [app, userOf(app)])) as Record<Role, ChaosNatsCredentials>;
+  return { config: users.config, fixture: users.fixture, apps: creds };
+}
+
 export const isAlive = (p: Proc): boolean => p.app.child.exitCode === null && p.app.child.signalCode === null;
 
 /** Every map revision the fixture's watcher saw, in order. */
@@ -43,6 +71,19 @@ export interface MapRecord {
   readonly map: AssignmentMap;
   /** When the test process received it (epoch ms): "detection" in the reports. */
   readonly seenAt: number;
+}
+
+/**
+ * Every map head the fixture's watcher saw, in order, including those whose chunks a newer
+ * publication replaced before the watcher could read them (not in {@link MapRecord}s): the map
+ * sequence is checked on these.
+ */
+export interface MapHeadRecord {
+  readonly revision: number;
+  readonly version: number;
+  readonly fencingToken: string;
+  /** Its chunks were gone when the watcher read them. */
+  readonly superseded: boolean;
 }
 
 /** A defender process seen heartbeating for the first time, or its heartbeat removed. */
@@ -76,6 +117,11 @@ export interface ChaosClusterOptions {
    * CrashLoopBackOff delay (10 s at heartbeat 2 s) scaled to the heartbeat.
    */
   readonly restartDelayMs?: number;
+  /**
+   * NATS nodes: 1 (default) a single nats-server; 3 a cluster on loopback ports, with JetStream
+   * replicas 3 for every stream and bucket (the fixture's and the apps' alike).
+   */
+  readonly natsNodes?: number;
 }
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
@@ -96,6 +142,7 @@ const CLOCK_OFFSET_APPLIED = '"msg":"chaos: wall clock offset applied"';
 export class ChaosCluster {
   readonly procs: Proc[] = [];
   readonly maps: MapRecord[] = [];
+  readonly mapHeads: MapHeadRecord[] = [];
   readonly members: MemberRecord[] = [];
   readonly events: ChaosEvent[] = [];
   readonly settings: ClusterSettings;
@@ -111,15 +158,23 @@ export class ChaosCluster {
   private pendingRestarts = 0;
 
   private constructor(
-    readonly nats: NatsServerHandle,
+    private readonly natsBackend: NatsServerHandle | NatsClusterHandle,
     readonly nc: NatsConnection,
     readonly dir: string,
     private readonly opts: ChaosClusterOptions,
+    /** The NATS users of this cluster: the fixture's (for extra connections) and each app role's. */
+    readonly natsAuth: ChaosNatsUsers,
+    /** The throwaway PKI of the cluster's NATS, which requires TLS from every client. */
+    private readonly pki: TestPki,
   ) {
     this.settings = opts.settings ?? SHORT_SETTINGS;
     const s = this.settings;
     this.env = {
-      NATS_SERVERS: nats.url,
+      NATS_SERVERS: this.natsUrls.join(','),
+      NATS_TLS_CA_FILE: pki.caCert,
+      NATS_KV_REPLICAS: String(this.replicas),
+      NATS_STREAM_REPLICAS: String(this.replicas),
+      ELECTION_KV_REPLICAS: String(this.replicas),
       HTTP_HOST: '127.0.0.1',
       LOG_LEVEL: opts.logLevel ?? process.env['CHAOS_LOG_LEVEL'] ?? 'warn',
       HEARTBEAT_INTERVAL_SECONDS: String(s.heartbeatSeconds),
@@ -134,6 +189,30 @@ export class ChaosCluster {
     };
   }
 
+  /** The single nats-server (the cluster's nodes: {@link natsCluster}). */
+  get nats(): NatsServerHandle {
+    if ('nodes' in this.natsBackend) throw new Error('this chaos cluster runs a NATS cluster: use natsCluster');
+    return this.natsBackend;
+  }
+
+  /** TLS options of a NATS client of this cluster (it requires TLS; the CA is the cluster's own). */
+  get natsTls(): { caFile: string } {
+    return { caFile: this.pki.caCert };
+  }
+
+  get natsCluster(): NatsClusterHandle | undefined {
+    return 'nodes' in this.natsBackend ? this.natsBackend : undefined;
+  }
+
+  get natsUrls(): string[] {
+    return 'nodes' in this.natsBackend ? this.natsBackend.urls : [this.natsBackend.url];
+  }
+
+  /** JetStream replicas of every stream and bucket: one per NATS node. */
+  get replicas(): number {
+    return this.natsCluster?.nodes.length ?? 1;
+  }
+
   get sqlitePath(): string {
     return this.env['SQLITE_PATH'] ?? '';
   }
@@ -144,17 +223,39 @@ export class ChaosCluster {
 
   /** Starts NATS, seeds the store, starts the agents and controllers (defenders are up to the caller). */
   static async start(opts: ChaosClusterOptions): Promise<ChaosCluster> {
-    const nats = await startNatsServer();
     const dir = mkdtempSync(join(tmpdir(), 'defender-chaos-'));
+    // Every app on its own NATS user with its role's permissions, as in production (SECURITY.md);
+    // the fixture is the operator's view (it also deletes messages and reads everything).
+    const auth = chaosNatsUsers();
+    const authConf = join(dir, 'nats-auth.conf');
+    writeFileSync(authConf, auth.config, { mode: 0o600 });
+    // And over TLS only, as deployments run (a CA made for this cluster; routes stay on loopback).
+    let pki: TestPki | undefined;
+    let nats: NatsServerHandle | NatsClusterHandle;
+    try {
+      pki = makeTestPki();
+      const tls = { certFile: pki.serverCert, keyFile: pki.serverKey, caFile: pki.caCert };
+      nats = (opts.natsNodes ?? 1) > 1 ? await startNatsCluster({ nodes: opts.natsNodes, partitionable: true, extraArgs: ['-c', authConf], tls }) : await startNatsServer({ extraArgs: ['-c', authConf], tls });
+    } catch (err) {
+      rmSync(dir, { recursive: true, force: true });
+      if (pki) rmSync(pki.dir, { recursive: true, force: true });
+      throw err;
+    }
+    const clusterPki = pki;
+    const urls = 'nodes' in nats ? nats.urls : [nats.url];
     let nc: NatsConnection | undefined;
     try {
-      const conn = await connect({ servers: nats.url, name: 'chaos', maxReconnectAttempts: -1, reconnectTimeWait: 100, pingInterval: 2000 });
+      const conn = await connect({ servers: urls, name: 'chaos', maxReconnectAttempts: -1, reconnectTimeWait: 100, pingInterval: 2000, ...auth.fixture, tls: { caFile: clusterPki.caCert } });
       nc = conn;
-      const c = new ChaosCluster(nats, conn, dir, opts);
+      const c = new ChaosCluster(nats, conn, dir, opts, auth, clusterPki);
       await c.seed();
       // The apps create the same streams and buckets with the same settings; creating them first
       // lets the publisher start before any defender and the watchers before any controller.
-      await ensureStreams(conn, DEFAULT_STREAM_SETTINGS);
+      // Retried: a fresh NATS cluster may time out creating its first replicated streams on a busy machine.
+      await waitFor('the streams created', async () => {
+        await ensureStreams(conn, { ...DEFAULT_STREAM_SETTINGS, replicas: c.replicas });
+        return true;
+      }, 60_000, 500);
       await c.watch();
       for (let i = 0; i < (opts.agents ?? 2); i++) await c.startAgent();
       for (let i = 0; i < (opts.controllers ?? 2); i++) await c.startController();
@@ -163,6 +264,7 @@ export class ChaosCluster {
       await nc?.close().catch(() => undefined);
       await nats.stop();
       rmSync(dir, { recursive: true, force: true });
+      rmSync(clusterPki.dir, { recursive: true, force: true });
       throw err;
     }
   }
@@ -182,14 +284,35 @@ export class ChaosCluster {
 
   /** Watches the map key and the heartbeat bucket, re-watching (from the last revision) after NATS restarts. */
   private async watch(): Promise<void> {
-    const maps = await openBucket(this.nc, DEFAULT_BUCKETS.assignments, { history: 5 });
-    const hbs = await openBucket(this.nc, DEFAULT_BUCKETS.heartbeats, { history: 1 });
-    this.stableIds = await openBucket(this.nc, DEFAULT_BUCKETS.stableIds, { history: 1 });
+    const replicas = this.replicas;
+    const maps = await openBucket(this.nc, DEFAULT_BUCKETS.assignments, { history: 5, replicas });
+    const hbs = await openBucket(this.nc, DEFAULT_BUCKETS.heartbeats, { history: 1, replicas });
+    this.stableIds = await openBucket(this.nc, DEFAULT_BUCKETS.stableIds, { history: 1, replicas });
     this.heartbeatBucket = new HeartbeatBucket(hbs);
-    this.keepWatching(maps, 'assignment-map', (e) => {
+    const mapBucket = new AssignmentMapBucket(maps, DEFAULT_BUCKETS.assignments);
+    this.keepWatching(maps, ASSIGNMENT_MAP_KEY, async (e) => {
       if (e.operation !== 'PUT') return;
       if (e.revision <= (this.maps.at(-1)?.revision ?? 0)) return;
-      this.maps.push({ revision: e.revision, map: JSON.parse(e.string()) as AssignmentMap, seenAt: Date.now() });
+      // The head and its chunks (ADR 0009); null: superseded before it could be read. A NATS error
+      // propagates: the watch resumes at this revision.
+      let map: AssignmentMap | null;
+      try {
+        map = await mapBucket.resolveEntry(e);
+      } catch (err) {
+        if (!(err instanceof InvalidMessageError)) throw err;
+        this.note('bad-map', ASSIGNMENT_MAP_KEY, { revision: e.revision, err: err.message });
+        return;
+      }
+      if (map) {
+        this.maps.push({ revision: e.revision, map, seenAt: Date.now() });
+        this.mapHeads.push({ revision: e.revision, version: map.version, fencingToken: map.fencingToken, superseded: false });
+      } else {
+        // Valid (resolveEntry parsed it): its version and token still count in the map sequence.
+        const stored = parseStoredMapHead(e.value);
+        const head = stored.kind === 'chunked' ? stored.head : stored.map;
+        this.mapHeads.push({ revision: e.revision, version: head.version, fencingToken: head.fencingToken, superseded: true });
+        this.note('map-superseded', ASSIGNMENT_MAP_KEY, { revision: e.revision, version: head.version });
+      }
     });
     this.keepWatching(hbs, '>', (e) => {
       if (e.operation === 'PUT') {
@@ -212,7 +335,7 @@ export class ChaosCluster {
     });
   }
 
-  private keepWatching(kv: KV, key: string, onEntry: (e: { key: string; revision: number; operation: string; string(): string }) => void): void {
+  private keepWatching(kv: KV, key: string, onEntry: (e: { key: string; revision: number; operation: string; value: Uint8Array; string(): string }) => void | Promise<void>): void {
     let stopped = false;
     let lastRevision = 0;
     let current: { stop(): void } | undefined;
@@ -227,8 +350,8 @@ export class ChaosCluster {
           current = iter;
           if (stopped) iter.stop();
           for await (const e of iter) {
+            await onEntry(e);
             lastRevision = Math.max(lastRevision, e.revision);
-            onEntry(e);
           }
         } catch (err) {
           if (!stopped) this.note('watch-error', key, { err: (err as Error).message });
@@ -248,7 +371,8 @@ export class ChaosCluster {
   private async spawn(role: Role, name: string, extraEnv: Record<string, string>, grpc?: number, podUid?: string, restarts = 0): Promise<Proc> {
     const http = await freePort();
     const env = { POD_NAME: name, ...(grpc ? { GRPC_PORT: String(grpc), GRPC_HOST: '127.0.0.1' } : {}), ...extraEnv };
-    const app = spawnBuiltApp(role, { ...this.env, HTTP_PORT: String(http), ...env });
+    const cred = this.natsAuth.apps[role];
+    const app = spawnBuiltApp(role, { ...this.env, NATS_USER: cred.user, NATS_PASSWORD: cred.pass, HTTP_PORT: String(http), ...env });
     const label = restarts > 0 ? `${name}~${restarts}` : name;
     const p: Proc = {
       name: label,
@@ -587,7 +711,8 @@ export class ChaosCluster {
     for (const p of this.procs) if (p.frozen) p.app.child.kill('SIGCONT');
     await Promise.all(this.procs.map((p) => p.app.stop('SIGKILL', 1000)));
     await this.nc.close().catch(() => undefined);
-    await this.nats.stop();
+    await this.natsBackend.stop();
     rmSync(this.dir, { recursive: true, force: true });
+    rmSync(this.pki.dir, { recursive: true, force: true });
   }
 }

@@ -1,9 +1,9 @@
-import { jetstreamManager } from '@nats-io/jetstream';
+import { jetstreamManager, type JetStreamManager, type StoredMsg } from '@nats-io/jetstream';
 import { SqliteStore } from '@defender/store';
 import { STREAMS } from '@defender/nats-kv';
 import type { ChaosCluster, Proc } from './cluster';
 import type { RunPublisher } from './publisher';
-import type { ChamberEvidence, StreamEvidence } from './analysis';
+import type { ChamberEvidence, StoredNotificationRun, StreamEvidence } from './analysis';
 import { chamberKeyOf } from './workload';
 
 /** RUN_HOLD flag bit on every point of a run that put its chamber on hold (pipeline evaluator README). */
@@ -44,6 +44,41 @@ export async function storeEvidence(cluster: ChaosCluster, publisher: RunPublish
   }
 }
 
+/**
+ * Every notification in the stream, by subject, read from the stream's leader (not a replica):
+ * the runs the defenders must have applied, whatever the publisher was acknowledged.
+ */
+async function storedRuns(jsm: JetStreamManager): Promise<Record<string, StoredNotificationRun[]>> {
+  const out: Record<string, StoredNotificationRun[]> = {};
+  const { state } = await jsm.streams.info(STREAMS.notifications);
+  if (state.messages === 0) return out;
+  const get = async (seq: number): Promise<StoredMsg | null> => {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await jsm.streams.getMessage(STREAMS.notifications, { seq });
+      } catch (err) {
+        if (attempt >= 5) throw err;
+        await new Promise((r) => setTimeout(r, 200 * attempt));
+      }
+    }
+  };
+  const batch = 64;
+  for (let from = state.first_seq; from <= state.last_seq; from += batch) {
+    const seqs = Array.from({ length: Math.min(batch, state.last_seq - from + 1) }, (_, i) => from + i);
+    for (const m of await Promise.all(seqs.map(get))) {
+      if (!m) continue; // deleted (outage-past-duplicate-window deletes its replays)
+      let runId = '?';
+      try {
+        runId = String((JSON.parse(new TextDecoder().decode(m.data)) as { runId?: unknown }).runId ?? '?');
+      } catch {
+        // Not JSON: listed under '?', which no publication matches.
+      }
+      (out[m.subject] ??= []).push({ seq: m.seq, runId });
+    }
+  }
+  return out;
+}
+
 /** Message counts by subject of the notification, event and dead-letter streams. */
 export async function streamEvidence(cluster: ChaosCluster): Promise<StreamEvidence> {
   const jsm = await jetstreamManager(cluster.nc);
@@ -66,6 +101,7 @@ export async function streamEvidence(cluster: ChaosCluster): Promise<StreamEvide
   }
   return {
     notifications: await subjects(STREAMS.notifications, 'dc.*.*.completed'),
+    storedRuns: await storedRuns(jsm),
     alarms: await subjects(STREAMS.defenseEvents, 'defense.alarms.>'),
     holds: await subjects(STREAMS.defenseEvents, 'defense.holds.>'),
     deadLetters,

@@ -1,9 +1,9 @@
 import { waitFor } from '@defender/infra-harness';
-import { analyseTakeover, ChamberEvidence, chambersOf, mapVersionOfEpoch, percentile, TakeoverAnalysis } from './analysis';
+import { analyseTakeover, ChamberEvidence, chambersOf, mapVersionOfEpoch, percentile, TakeoverAnalysis, takeoverWithout } from './analysis';
 import { isAlive, MapRecord, Proc } from './cluster';
 import { fencedLogLines, logLines } from './evidence';
 import { ScenarioOutcome, ScenarioRun, sleep, Suite } from './runner';
-import { DEFAULT_SETTINGS, detectionSeconds, failoverBoundSeconds, targetsFor } from './settings';
+import { DEFAULT_SETTINGS, detectionSeconds, failoverBoundSeconds, targetsFor, type ClusterSettings } from './settings';
 
 type Analyse = (ev: ChamberEvidence[]) => void;
 
@@ -28,6 +28,11 @@ export async function bringUp(suite: Suite, n: number): Promise<MapRecord> {
   return m;
 }
 
+/** The leader reads the heartbeats 4 times per interval (`LIVENESS_POLLS_PER_INTERVAL`, libs/controller). */
+function pollSeconds(s: ClusterSettings): number {
+  return s.heartbeatSeconds / 4;
+}
+
 /** Adds the measures of a crash takeover (detection, resume, movement) and marks the timeline. */
 function takeoverMeasures(run: ScenarioRun, a: TakeoverAnalysis, label: string, opts: { orphansOnly: boolean }): void {
   const s = run.cluster.settings;
@@ -37,9 +42,9 @@ function takeoverMeasures(run: ScenarioRun, a: TakeoverAnalysis, label: string, 
     name: `${label}: detection (fault -> map without the victim)`,
     value: s3(a.detectionMs),
     unit: 's',
-    target: `3 missed heartbeats (${detectionSeconds(s)} s) + up to one controller tick (${s.heartbeatSeconds} s)`,
-    verdict: a.detectionMs === null ? 'missed' : a.detectionMs / 1000 <= detectionSeconds(s) + s.heartbeatSeconds + 0.5 ? 'met' : 'missed',
-    atDefaults: a.detectionMs === null ? '' : `~${(6 + Math.max(0, a.detectionMs / 1000 - detectionSeconds(s)) * k).toFixed(1)} s (6 s + the tick/phase part x${k})`,
+    target: `3 missed heartbeats (${detectionSeconds(s)} s) + up to two leader polls (${2 * pollSeconds(s)} s: seeing the last heartbeat late, then the threshold)`,
+    verdict: a.detectionMs === null ? 'missed' : a.detectionMs / 1000 <= detectionSeconds(s) + 2 * pollSeconds(s) + 0.5 ? 'met' : 'missed',
+    atDefaults: a.detectionMs === null ? '' : `~${(6 + Math.max(0, a.detectionMs / 1000 - detectionSeconds(s)) * k).toFixed(1)} s (6 s + the poll/phase part x${k})`,
     note: a.map ? `map v${a.map.version} (${a.map.trigger})` : 'no map without the victim was seen',
   });
   const waiting = a.resumes.filter((r) => r.waiting && r.firstCommitAt !== null).length;
@@ -189,14 +194,18 @@ export async function coldStart(suite: Suite, defenders: number): Promise<Scenar
   });
   run.measure({ name: 'first process start -> map', value: (first.seenAt - started) / 1000, unit: 's', verdict: 'info', note: 'includes the defenders booting on 2 loaded cores' });
   const st = first.map.statistics;
-  const heaviest = Math.max(...suite.weights.values());
-  const bound = Math.max(1.05, heaviest / st.avgWeightPerDefender);
+  // The bound a single chamber forces, as a share: the heaviest chamber against an average
+  // defender's samples. The map's weights are the controller's load (ADR 0008: run rate x (fixed
+  // cost + cost per sample x samples)), in other units; a chamber's share of that load is never
+  // above its share of samples, so this allowance holds for it too.
+  const samples = [...suite.weights.values()];
+  const bound = Math.max(1.05, Math.max(...samples) / (samples.reduce((a, b) => a + b, 0) / first.map.defenderCount));
   const balance = st.maxWeightPerDefender / st.avgWeightPerDefender;
   run.measure({
     name: 'balance: max / avg weight per defender',
     value: balance,
     unit: 'ratio',
-    target: `<= ${bound.toFixed(3)} (1.05, or the heaviest chamber / average)`,
+    target: `<= ${bound.toFixed(3)} (1.05, or the heaviest chamber / an average defender's share)`,
     verdict: balance <= bound + 1e-9 ? 'met' : 'missed',
     atDefaults: 'independent of intervals',
   });
@@ -372,14 +381,25 @@ export async function crashDuringRebalancing(suite: Suite): Promise<ScenarioOutc
   run.measure({ name: 'A\'s map -> B killed', value: (faultB - mapA.seenAt) / 1000, unit: 's', verdict: 'info', note: `B = ${bId}, which received ${gained.get(bId)} of A's chambers` });
   await c.waitForMap('the crash map for B', (m) => !(bId in m.map.defenderInfo), 30_000);
   await sleep(2000);
+  // A's chambers given to B wait for B's crash to be detected too: they are measured from B's
+  // crash (in B's takeover), and A's takeover is measured over the others.
+  const fromA = chambersOf(mapA.map, bId).filter((k) => beforeA.assignments[k] === a.id);
   const analyses: Analyse[] = [
-    (ev) => takeoverMeasures(run, analyseTakeover(c.maps, ev, [a.id], faultA, suite.weights), 'A', { orphansOnly: true }),
+    (ev) => {
+      const ta = analyseTakeover(c.maps, ev, [a.id], faultA, suite.weights);
+      takeoverMeasures(run, takeoverWithout(ta, fromA), `A (the ${ta.orphaned.length - fromA.length} orphans not caught by B's crash)`, { orphansOnly: true });
+    },
     (ev) => {
       const tb = analyseTakeover(c.maps, ev, [bId], faultB, suite.weights);
       takeoverMeasures(run, tb, 'B (incl. chambers just taken from A)', { orphansOnly: true });
-      const fromA = chambersOf(mapA.map, bId).filter((k) => beforeA.assignments[k] === a.id);
       const r = tb.resumes.flatMap((x) => (fromA.includes(x.chamber) && x.waiting && x.firstCommitAt !== null ? [x.firstCommitAt - faultA] : []));
-      run.measure({ name: 'A\'s chambers that went through B: crash A -> running again', value: r.length ? Math.max(...r) / 1000 : null, unit: 's', verdict: 'info', note: `${fromA.length} chambers moved twice` });
+      run.measure({
+        name: 'A\'s chambers that went through B: crash A -> running again',
+        value: r.length ? Math.max(...r) / 1000 : null,
+        unit: 's',
+        verdict: 'info',
+        note: `${fromA.length} chambers moved twice: two detections in a row (A's, then B's), bounded by 2 x (detection + poll); from B's crash they are in B's line`,
+      });
     },
   ];
   await replace(run, [a.id, bId], 'A and B');
@@ -475,7 +495,7 @@ export async function leaderCrash(suite: Suite): Promise<ScenarioOutcome> {
     unit: 's',
     target: `<= ${bound.toFixed(1)} s (TTL ${s.electionTtlSeconds} s + skew ${skew} s + one tick)`,
     verdict: failover <= bound ? 'met' : 'missed',
-    atDefaults: `target p99 <= 6 s; TTL 10 s gives 5-10.5 s (this run scaled: ~${Math.max(0, atDefaults).toFixed(1)} s), see docs/adr/0003-election-ttl.md: TTL 4 s meets it`,
+    atDefaults: `target p99 <= 6 s; TTL ${DEFAULT_SETTINGS.electionTtlSeconds} s gives at most TTL + skew (this run scaled: ~${Math.max(0, atDefaults).toFixed(1)} s), see docs/adr/0003-election-ttl.md`,
   });
   const tokenUp = BigInt(takeover.map.fencingToken) > BigInt(before.map.fencingToken);
   run.measure({ name: 'takeover: higher token, same assignments and lifecycle', value: tokenUp && JSON.stringify(takeover.map.assignments) === JSON.stringify(before.map.assignments) && takeover.map.lifecycleState === before.map.lifecycleState ? 1 : 0, unit: 'count', target: '1', verdict: tokenUp && JSON.stringify(takeover.map.assignments) === JSON.stringify(before.map.assignments) && takeover.map.lifecycleState === before.map.lifecycleState ? 'met' : 'missed', note: `token ${before.map.fencingToken} -> ${takeover.map.fencingToken}, lifecycle ${takeover.map.lifecycleState}` });
@@ -611,7 +631,7 @@ export async function natsRestart(suite: Suite, downMs: number): Promise<Scenari
 /** The store unavailable (SQLite write lock held beyond the 5 s busy timeout): processing pauses, nothing acked early. */
 export async function storeOutage(suite: Suite, holdMs: number): Promise<ScenarioOutcome> {
   const c = suite.cluster;
-  const run = new ScenarioRun(suite, 'store-outage', `Store outage (SQLite locked ${holdMs / 1000} s)`, `The test process holds BEGIN EXCLUSIVE on the SQLite file for ${holdMs / 1000} s (longer than the apps' 5 s busy timeout): defenders' commits fail as unavailable, chambers pause with backoff and resume afterwards. Nothing may be lost, doubled or acknowledged early.`);
+  const run = new ScenarioRun(suite, 'store-outage', `Store outage (SQLite locked ${holdMs / 1000} s)`, `The test process holds BEGIN EXCLUSIVE on the SQLite file for ${holdMs / 1000} s (longer than the apps' 5 s busy timeout): defenders' commits fail as unavailable, chambers pause with backoff and resume afterwards. The apps' store runs on its own thread (ThreadedSqliteStore), so the busy wait never blocks their event loop: heartbeats and /health/live go on and no defender may be judged crashed. Nothing may be lost, doubled or acknowledged early.`);
   await sleep(1500);
   const before = c.current();
   const PAUSED = 'paused: dependency unavailable';
@@ -629,7 +649,7 @@ export async function storeOutage(suite: Suite, holdMs: number): Promise<Scenari
   const maps = run.maps();
   const crashes = maps.filter((m) => m.map.trigger === 'crash');
   const moved = Object.keys(before.map.assignments).filter((k) => c.current().map.assignments[k] !== before.map.assignments[k]);
-  run.measure({ name: 'defenders not answering /health/live during the outage', value: unresponsive, unit: 'count', target: '0 (a paused defender is alive)', verdict: unresponsive === 0 ? 'met' : 'missed', note: 'better-sqlite3 waits for the lock synchronously: the busy timeout blocks the event loop' });
+  run.measure({ name: 'defenders not answering /health/live during the outage', value: unresponsive, unit: 'count', target: '0 (a paused defender is alive)', verdict: unresponsive === 0 ? 'met' : 'missed', note: 'the busy wait blocks the store thread, not the event loop' });
   run.measure({ name: 'crash maps caused by the outage', value: crashes.length, unit: 'count', target: '0', verdict: crashes.length === 0 ? 'met' : 'missed', note: maps.map((m) => `v${m.map.version} ${m.map.trigger} (${m.map.defenderCount} defenders)`).join(', ') || 'no map' });
   run.measure({ name: 'chambers moved by the outage', value: moved.length, unit: 'count', target: '0', verdict: moved.length === 0 ? 'met' : 'missed' });
   // From the logs (`defender_processing_paused_total` is lost with a process that exits).
@@ -640,10 +660,11 @@ export async function storeOutage(suite: Suite, holdMs: number): Promise<Scenari
     const first = after.length ? Math.min(...after) : null;
     if (first !== null) run.mark(first, 'first run committed after the store is back');
     run.measure({ name: 'store back -> first run committed', value: first === null ? null : (first - unlockAt) / 1000, unit: 's', verdict: 'info' });
-    // A commit is stamped before its transaction; one stamped while the lock was held can only
-    // succeed if the lock went away within the 5 s busy timeout of its attempt.
-    const early = ev.flatMap((ch) => ch.committed.filter((r) => r.committedAt > lock.lockedAt && r.committedAt < unlockAt - 5000));
-    run.measure({ name: 'runs committed while the store was locked (stamped > 5 s before it came back)', value: early.length, unit: 'count', target: '0', verdict: early.length === 0 ? 'met' : 'missed' });
+    // A commit is stamped when it is submitted; on the store thread it may wait behind other calls
+    // (each up to the 5 s busy timeout) and commits only once the lock is gone, so a stamp from
+    // inside the outage is no longer early (the invariants check that nothing is acked early).
+    const queued = ev.flatMap((ch) => ch.committed.filter((r) => r.committedAt > lock.lockedAt && r.committedAt < unlockAt));
+    run.measure({ name: 'runs submitted while the store was locked (committed after it came back)', value: queued.length, unit: 'count', verdict: 'info' });
     const g = stallOf(ev, ev.map((x) => x.key), lock.lockedAt - 1);
     run.measure({ name: 'largest processing gap', value: g.max / 1000, unit: 's', target: `~ outage (${holdMs / 1000} s) + backoff (<= 5 s)`, verdict: 'info', note: g.chamber ?? '' });
   });

@@ -24,7 +24,7 @@ export const DEFAULT_SETTINGS: ClusterSettings = {
   coldStartWindowSeconds: 30,
   scaleWindowSeconds: 10,
   maxBatchWaitSeconds: 60,
-  electionTtlSeconds: 10,
+  electionTtlSeconds: 4,
   electionClockSkewMs: 500,
 };
 

@@ -18,6 +18,8 @@ import {
   singleCrash,
   storeOutage,
 } from './scenarios';
+import { assignmentBucketLeaderKill, frozenNatsNode, notificationLeaderKill, partitionedNatsNode, rollingNatsRestart, wipedNatsNode } from './scenarios-nats-cluster';
+import { PARTITIONS } from './scenarios-partition';
 import { DEFAULT_SOAK, soak, SoakOptions } from './soak';
 
 /** A named scenario of a suite. */
@@ -33,6 +35,12 @@ export interface SuiteDef {
   /** Defenders started before the first scenario (0: the first scenario starts them). */
   readonly defenders: number;
   readonly scenarios: readonly SuiteScenario[];
+  /** NATS nodes (default 1; 3: a cluster with JetStream replicas 3 for every stream and bucket). */
+  readonly natsNodes?: number;
+  /** The scenarios `nx test chaos` runs (default all; the others run with `npm run chaos -- suite`). */
+  readonly jestScenarios?: readonly string[];
+  /** Extra environment of every defender of the suite. */
+  readonly defenderEnv?: Readonly<Record<string, string>>;
 }
 
 /** Seeds 002/003: scaling, rolling update and defender crashes on a 6-defender cluster. */
@@ -79,11 +87,39 @@ export const LIFECYCLE: SuiteDef = {
   ],
 };
 
-export const SUITES: readonly SuiteDef[] = [LIFECYCLE, MEMBERSHIP, CONTROL_PLANE];
+/** One node of a 3-node NATS cluster failing (replicas 3) under a 4-defender cluster. */
+export const NATS_CLUSTER: SuiteDef = {
+  name: 'nats-cluster',
+  chambers: 40,
+  defenders: 4,
+  natsNodes: 3,
+  scenarios: [
+    { id: 'nats-notification-leader-kill', run: (s) => notificationLeaderKill(s) },
+    { id: 'nats-assignment-leader-kill', run: (s) => assignmentBucketLeaderKill(s) },
+    { id: 'nats-rolling-restart', run: (s) => rollingNatsRestart(s) },
+    { id: 'nats-node-partitioned', run: (s) => partitionedNatsNode(s) },
+    { id: 'nats-node-frozen', run: (s) => frozenNatsNode(s) },
+    { id: 'nats-node-wiped', run: (s) => wipedNatsNode(s) },
+  ],
+  // CI runs three that held in every run since (2026-11-27; assignment-leader kill and rolling restart
+  // in all 9 runs of the day, notification-leader kill in all but one, fixed since); npm run chaos all six.
+  // A frozen, wiped or partitioned leader can make nats-server 2.9 acknowledge and serve runs its
+  // committed stream does not hold, or lose acknowledged ones (findings 5 and 7): exactly-once then
+  // holds only while the outage's crash maps fence the owners, and a wiped node may let a lagging
+  // replica win an election and renumber the stream, which no reader can repair.
+  jestScenarios: ['nats-notification-leader-kill', 'nats-assignment-leader-kill', 'nats-rolling-restart'],
+};
+
+export const SUITES: readonly SuiteDef[] = [LIFECYCLE, MEMBERSHIP, CONTROL_PLANE, NATS_CLUSTER, PARTITIONS];
 
 /** Starts a suite's cluster and brings up its defenders. */
 export async function startSuite(def: SuiteDef, opts: Omit<SuiteOptions, 'chambers'> = {}): Promise<Suite> {
-  const suite = await Suite.start({ chambers: def.chambers, ...opts });
+  const suite = await Suite.start({
+    chambers: def.chambers,
+    ...(def.natsNodes !== undefined ? { natsNodes: def.natsNodes } : {}),
+    ...(def.defenderEnv ? { defenderEnv: def.defenderEnv } : {}),
+    ...opts,
+  });
   try {
     if (def.defenders > 0) await bringUp(suite, def.defenders);
     return suite;

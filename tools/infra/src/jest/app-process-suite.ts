@@ -1,6 +1,7 @@
 import { freePort, waitFor } from '../ports';
 import { getJson, spawnBuiltApp, SpawnedApp } from '../process';
-import { describeWithInfra, testNatsUrl } from './infra';
+import { natsRoleOfApp } from '../nats-auth';
+import { describeWithInfra, testNatsEnv } from './infra';
 
 export interface AppProcessSuiteOptions {
   /**
@@ -9,6 +10,11 @@ export interface AppProcessSuiteOptions {
    * checked on what ships, and processes start in well under a second.
    */
   app: string;
+  /**
+   * The NATS role the app runs as on the run's (TLS, per-role users) nats-server: default the app's
+   * own (natsRoleOfApp), whose permissions cover the default bucket names only.
+   */
+  natsRole?: string;
   /** Extra env for a valid start; values may depend on free ports handed in. */
   validEnv?: (ports: { http: number; extra: number }) => Record<string, string>;
   /** An invalid environment and the variables its error report must name. */
@@ -73,13 +79,13 @@ export function describeAppProcess(opts: AppProcessSuiteOptions): void {
   });
 
   describeWithInfra(['nats'], `${opts.app} process: health, metrics, shutdown`, () => {
-    it('is live at once, ready once NATS is connected, serves metrics, logs JSON, exits 0 on SIGTERM', async () => {
+    it('is live at once, ready once NATS is connected (TLS, as its own NATS role), serves metrics, logs JSON, exits 0 on SIGTERM', async () => {
       const http = await freePort();
       const extra = await freePort();
       const env = {
         HTTP_PORT: String(http),
         HTTP_HOST: '127.0.0.1',
-        NATS_SERVERS: testNatsUrl(),
+        ...testNatsEnv(opts.natsRole ?? natsRoleOfApp(opts.app)),
         ...(opts.validEnv?.({ http, extra }) ?? {}),
       };
       const app = spawnBuiltApp(opts.app, env);

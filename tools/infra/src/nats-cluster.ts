@@ -1,0 +1,282 @@
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { NatsConnection } from '@nats-io/nats-core';
+import { jetstreamManager } from '@nats-io/jetstream';
+import { NatsServerHandle, NatsServerTls, startNatsServer } from './nats';
+import { freePort, waitFor } from './ports';
+import { startTcpProxy, TcpProxy } from './tcp-proxy';
+
+/** One node of a {@link NatsClusterHandle}: a nats-server with its own port, route port and store. */
+export interface NatsClusterNode {
+  /** Server name (`n0`, `n1`, ...): what JetStream reports as a stream's or a bucket's leader. */
+  readonly name: string;
+  readonly url: string;
+  readonly port: number;
+  readonly clusterPort: number;
+  readonly monitorPort: number;
+  readonly storeDir: string;
+  readonly pid: number | undefined;
+  /** Whether the process runs (it may be frozen, see {@link freeze}). */
+  readonly running: boolean;
+  readonly frozen: boolean;
+  /** Stops the process (SIGTERM, or SIGKILL when `hard`), keeping its store. */
+  halt(opts?: { hard?: boolean }): Promise<void>;
+  /** Starts a halted node again on the same ports (and store, unless it was wiped). */
+  start(): Promise<void>;
+  /** {@link halt}, then {@link start}; `emptyStore` wipes the node's JetStream store in between. */
+  restart(opts?: { hard?: boolean; downMs?: number; emptyStore?: boolean }): Promise<void>;
+  /**
+   * SIGSTOP: the node keeps its sockets but answers nothing (to clients and to its peers), as a node
+   * cut off by a network partition would look from both sides until connections time out.
+   */
+  freeze(): void;
+  thaw(): void;
+  /**
+   * Cuts every route between this node and the others (a cluster started `partitionable`): the node
+   * keeps running and keeps its clients, but has no peer, so it leads nothing and JetStream calls
+   * through it fail; the others keep their quorum. {@link heal} lets the routes reconnect.
+   */
+  partition(): void;
+  heal(): void;
+  readonly partitioned: boolean;
+}
+
+export interface NatsClusterHandle {
+  readonly nodes: readonly NatsClusterNode[];
+  /** Every node's client URL, in node order (for `servers: [...]` or NATS_SERVERS joined by commas). */
+  readonly urls: string[];
+  readonly version: string;
+  node(name: string): NatsClusterNode;
+  /** The node that leads JetStream stream `stream` (asked through `nc`); undefined while none does. */
+  streamLeader(nc: NatsConnection, stream: string): Promise<NatsClusterNode | undefined>;
+  /** The node that leads KV bucket `bucket` (its stream `KV_<bucket>`). */
+  kvLeader(nc: NatsConnection, bucket: string): Promise<NatsClusterNode | undefined>;
+  /**
+   * Waits until `stream` has a leader and every replica on a running, unfrozen, connected node is current
+   * (caught up with the leader), e.g. after a node rejoined.
+   */
+  waitStreamCurrent(nc: NatsConnection, stream: string, timeoutMs?: number): Promise<NatsClusterNode>;
+  /** Waits until every running node reports healthy, JetStream meta leader included (`/healthz`). */
+  waitHealthy(timeoutMs?: number): Promise<void>;
+  /** Stops every node and removes the stores. */
+  stop(): Promise<void>;
+}
+
+/**
+ * The command-line options that make a nats-server node `index` of a cluster whose route ports are
+ * `clusterPorts` (in node order): its server name `n<index>` (how JetStream names leaders and
+ * replicas), the cluster name, its route listener and routes to every other node.
+ */
+export function natsClusterNodeArgs(index: number, clusterPorts: readonly number[], clusterName: string, routePorts?: readonly number[]): string[] {
+  const port = clusterPorts[index];
+  if (port === undefined) throw new Error(`no route port for node ${index} of ${clusterPorts.length}`);
+  const routes = routePorts ?? clusterPorts.filter((_, j) => j !== index);
+  return [
+    '--server_name', `n${index}`,
+    '--cluster_name', clusterName,
+    '--cluster', `nats://127.0.0.1:${port}`,
+    '--routes', routes.map((p) => `nats://127.0.0.1:${p}`).join(','),
+  ];
+}
+
+/**
+ * Starts a private NATS cluster of `nodes` nats-servers with JetStream on loopback ports (clients,
+ * routes and monitoring each on a free port), every node routing to the others, each with its own
+ * store. Resolves once the JetStream meta group has a leader. Streams and buckets need
+ * `num_replicas` / `replicas` set by their creator (3 for every one on a 3-node cluster).
+ */
+export async function startNatsCluster(
+  opts: {
+    nodes?: number;
+    name?: string;
+    partitionable?: boolean;
+    /** Passed to every node, after the cluster's own (e.g. `['-c', authConf]` for users and permissions). */
+    extraArgs?: readonly string[];
+    /** Every node requires TLS from its clients (routes between the nodes stay on loopback, plaintext). */
+    tls?: NatsServerTls;
+  } = {},
+): Promise<NatsClusterHandle> {
+  const count = opts.nodes ?? 3;
+  if (!Number.isInteger(count) || count < 1) throw new Error(`a NATS cluster needs at least one node, got ${count}`);
+  const clusterName = opts.name ?? 'defender-test';
+  const root = mkdtempSync(join(tmpdir(), 'defender-nats-cluster-'));
+  const ports: { port: number; clusterPort: number; monitorPort: number }[] = [];
+  for (let i = 0; i < count; i++) ports.push({ port: await freePort(), clusterPort: await freePort(), monitorPort: await freePort() });
+  const clusterPorts = ports.map((p) => p.clusterPort);
+  // Partitionable: node i reaches node j only through its own proxy [i][j], and every node advertises
+  // a closed route port, so a cut route cannot be replaced by a direct one learnt from gossip.
+  const proxies: TcpProxy[][] = [];
+  let partitionArgs: (i: number) => string[] = () => [];
+  if (opts.partitionable) {
+    for (let i = 0; i < count; i++) {
+      proxies.push(await Promise.all(ports.map((p) => startTcpProxy({ target: { host: '127.0.0.1', port: p.clusterPort } }))));
+    }
+    const closed = await freePort();
+    partitionArgs = () => ['--cluster_advertise', `127.0.0.1:${closed}`, '--connect_retries', '0'];
+  }
+  const routePorts = (i: number): number[] | undefined =>
+    opts.partitionable ? ports.flatMap((_, j) => (j === i ? [] : [proxies[i]![j]!.port])) : undefined;
+  const partitioned = ports.map(() => false);
+  const servers: (NatsServerHandle | undefined)[] = ports.map(() => undefined);
+  const frozen = ports.map(() => false);
+  const running = ports.map(() => false);
+
+  const startNode = async (i: number): Promise<void> => {
+    const p = ports[i]!;
+    const storeDir = join(root, `n${i}`);
+    mkdirSync(storeDir, { recursive: true });
+    const srv = servers[i];
+    if (srv) {
+      await srv.start();
+    } else {
+      servers[i] = await startNatsServer({
+        storeDir,
+        port: p.port,
+        monitorPort: p.monitorPort,
+        ...(opts.tls ? { tls: opts.tls } : {}),
+        extraArgs: [...natsClusterNodeArgs(i, clusterPorts, clusterName, routePorts(i)), ...partitionArgs(i), ...(opts.extraArgs ?? [])],
+      });
+    }
+    running[i] = true;
+    frozen[i] = false;
+  };
+
+  try {
+    await Promise.all(ports.map((_, i) => startNode(i)));
+  } catch (err) {
+    await Promise.all(servers.map((s) => s?.stop().catch(() => undefined)));
+    await Promise.all(proxies.flat().map((p) => p.close()));
+    rmSync(root, { recursive: true, force: true });
+    throw err;
+  }
+  /** The proxies of every route from or to node `i`. */
+  const linksOf = (i: number): TcpProxy[] => {
+    if (!opts.partitionable) throw new Error('this NATS cluster was not started partitionable');
+    return proxies.flatMap((row, a) => row.filter((_, b) => a !== b && (a === i || b === i)));
+  };
+  const version = servers[0]!.version;
+
+  const server = (i: number): NatsServerHandle => {
+    const s = servers[i];
+    if (!s) throw new Error(`node n${i} was never started`);
+    return s;
+  };
+  const signal = (i: number, sig: NodeJS.Signals): void => {
+    const pid = server(i).pid;
+    if (pid !== undefined) process.kill(pid, sig);
+  };
+
+  const nodes: NatsClusterNode[] = ports.map((p, i) => {
+    const halt = async (o: { hard?: boolean } = {}): Promise<void> => {
+      if (frozen[i]) signal(i, 'SIGCONT');
+      frozen[i] = false;
+      await server(i).halt(o);
+      running[i] = false;
+    };
+    return {
+      name: `n${i}`,
+      url: `nats://127.0.0.1:${p.port}`,
+      port: p.port,
+      clusterPort: p.clusterPort,
+      monitorPort: p.monitorPort,
+      storeDir: join(root, `n${i}`),
+      get pid() {
+        return servers[i]?.pid;
+      },
+      get running() {
+        return running[i]!;
+      },
+      get frozen() {
+        return frozen[i]!;
+      },
+      halt,
+      start: () => startNode(i),
+      async restart(o = {}) {
+        await halt(o);
+        if (o.emptyStore) {
+          rmSync(join(root, `n${i}`), { recursive: true, force: true });
+          mkdirSync(join(root, `n${i}`), { recursive: true });
+        }
+        if (o.downMs) await new Promise((r) => setTimeout(r, o.downMs));
+        await startNode(i);
+      },
+      freeze() {
+        if (!running[i] || frozen[i]) return;
+        signal(i, 'SIGSTOP');
+        frozen[i] = true;
+      },
+      thaw() {
+        if (!frozen[i]) return;
+        signal(i, 'SIGCONT');
+        frozen[i] = false;
+      },
+      partition() {
+        linksOf(i).forEach((l) => l.cut());
+        partitioned[i] = true;
+      },
+      heal() {
+        linksOf(i).forEach((l) => l.heal());
+        partitioned[i] = false;
+      },
+      get partitioned() {
+        return partitioned[i]!;
+      },
+    };
+  });
+
+  const byName = (name: string | undefined): NatsClusterNode | undefined => nodes.find((n) => n.name === name);
+
+  const streamInfo = async (nc: NatsConnection, stream: string) => (await jetstreamManager(nc, { timeout: 2000 })).streams.info(stream);
+
+  const handle: NatsClusterHandle = {
+    nodes,
+    urls: nodes.map((n) => n.url),
+    version,
+    node(name) {
+      const n = byName(name);
+      if (!n) throw new Error(`no node ${name} in the cluster (${nodes.map((x) => x.name).join(', ')})`);
+      return n;
+    },
+    async streamLeader(nc, stream) {
+      return byName((await streamInfo(nc, stream)).cluster?.leader);
+    },
+    kvLeader(nc, bucket) {
+      return handle.streamLeader(nc, `KV_${bucket}`);
+    },
+    async waitStreamCurrent(nc, stream, timeoutMs = 60_000) {
+      let leader: NatsClusterNode | undefined;
+      await waitFor(`stream ${stream}: a leader and every live replica current`, async () => {
+        const info = await streamInfo(nc, stream);
+        leader = byName(info.cluster?.leader);
+        if (!leader) return false;
+        const live = nodes.filter((n) => n.running && !n.frozen && !n.partitioned && n !== leader).map((n) => n.name);
+        const replicas = new Map((info.cluster?.replicas ?? []).map((r) => [r.name, r]));
+        return live.every((name) => replicas.get(name)?.current === true);
+      }, timeoutMs, 100);
+      return leader!;
+    },
+    async waitHealthy(timeoutMs = 60_000) {
+      await waitFor('every running NATS node healthy (JetStream meta leader known)', async () => {
+        for (const n of nodes.filter((x) => x.running && !x.frozen && !x.partitioned)) {
+          const res = await fetch(`http://127.0.0.1:${n.monitorPort}/healthz`);
+          if (!res.ok) return false;
+        }
+        return true;
+      }, timeoutMs, 100);
+    },
+    async stop() {
+      nodes.forEach((n) => n.thaw());
+      await Promise.all(servers.map((s) => s?.halt().catch(() => undefined)));
+      await Promise.all(proxies.flat().map((p) => p.close()));
+      rmSync(root, { recursive: true, force: true });
+    },
+  };
+  try {
+    await handle.waitHealthy();
+  } catch (err) {
+    await handle.stop();
+    throw err;
+  }
+  return handle;
+}
