@@ -209,8 +209,8 @@ async function main(): Promise<void> {
     '',
     'A crashed leader cannot be replaced before its lease ends (that is what makes two leaders impossible), so crash',
     'failover is the remaining lease (TTL/2 to TTL after the last renewal) plus the skew margin plus one round trip.',
-    "At the seeds' TTL of 10 s that is 5.5-10.5 s, above the 6 s p99 target; `ELECTION_TTL_SECONDS=4` (renew 2 s,",
-    'step-down after 3.2 s without renewal) meets it. A graceful stop releases the lease and a standby takes over at once.',
+    "At the seeds' TTL of 10 s that is 5.5-10.5 s, above the 6 s p99 target; the default `ELECTION_TTL_SECONDS=4` (renew 2 s,",
+    'step-down after 3.2 s without renewal; docs/adr/0003) meets it. A graceful stop releases the lease and a standby takes over at once.',
   ].join('\n');
   writeBenchmarkSection('election', 'Leader election failover', 'npm run bench:election', body);
   process.stdout.write(`${body}\n`);

@@ -45,7 +45,7 @@ import { percentile, table, writeBenchmarkSection } from './report';
 import { stepCharts } from './fab-replay/charts';
 import { handleBenchCommandLine } from './cli';
 import { BenchCluster, getJson, missingBundles } from './pipeline/cluster';
-import { cpuMsOf, envList, gaugesBy, loadAverage, memoryBreakdownOf, memoryOf, parseCounter, saveHeapSnapshot, type MemoryBreakdown } from './pipeline/observe';
+import { cpuMsOf, envList, gaugesBy, histogramQuantile, loadAverage, memoryBreakdownOf, memoryOf, parseCounter, parseHistogram, heapSnapshotNodeOptions, takeHeapSnapshot, type MemoryBreakdown } from './pipeline/observe';
 import { judgeStep, nextSpeed, type StepVerdict } from './fab-replay/sustain';
 import {
   cycleSeconds,
@@ -79,6 +79,7 @@ npx nx run-many -t build -p defender assignment-controller election-agent
 Parameters (environment):
   FAB_QUICK=1 | BENCH_QUICK=1   smoke run: 60 chambers, short steps; writes docs only with FAB_WRITE=1
   FAB_CHAMBERS                  chambers (5000)
+  FAB_DEFENDERS                 defenders (2; the GigaFab run: FAB_CHAMBERS=20000 FAB_DEFENDERS=4)
   FAB_WARMUP_RUNS               runs per chamber before measuring (${PHASE_ONE_RUNS + 1}: the default strategy's Phase I + 1)
   FAB_STEP_SECONDS              measurement window per speed step (60)
   FAB_SPEED_START, FAB_SPEED_MAX, FAB_SPEED_GROWTH, FAB_REFINE
@@ -118,7 +119,8 @@ function flag(name: string, dflt: boolean): boolean {
   return v === undefined || v === '' ? dflt : v === '1' || v === 'true';
 }
 
-const DEFENDERS = 2;
+/** Defenders in the cluster (FAB_DEFENDERS; the target's figure is for 2). */
+const DEFENDERS = int('FAB_DEFENDERS', 2, 1);
 const P = {
   chambers: int('FAB_CHAMBERS', QUICK ? 60 : 5000, 1),
   warmupRuns: int('FAB_WARMUP_RUNS', PHASE_ONE_RUNS + 1),
@@ -633,6 +635,8 @@ interface Outcome {
   params: Omit<Params, 'reportFrom' | 'resultFile' | 'logDir' | 'heapSnapshots'>;
   /** Not saved in the result file (regenerated from the parameters). */
   fab: FabSpec;
+  /** Defenders in the cluster (absent in results of older runs: 2). */
+  defenders?: number;
   rtRate: number;
   rtSamples: number;
   warmup: { runs: number; seconds: number; rate: number; procs: ProcResult[]; frozen: number; checked: number };
@@ -647,6 +651,50 @@ interface Outcome {
   loadBefore: number;
   loadAfter: number;
   cacheStats: string[];
+  /** The controller's maps over the whole run (absent in results of older runs). */
+  maps?: ControllerMaps;
+}
+
+/** What the controller's /metrics say of its maps: computation and publication times, sizes. */
+interface ControllerMaps {
+  published: number;
+  calcP50Ms: number;
+  calcP99Ms: number;
+  publishP50Ms: number;
+  publishP99Ms: number;
+  publishMeanMs: number;
+  /** The last published map: bytes of head and chunks, and its largest KV value. */
+  lastBytes: number;
+  largestValueBytes: number;
+}
+
+async function controllerMaps(cl: BenchCluster): Promise<ControllerMaps | undefined> {
+  const ctl = cl.procs.find((p) => p.name === 'controller');
+  if (!ctl) return undefined;
+  const res = await fetch(`${ctl.url}/metrics`).catch(() => undefined);
+  if (!res?.ok) return undefined;
+  const text = await res.text();
+  const calc = parseHistogram(text, 'defender_assignment_calculation_duration_seconds');
+  const pub = parseHistogram(text, 'defender_assignment_map_publish_duration_seconds');
+  const bytes = gaugesBy(text, 'defender_assignment_map_bytes', 'part');
+  return {
+    published: pub.count,
+    calcP50Ms: histogramQuantile(calc, 0.5) * 1000,
+    calcP99Ms: histogramQuantile(calc, 0.99) * 1000,
+    publishP50Ms: histogramQuantile(pub, 0.5) * 1000,
+    publishP99Ms: histogramQuantile(pub, 0.99) * 1000,
+    publishMeanMs: pub.count > 0 ? (pub.sum / pub.count) * 1000 : 0,
+    lastBytes: bytes.get('total') ?? 0,
+    largestValueBytes: bytes.get('largest_value') ?? 0,
+  };
+}
+
+/** With FAB_HEAP_SNAPSHOTS, a defender's NODE_OPTIONS (its own or its image's) also let the bench ask for heap snapshots. */
+function snapshotEnv(env: Record<string, string>): Record<string, string> {
+  if (!P.heapSnapshots) return env;
+  mkdirSync(P.heapSnapshots, { recursive: true });
+  const base = env['NODE_OPTIONS'] ?? imageRuntimeEnv('defender')['NODE_OPTIONS'] ?? '';
+  return { ...env, NODE_OPTIONS: `${base} ${heapSnapshotNodeOptions(P.heapSnapshots)}`.trim() };
 }
 
 /** With FAB_HEAP_SNAPSHOTS: each live defender's heap snapshot, `<dir>/<defender>-<label>.heapsnapshot`. */
@@ -656,7 +704,9 @@ async function heapSnapshots(cl: BenchCluster, label: string): Promise<void> {
   for (const d of cl.defenders()) {
     const file = join(P.heapSnapshots, `${d.name}-${label}.heapsnapshot`);
     const t0 = Date.now();
-    const bytes = await saveHeapSnapshot(d.url, DEBUG_TOKEN, file);
+    const pid = d.app.child.pid;
+    if (pid === undefined) continue;
+    const bytes = await takeHeapSnapshot(pid, P.heapSnapshots, `${d.url}/health/live`, file);
     log(`heap snapshot ${file}: ${f1(bytes / 1e6)} MB in ${f1((Date.now() - t0) / 1000)} s`);
   }
 }
@@ -697,7 +747,7 @@ async function main(): Promise<void> {
     cluster = cl;
     await cl.startAgent();
     await cl.startController('controller');
-    for (let i = 0; i < DEFENDERS; i++) await cl.startDefender(`pod-${i}`, { DEBUG_TOKEN, ...P.defenderEnv, ...P.defenderEnvEach[i] });
+    for (let i = 0; i < DEFENDERS; i++) await cl.startDefender(`pod-${i}`, snapshotEnv({ DEBUG_TOKEN, ...P.defenderEnv, ...P.defenderEnvEach[i] }));
     await cl.settle(DEFENDERS, fab.chambers.length, 180_000);
     const owned = await Promise.all(
       cl.defenders().map(async (d) => `${d.name} ${((await getJson(`${d.url}/api/v1/chambers`)).body as { chambers: unknown[] }).chambers.length}`),
@@ -812,10 +862,12 @@ async function main(): Promise<void> {
       const res = await getJson(`${d.url}/api/v1/cache/stats`).catch(() => undefined);
       if (res) cacheStats.push(`${d.name}: ${res.text.slice(0, 300)}`);
     }
+    const maps = await controllerMaps(cl);
     const { reportFrom: _r, resultFile: _f, logDir: _l, heapSnapshots: _h, ...params } = P;
     const outcome: Outcome = {
       params,
       fab,
+      defenders: DEFENDERS,
       rtRate,
       rtSamples,
       warmup: { runs: warmRuns, seconds: warmSeconds, rate: warmRuns / warmSeconds, procs: warmProcs, frozen, checked: sample.length },
@@ -828,6 +880,7 @@ async function main(): Promise<void> {
       loadBefore,
       loadAfter: loadAverage(),
       cacheStats,
+      ...(maps ? { maps } : {}),
     };
     mkdirSync(dirname(P.resultFile), { recursive: true });
     writeFileSync(P.resultFile, JSON.stringify({ ...outcome, fab: undefined }, (_k, v: unknown) => (typeof v === 'number' && !Number.isFinite(v) ? String(v) : v), 1));
@@ -951,8 +1004,14 @@ function report(o: Outcome): string {
       `weight median ${f0(ws.median / 1e3)} K, p90 ${f0(ws.p90 / 1e3)} K, max ${f1(ws.max / 1e6)} M samples per run, the heaviest 10 % carry ${f0(ws.top10Share * 100)} %; cycle ${f0(Math.min(...cycles))}-${f0(Math.max(...cycles))} s). ` +
       `In real time the fab completes **${f2(o.rtRate)} runs/s** (${f2(o.rtSamples / 1e6)} M samples/s), so ${SPEED_TARGET}x is ${f1(o.rtRate * SPEED_TARGET)} runs/s.`,
     '',
-    `Cluster: built processes (\`dist/apps/*/main.js\`): a private nats-server, 1 election agent, 1 assignment controller, ${DEFENDERS} defenders with default settings (\`MAX_CONCURRENT_MESSAGES\` 10, cache 100 MB, default strategy)${envNote(q, o.imageEnv)}, heartbeats every 2 s, one SQLite file (WAL) shared with the publisher.`,
+    `Cluster: built processes (\`dist/apps/*/main.js\`): a private nats-server, 1 election agent, 1 assignment controller, ${o.defenders ?? 2} defenders with default settings (\`MAX_CONCURRENT_MESSAGES\` 10, cache 100 MB, default strategy)${envNote(q, o.imageEnv)}, heartbeats every 2 s, one SQLite file (WAL) shared with the publisher.`,
     '',
+    ...(o.maps
+      ? [
+          `Assignment maps (the controller's /metrics over the whole run): ${o.maps.published} published; computation p50 ${f1(o.maps.calcP50Ms)} ms, p99 ${f1(o.maps.calcP99Ms)} ms (histogram buckets); publication (chunks and head written) p50 ${f1(o.maps.publishP50Ms)} ms, p99 ${f1(o.maps.publishP99Ms)} ms, mean ${f1(o.maps.publishMeanMs)} ms; the last map ${f0(o.maps.lastBytes / 1024)} KiB stored, its largest KV value ${f0(o.maps.largestValueBytes / 1024)} KiB.`,
+          '',
+        ]
+      : []),
     '**Verdict** (design.md section 5: whole-fab replay >= 10x real time with 2 defenders on SQLite; defender RSS <= 300 MB):',
     '',
     ...verdicts.map((v) => `- ${v}`),
@@ -1009,7 +1068,7 @@ function publish(outcome: Outcome): void {
   if (P.write) {
     writeBenchmarkSection(
       outcome.params.section ?? 'fab-replay',
-      `Whole-fab replay${(outcome.params.section ?? 'fab-replay') === 'fab-replay' ? '' : ` (${outcome.params.section})`}: ${outcome.fab.chambers.length.toLocaleString('en-US')} chambers, 2 defenders, SQLite`,
+      `Whole-fab replay${(outcome.params.section ?? 'fab-replay') === 'fab-replay' ? '' : ` (${outcome.params.section})`}: ${outcome.fab.chambers.length.toLocaleString('en-US')} chambers, ${outcome.defenders ?? 2} defenders, SQLite`,
       reproduceCommand(),
       body,
     );

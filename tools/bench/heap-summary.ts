@@ -1,5 +1,4 @@
-// Summarizes a V8 heap snapshot (from a defender's /debug/heap-snapshot, or FAB_HEAP_SNAPSHOTS /
-// BENCH_HEAP_SNAPSHOTS of the benches): self size and count per node type and per constructor or
+// Summarizes a V8 heap snapshot (taken by signal: bench:fab's FAB_HEAP_SNAPSHOTS): self size and count per node type and per constructor or
 // string kind, largest first. Answers "what fills the heap" without Chrome DevTools.
 //
 // Run: node -r ./tools/scripts/register.js tools/bench/heap-summary.ts <file.heapsnapshot> [top=30]   (--help)

@@ -1,7 +1,6 @@
 export default {
   displayName: 'defenderctl',
   preset: '../../jest.preset.js',
-  rootDir: __dirname,
   globalSetup: '<rootDir>/../../tools/infra/src/jest/global-setup.ts',
   globalTeardown: '<rootDir>/../../tools/infra/src/jest/global-teardown.ts',
   globals: { infra: ['nats'] },

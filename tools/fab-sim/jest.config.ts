@@ -1,7 +1,6 @@
 export default {
   displayName: 'fab-sim',
   preset: '../../jest.preset.js',
-  rootDir: __dirname,
   // The simulator's integration test publishes to a real nats-server and writes a real SQLite file.
   globalSetup: '<rootDir>/../../tools/infra/src/jest/global-setup.ts',
   globalTeardown: '<rootDir>/../../tools/infra/src/jest/global-teardown.ts',

@@ -1,7 +1,6 @@
 export default {
   displayName: 'local-fab',
   preset: '../../jest.preset.js',
-  rootDir: __dirname,
   // The whole local fab from the built bundles (nx builds them first: see project.json), driven
   // through its dashboard in headless Chromium. It starts its own nats-server; one file at a time.
   testTimeout: 300_000,

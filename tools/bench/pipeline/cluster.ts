@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { connect } from '@nats-io/transport-node';
 import type { NatsConnection } from '@nats-io/nats-core';
 import type { AssignmentMap } from '@defender/contracts';
-import { openBucket } from '@defender/nats-kv';
+import { AssignmentMapBucket, openBucket } from '@defender/nats-kv';
 import {
   freePort,
   getJson as getJsonOnce,
@@ -101,18 +101,10 @@ export class BenchCluster {
     const tag = `bench${++clusterNo}-${process.pid}`;
     const c = new BenchCluster(opts, nc, tag);
     const kv = await openBucket(nc, `map-${tag}`, { history: 5 });
-    const iter = await kv.watch({ key: 'assignment-map' });
-    c.stopWatch = () => iter.stop();
-    void (async () => {
-      for await (const e of iter) {
-        if (e.operation !== 'PUT') continue;
-        c.publications.push({
-          revision: e.revision,
-          map: JSON.parse(e.string()) as AssignmentMap,
-          seenAt: Date.now(),
-        });
-      }
-    })();
+    const w = await new AssignmentMapBucket(kv, `map-${tag}`).watchPublications({
+      onMap: ({ map, revision }) => void c.publications.push({ revision, map, seenAt: Date.now() }),
+    });
+    c.stopWatch = () => w.stop();
     return c;
   }
 

@@ -233,17 +233,37 @@ export function envList(name: string, raw = process.env[name] ?? ''): Record<str
   return out;
 }
 
+/** NODE_OPTIONS that let {@link takeHeapSnapshot} ask a process for a heap snapshot written into `dir`. */
+export function heapSnapshotNodeOptions(dir: string): string {
+  return `--heapsnapshot-signal=SIGUSR2 --diagnostic-dir=${dir}`;
+}
+
 /**
- * Streams a defender's V8 heap snapshot (token-protected `GET /debug/heap-snapshot`) to `file`
- * (open it in Chrome DevTools > Memory, or summarize it with tools/bench/heap-summary.ts).
+ * A V8 heap snapshot of process `pid` (started with {@link heapSnapshotNodeOptions}`(dir)`), moved to
+ * `file` (open it in Chrome DevTools > Memory, or summarize it with tools/bench/heap-summary.ts).
+ * Node writes it on the process's main thread when it gets SIGUSR2; the process answers `liveUrl`
+ * again once the file is complete. Returns its size in bytes. (Defenders serve no snapshot over HTTP:
+ * it would hold every credential they know.)
  */
-export async function saveHeapSnapshot(baseUrl: string, token: string, file: string): Promise<number> {
-  const res = await fetch(`${baseUrl}/debug/heap-snapshot`, { headers: { authorization: `Bearer ${token}` } });
-  if (res.status !== 200 || !res.body) throw new Error(`heap snapshot from ${baseUrl}: HTTP ${res.status} ${await res.text().catch(() => '')}`);
-  const { createWriteStream } = await import('node:fs');
-  const { Readable } = await import('node:stream');
-  const { pipeline } = await import('node:stream/promises');
-  const out = createWriteStream(file);
-  await pipeline(Readable.fromWeb(res.body as import('node:stream/web').ReadableStream), out);
-  return out.bytesWritten;
+export async function takeHeapSnapshot(pid: number, dir: string, liveUrl: string, file: string): Promise<number> {
+  const { readdirSync, renameSync, statSync } = await import('node:fs');
+  const { join } = await import('node:path');
+  const snapshots = () => new Set(readdirSync(dir).filter((f) => f.endsWith('.heapsnapshot')));
+  const before = snapshots();
+  process.kill(pid, 'SIGUSR2');
+  let written: string | undefined;
+  let size = -1;
+  for (let i = 0; i < 1_200; i++) {
+    await new Promise((r) => setTimeout(r, 250));
+    written ??= [...snapshots()].find((f) => !before.has(f));
+    if (written === undefined) continue;
+    const now = statSync(join(dir, written)).size;
+    const live = await fetch(liveUrl).then((r) => r.ok, () => false);
+    if (live && now === size && now > 0) {
+      renameSync(join(dir, written), file);
+      return now;
+    }
+    size = now;
+  }
+  throw new Error(`no complete heap snapshot from pid ${pid} in ${dir} after 300 s`);
 }

@@ -75,7 +75,7 @@ async function main(argv: string[]): Promise<number> {
       await store.close();
     }
   }
-  const nc = await connect({ servers: target.natsServers, name: 'defenderctl', timeout: 5000 }).catch((err: unknown) => {
+  const nc = await connect({ servers: target.natsServers, name: 'defenderctl', timeout: 5000, ...(target.natsCredentials ?? {}), ...(target.natsTls ? { tls: { ...target.natsTls } } : {}) }).catch((err: unknown) => {
     throw new CtlError(`cannot reach NATS at ${target.natsServers.join(',')} (${target.source}): ${(err as Error).message}`, { cause: err });
   });
   try {

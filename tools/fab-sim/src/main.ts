@@ -28,6 +28,7 @@ function storeConfig(o: CliOptions): StoreConfig {
       consistency: 'QUORUM',
       replication: { class: 'SimpleStrategy', replication_factor: 1 },
       migrationOwner: `fab-sim:${process.pid}`,
+      ...(o.cassandraTls ? { tls: o.cassandraTls } : {}),
     },
   } as StoreConfig;
 }
@@ -79,7 +80,7 @@ async function main(argv: string[]): Promise<number> {
       process.stderr.write(`fab-sim: note: excursions may start at run ${o.excursionAfter + 1}, before Phase I (${phaseOne} runs) has frozen the limits\n`);
     }
     const out = resolve(o.out ?? join(REPO, 'tmp', 'fab-sim', session));
-    const nc = await connect({ servers: o.nats, name: `fab-sim:${session}`, maxReconnectAttempts: -1, reconnectTimeWait: 250 });
+    const nc = await connect({ servers: o.nats, name: `fab-sim:${session}`, maxReconnectAttempts: -1, reconnectTimeWait: 250, ...(o.natsCredentials ?? {}), ...(o.natsTls ? { tls: { ...o.natsTls } } : {}) });
     const mode = o.progress === 'auto' ? (process.stderr.isTTY ? 'bar' : 'plain') : o.progress;
     const renderer = new ProgressRenderer(process.stderr, mode);
     const log = (line: string) => process.stderr.write(`${mode === 'bar' ? '\r\x1b[2K' : ''}${line}\n`);

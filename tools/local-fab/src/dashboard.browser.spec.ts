@@ -1,9 +1,9 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
-import { banner, getJson, infraRequired, waitFor } from '@defender/infra-harness';
+import { banner, infraRequired, waitFor } from '@defender/infra-harness';
 import { CHROMIUM_ARGS, ensureChromium } from './lib/chromium';
-import { LocalFab } from './lib/local-fab';
+import { LocalFab, TEST_FAB_OPTIONS } from './lib/local-fab';
 import { REPO } from './lib/processes';
 
 /**
@@ -37,13 +37,7 @@ if (unavailable && !infraRequired()) {
       defenders: 3,
       seedFab: ['--size', 'tiny'],
       dashboardPort: 0,
-      heartbeatSeconds: 1,
-      coldStartWindowSeconds: 2,
-      scaleWindowSeconds: 2,
-      logLevel: 'warn',
-      keepRunDir: false,
-      terminal: false,
-      log: () => undefined,
+      ...TEST_FAB_OPTIONS,
     });
     await fab.start();
     // 9 chambers x 36 runs as fast as the cluster takes them: the default strategy's Phase I (30 runs)
@@ -63,6 +57,18 @@ if (unavailable && !infraRequired()) {
 
   const live = (p: Page) => p.locator('[data-testid="defender-row"][data-alive="true"]');
 
+  it('signs in as operator through the printed login URL; without it the page asks for a token', async () => {
+    const anonymous = await browser!.newPage();
+    await anonymous.goto(fab!.dashboardUrl);
+    await anonymous.waitForSelector('[data-testid="login-form"]', { timeout: 30_000 });
+    expect(new URL(anonymous.url()).pathname).toBe('/login');
+    await anonymous.close();
+    await page.goto(fab!.dashboardLoginUrl);
+    await page.waitForSelector('#conn.live', { timeout: 30_000 });
+    expect(new URL(page.url()).pathname).toBe('/');
+    expect(await page.locator('[data-testid="role"]').textContent()).toBe('operator');
+  });
+
   it('loads and shows the live defenders, the leader and the map', async () => {
     await page.goto(fab!.dashboardUrl);
     await page.waitForSelector('#conn.live', { timeout: 30_000 });
@@ -78,7 +84,7 @@ if (unavailable && !infraRequired()) {
   });
 
   it("renders a chamber's monitor: T² and SPE charts with their limits after Phase I", async () => {
-    const { chambers } = (await getJson(`${fab!.dashboardUrl}api/v1/chambers`)).body as { chambers: { key: string }[] };
+    const { chambers } = (await (await fetch(`${fab!.dashboardUrl}api/v1/chambers`, { headers: { authorization: `Bearer ${fab!.dashboardToken}` } })).json()) as { chambers: { key: string }[] };
     const key = chambers[0]!.key;
     await page.goto(`${fab!.dashboardUrl}#/chamber/${encodeURIComponent(key)}`);
     await page.waitForSelector(`[data-testid="chamber-head"][data-chamber="${key}"]`, { timeout: 30_000 });

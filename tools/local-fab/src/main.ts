@@ -17,6 +17,8 @@ const USAGE = `usage: bash tools/local-fab/start.sh [options] [-- fab-sim option
   --runs N             runs per chamber (default 80)
   --seed N             fab seed (default 1)
   --cassandra          store on a local Apache Cassandra node instead of SQLite (fetched on first use)
+  --nats-cluster       NATS as a 3-node cluster on loopback ports, JetStream replicas 3 for every
+                       stream and bucket (the apps get all three URLs)
   --port N             dashboard port (default 8090, or a free one when taken; 0: any free port)
   --no-sim             start the cluster only (run fab-sim yourself; see docs/local-fab.md)
   --exit-when-done     stop everything after the simulator's summary; exit with its code
@@ -66,6 +68,7 @@ async function main(): Promise<number> {
         runs: { type: 'string' },
         seed: { type: 'string' },
         cassandra: { type: 'boolean' },
+        'nats-cluster': { type: 'boolean' },
         port: { type: 'string' },
         'no-sim': { type: 'boolean' },
         'exit-when-done': { type: 'boolean' },
@@ -98,6 +101,7 @@ async function main(): Promise<number> {
     defenders,
     controllers,
     store: values.cassandra ? 'cassandra' : 'sqlite',
+    ...(values['nats-cluster'] ? { natsNodes: 3 } : {}),
     ...(port !== undefined ? { dashboardPort: port } : {}),
     ...(values['log-level'] ? { logLevel: values['log-level'] } : {}),
     seedFab: fabArgs,
@@ -141,17 +145,18 @@ async function main(): Promise<number> {
   });
   if (stopping) return new Promise(() => undefined);
   mkdirSync(dirname(CURRENT_FILE), { recursive: true });
-  writeFileSync(CURRENT_FILE, JSON.stringify(fab.describe(), null, 2) + '\n');
+  writeFileSync(CURRENT_FILE, JSON.stringify(fab.describe(), null, 2) + '\n', { mode: 0o600 });
 
   const map = await fab.map();
   log(
     [
       '',
-      `  Defender local fab is up (${((Date.now() - started) / 1000).toFixed(0)} s): ${defenders} defenders, ${controllers} controller${controllers > 1 ? 's' : ''}, 1 election agent, NATS, ${fab.storeKind === 'sqlite' ? `SQLite ${fab.sqlitePath}` : `Cassandra ${fab.cassandraHosts?.join(',')}`}`,
+      `  Defender local fab is up (${((Date.now() - started) / 1000).toFixed(0)} s): ${defenders} defenders, ${controllers} controller${controllers > 1 ? 's' : ''}, 1 election agent, ${fab.natsNodes > 1 ? `NATS cluster of ${fab.natsNodes} nodes (replicas ${fab.natsNodes})` : 'NATS'} over TLS, ${fab.storeKind === 'sqlite' ? `SQLite ${fab.sqlitePath}` : `Cassandra ${fab.cassandraHosts?.join(',')}`}`,
       '',
-      `  Dashboard   ${fab.dashboardUrl}`,
+      `  Dashboard   ${fab.dashboardLoginUrl}   (signs you in as operator; the token is in ${CURRENT_FILE})`,
       `  Operator    tools/defenderctl/defenderctl status      (also: assignments, explain <tool:chamber>, alarms tail -f, drain <defender>)`,
       `  Logs        ${fab.logDir}`,
+      `  NATS        ${fab.natsUrl} (TLS only; CA ${fab.natsTls?.caFile ?? '-'}, NATS_TLS_CA_FILE for your own clients)`,
       `  Map         version ${map?.version ?? '-'}, ${map?.chamberCount ?? 0} chambers (new chambers are picked up within 10 s)`,
       '',
       '  Ctrl-C stops everything.',

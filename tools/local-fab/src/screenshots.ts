@@ -6,7 +6,7 @@
  */
 import { join } from 'node:path';
 import { chromium } from 'playwright-core';
-import { getJson, waitFor } from '@defender/infra-harness';
+import { waitFor } from '@defender/infra-harness';
 import { CHROMIUM_ARGS, ensureChromium } from './lib/chromium';
 import { LocalFab } from './lib/local-fab';
 import { REPO } from './lib/processes';
@@ -20,13 +20,13 @@ async function main(): Promise<void> {
     await sim.exited;
     const browser = await chromium.launch({ executablePath: exe, args: CHROMIUM_ARGS });
     const page = await browser.newPage({ viewport: { width: 1400, height: 1000 }, deviceScaleFactor: 1 });
-    await page.goto(fab.dashboardUrl);
+    await page.goto(fab.dashboardLoginUrl);
     await page.waitForSelector('#conn.live');
     await page.click('[data-testid="crash-defender-1"]');
     await waitFor('the crash map', async () => (await page.locator('[data-testid="map-trigger"]').textContent()) === 'crash', 60_000, 250);
     await page.waitForTimeout(1500);
     await page.screenshot({ path: join(REPO, 'docs/images/dashboard-cluster.png') });
-    const { chambers } = (await getJson(`${fab.dashboardUrl}api/v1/chambers`)).body as { chambers: { key: string }[] };
+    const { chambers } = (await (await fetch(`${fab.dashboardUrl}api/v1/chambers`, { headers: { authorization: `Bearer ${fab.dashboardToken}` } })).json()) as { chambers: { key: string }[] };
     const busiest = chambers[0];
     if (!busiest) throw new Error('the fab has no chambers');
     await page.goto(`${fab.dashboardUrl}#/chamber/${encodeURIComponent(busiest.key)}`);

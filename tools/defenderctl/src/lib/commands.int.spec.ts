@@ -5,7 +5,7 @@ import type { NatsConnection } from '@nats-io/nats-core';
 import { Kvm } from '@nats-io/kv';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { AssignmentMapBucket, ensureStreams, HeartbeatBucket, openBucket, publishOnce } from '@defender/nats-kv';
-import { describeWithInfra, startNatsServer, testNatsUrl } from '@defender/infra-harness';
+import { describeWithInfra, startNatsServer, testNatsConnectOptions, testNatsEnv, testNatsUrl } from '@defender/infra-harness';
 import { SqliteStore } from '@defender/store';
 import { assignments, CtlError, drain, explainChamber, status, tailAlarms } from './commands';
 import { REPO, resolveTarget, type Target } from './context';
@@ -16,14 +16,17 @@ describeWithInfra(['nats'], 'defenderctl on real NATS', () => {
   let nc: NatsConnection;
   let target: Target;
   const tag = `ctl${process.pid}`;
-  const env = {
+  const buckets = {
     NATS_KV_HEARTBEATS: `hb-${tag}`,
     NATS_KV_ASSIGNMENTS: `map-${tag}`,
     ELECTION_KV_BUCKET: `el-${tag}`,
   };
+  // An operator's tool: the fixture's NATS user, over the run's TLS (NATS_TLS_CA_FILE, NATS_USER, NATS_PASSWORD).
+  let env: typeof buckets & Record<string, string>;
 
   beforeAll(async () => {
-    nc = await connect({ servers: testNatsUrl() });
+    env = { ...testNatsEnv(), ...buckets };
+    nc = await connect(testNatsConnectOptions());
     target = resolveTarget({ nats: testNatsUrl() }, env, null);
     const maps = new AssignmentMapBucket(await openBucket(nc, env.NATS_KV_ASSIGNMENTS, { history: 5 }), env.NATS_KV_ASSIGNMENTS);
     let rev = await maps.publish(mapOf(1, { 'ETCH01:PM1': 'defender-0', 'ETCH01:PM2': 'defender-1' }), null);

@@ -1,8 +1,8 @@
 import type { NatsConnection } from '@nats-io/nats-core';
 import { DeliverPolicy, jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { Kvm, type KV } from '@nats-io/kv';
-import { InvalidMessageError, parseAssignmentMap, parseChamberKey, type AssignmentMap, type DefenderStore } from '@defender/contracts';
-import { ASSIGNMENT_MAP_KEY, AssignmentMapBucket, HeartbeatBucket, isStreamNotFound, StreamMissingError, STREAMS } from '@defender/nats-kv';
+import { parseChamberKey, type AssignmentMap, type DefenderStore } from '@defender/contracts';
+import { AssignmentMapBucket, HeartbeatBucket, isStreamNotFound, StreamMissingError, STREAMS } from '@defender/nats-kv';
 import { rebaselineRecords } from '@defender/pipeline';
 import { openStore } from '@defender/store';
 import type { Target } from './context';
@@ -193,16 +193,7 @@ export async function assignments(nc: NatsConnection, t: Target, defenderRef: st
 /** Every kept map version (oldest first), skipping unreadable ones. */
 export async function mapHistory(nc: NatsConnection, t: Target): Promise<AssignmentMap[]> {
   const kv = await openKv(nc, t.buckets.assignments);
-  const out: AssignmentMap[] = [];
-  const iter = await kv.history({ key: ASSIGNMENT_MAP_KEY });
-  for await (const e of iter) {
-    if (e.operation !== 'PUT') continue;
-    try {
-      out.push(parseAssignmentMap(e.value));
-    } catch (err) {
-      if (!(err instanceof InvalidMessageError)) throw err;
-    }
-  }
+  const out = (await new AssignmentMapBucket(kv, t.buckets.assignments).history()).map((s) => s.map);
   return out.sort((a, b) => a.version - b.version);
 }
 

@@ -10,6 +10,10 @@ export const LOCAL_FAB_FILE = join(REPO, 'tmp', 'local-fab', 'current.json');
 /** Where defenderctl finds the cluster. */
 export interface Target {
   readonly natsServers: string[];
+  /** The NATS user to connect as: the local fab's read-only one, else NATS_USER / NATS_PASSWORD. */
+  readonly natsCredentials: { readonly user: string; readonly pass: string } | null;
+  /** The local fab's CA (its NATS serves TLS only), else NATS_TLS_CA_FILE / NATS_TLS_CERT_FILE / NATS_TLS_KEY_FILE. */
+  readonly natsTls: { readonly caFile?: string; readonly certFile?: string; readonly keyFile?: string } | null;
   readonly controllerUrls: string[];
   readonly store: StoreConfig | null;
   readonly storeLabel: string | null;
@@ -23,6 +27,10 @@ export interface Target {
 interface LocalFabFile {
   runDir?: string;
   natsUrl?: string;
+  natsUser?: string;
+  natsPassword?: string;
+  /** The CA of the local fab's NATS certificate (it serves TLS only). */
+  natsTlsCaFile?: string | null;
   controllerUrls?: string[];
   controlUrl?: string;
   controlToken?: string;
@@ -73,6 +81,7 @@ function storeFrom(vars: Record<string, string | undefined>): { config: StoreCon
           consistency: 'QUORUM',
           migrationOwner: `defenderctl:${process.pid}`,
           ...(vars['CASSANDRA_USERNAME'] && vars['CASSANDRA_PASSWORD'] ? { credentials: { username: vars['CASSANDRA_USERNAME'], password: vars['CASSANDRA_PASSWORD'] } } : {}),
+          ...cassandraTls(vars),
         },
       } as StoreConfig,
       label: `cassandra ${hosts.join(',')}/${keyspace}`,
@@ -103,6 +112,8 @@ export function resolveTarget(flags: { nats?: string; controller?: string; store
   const controlToken = fab?.controlToken ?? env['LOCAL_FAB_CONTROL_TOKEN'];
   return {
     natsServers: list(flags.nats ?? fab?.natsUrl ?? env['NATS_SERVERS'] ?? 'nats://127.0.0.1:4222'),
+    natsCredentials: natsCredentials(flags.nats ? {} : fab ?? {}, env),
+    natsTls: fab && !flags.nats ? (fab.natsTlsCaFile ? { caFile: fab.natsTlsCaFile } : null) : natsTls(env),
     controllerUrls: list(flags.controller ?? fab?.controllerUrls?.join(',') ?? env['CONTROLLER_URLS']).map((u) => u.replace(/\/+$/, '')),
     store: store?.config ?? null,
     storeLabel: store?.label ?? null,
@@ -115,4 +126,36 @@ export function resolveTarget(flags: { nats?: string; controller?: string; store
     control: controlUrl && controlToken ? { url: controlUrl, token: controlToken } : null,
     source: fab ? `local fab (${fab.runDir ?? '?'})` : 'environment',
   };
+}
+
+/**
+ * TLS files named by the apps' variables, each pair complete. Paths only: the clients read them.
+ * @throws Error naming the variable missing from a pair (as the apps refuse to start).
+ */
+function tlsFiles(env: Record<string, string | undefined>, prefix: 'NATS_TLS' | 'CASSANDRA_TLS'): { caFile?: string; certFile?: string; keyFile?: string } | null {
+  const [caFile, certFile, keyFile] = ['CA', 'CERT', 'KEY'].map((k) => env[`${prefix}_${k}_FILE`] || undefined);
+  if (!certFile !== !keyFile) throw new Error(`${prefix}_${certFile ? 'KEY' : 'CERT'}_FILE is required when ${prefix}_${certFile ? 'CERT' : 'KEY'}_FILE is set (set both, or neither)`);
+  if (!caFile && !certFile) return null;
+  return { ...(caFile ? { caFile } : {}), ...(certFile && keyFile ? { certFile, keyFile } : {}) };
+}
+
+function natsTls(env: NodeJS.ProcessEnv): Target['natsTls'] {
+  return tlsFiles(env, 'NATS_TLS');
+}
+
+/** CASSANDRA_TLS_CA_FILE (+ client certificate, CASSANDRA_TLS_SERVER_NAME) as the store's `tls`. */
+function cassandraTls(vars: Record<string, string | undefined>): { tls?: { caFile: string; certFile?: string; keyFile?: string; serverName?: string } } {
+  const files = tlsFiles(vars, 'CASSANDRA_TLS');
+  if (!files) return {};
+  if (!files.caFile) throw new Error('CASSANDRA_TLS_CA_FILE is required when CASSANDRA_TLS_CERT_FILE is set');
+  const serverName = vars['CASSANDRA_TLS_SERVER_NAME'] || undefined;
+  return { tls: { ...files, caFile: files.caFile, ...(serverName ? { serverName } : {}) } };
+}
+
+/** The local fab's NATS user when talking to it, else NATS_USER / NATS_PASSWORD when both are set. */
+function natsCredentials(fab: Pick<LocalFabFile, 'natsUser' | 'natsPassword'>, env: NodeJS.ProcessEnv): Target['natsCredentials'] {
+  if (fab.natsUser && fab.natsPassword) return { user: fab.natsUser, pass: fab.natsPassword };
+  const user = env['NATS_USER'];
+  const pass = env['NATS_PASSWORD'];
+  return user && pass ? { user, pass } : null;
 }

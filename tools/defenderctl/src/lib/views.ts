@@ -160,6 +160,8 @@ const TRIGGER_WHY: Readonly<Record<string, string>> = {
   restart: 'the whole cluster restarted and the map was rebuilt',
   takeover: 'a new controller leader took over and re-published the map',
   chambers_changed: 'the chamber list in chamber_metadata changed',
+  load_drift: 'a defender stayed outside the load band (measured CPU load) for the sustained time and the controller rebalanced',
+  post_crash: 'after a crash the cluster was stable again and one balance pass restored the band the orphans-only placement had left',
 };
 
 /**

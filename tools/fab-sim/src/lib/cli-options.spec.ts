@@ -27,6 +27,32 @@ describe('fab-sim command line', () => {
     });
   });
 
+  it('NATS credentials come from the environment, both or neither', () => {
+    expect(parseCli(['run'], { NATS_USER: 'publisher', NATS_PASSWORD: 'publisher-secret-1' }).natsCredentials).toEqual({ user: 'publisher', pass: 'publisher-secret-1' });
+    expect(parseCli(['run'], {}).natsCredentials).toBeUndefined();
+    expect(() => parseCli(['run'], { NATS_USER: 'publisher' })).toThrow(new UsageError('NATS_USER and NATS_PASSWORD go together: NATS_PASSWORD is not set'));
+  });
+
+  it('NATS TLS files come from the environment, a client certificate with its key', () => {
+    expect(parseCli(['run'], { NATS_TLS_CA_FILE: '/tls/ca.crt' }).natsTls).toEqual({ caFile: '/tls/ca.crt' });
+    expect(parseCli(['run'], { NATS_TLS_CA_FILE: '/tls/ca.crt', NATS_TLS_CERT_FILE: '/tls/c.crt', NATS_TLS_KEY_FILE: '/tls/c.key' }).natsTls).toEqual({
+      caFile: '/tls/ca.crt',
+      certFile: '/tls/c.crt',
+      keyFile: '/tls/c.key',
+    });
+    expect(parseCli(['run'], {}).natsTls).toBeUndefined();
+    expect(() => parseCli(['run'], { NATS_TLS_CERT_FILE: '/tls/c.crt' })).toThrow(new UsageError('NATS_TLS_CERT_FILE and NATS_TLS_KEY_FILE go together: NATS_TLS_KEY_FILE is not set'));
+  });
+
+  it('Cassandra TLS comes from the environment; a half pair, or settings without the CA, is a usage error', () => {
+    expect(parseCli(['run'], { CASSANDRA_TLS_CA_FILE: '/tls/ca.crt', CASSANDRA_TLS_SERVER_NAME: 'db.example' }).cassandraTls).toEqual({ caFile: '/tls/ca.crt', serverName: 'db.example' });
+    expect(parseCli(['run'], {}).cassandraTls).toBeUndefined();
+    expect(() => parseCli(['run'], { CASSANDRA_TLS_CA_FILE: '/tls/ca.crt', CASSANDRA_TLS_CERT_FILE: '/c.crt' })).toThrow(
+      new UsageError('CASSANDRA_TLS_CERT_FILE and CASSANDRA_TLS_KEY_FILE go together: CASSANDRA_TLS_KEY_FILE is not set'),
+    );
+    expect(() => parseCli(['run'], { CASSANDRA_TLS_SERVER_NAME: 'db.example' })).toThrow(/CASSANDRA_TLS_CA_FILE is required/);
+  });
+
   it.each([[['--help']], [['-h']], [['run', '--help']]])(
     '%j asks for help (a UsageError without a message)',
     (argv) => {

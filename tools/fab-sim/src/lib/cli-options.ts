@@ -47,6 +47,8 @@ connections (defaults from the apps' variables):
   --cassandra-hosts H:P,.. CASSANDRA_HOSTS (127.0.0.1)
   --cassandra-dc DC        CASSANDRA_LOCAL_DC (datacenter1)
   --cassandra-keyspace K   CASSANDRA_KEYSPACE (defense_system)
+  (environment only)       NATS_USER / NATS_PASSWORD, NATS_TLS_CA_FILE, NATS_TLS_CERT_FILE / NATS_TLS_KEY_FILE,
+                           CASSANDRA_TLS_CA_FILE, CASSANDRA_TLS_CERT_FILE / _KEY_FILE, CASSANDRA_TLS_SERVER_NAME
 
   -h, --help               this text
 `;
@@ -77,11 +79,17 @@ export interface CliOptions {
   readonly writeMetadata: boolean;
   readonly minDetection: number | undefined;
   readonly nats: string[];
+  /** NATS_USER / NATS_PASSWORD from the environment (never flags: a password on a command line is visible to every user of the machine); the `publisher` identity where NATS has per-app users. */
+  readonly natsCredentials?: { readonly user: string; readonly pass: string };
+  /** NATS_TLS_CA_FILE, NATS_TLS_CERT_FILE / NATS_TLS_KEY_FILE from the environment, as the apps read them. */
+  readonly natsTls?: { readonly caFile?: string; readonly certFile?: string; readonly keyFile?: string };
   readonly store: 'sqlite' | 'cassandra';
   readonly sqlitePath: string;
   readonly cassandraHosts: string[];
   readonly cassandraDc: string;
   readonly cassandraKeyspace: string;
+  /** CASSANDRA_TLS_CA_FILE (+ CASSANDRA_TLS_CERT_FILE / _KEY_FILE, CASSANDRA_TLS_SERVER_NAME) from the environment. */
+  readonly cassandraTls?: { readonly caFile: string; readonly certFile?: string; readonly keyFile?: string; readonly serverName?: string };
 }
 
 function int(name: string, v: string | undefined, def: number, min: number, max = Number.MAX_SAFE_INTEGER): number {
@@ -194,10 +202,43 @@ export function parseCli(argv: readonly string[], env: NodeJS.ProcessEnv): CliOp
     writeMetadata: !(v['no-seed'] ?? false),
     minDetection,
     nats: list(v.nats ?? env['NATS_SERVERS'] ?? 'nats://127.0.0.1:4222'),
+    ...natsCredentials(env),
+    ...natsTls(env),
     store,
     sqlitePath: v['sqlite-path'] ?? env['SQLITE_PATH'] ?? './data/defender.db',
     cassandraHosts: list(v['cassandra-hosts'] ?? env['CASSANDRA_HOSTS'] ?? '127.0.0.1'),
     cassandraDc: v['cassandra-dc'] ?? env['CASSANDRA_LOCAL_DC'] ?? 'datacenter1',
     cassandraKeyspace: v['cassandra-keyspace'] ?? env['CASSANDRA_KEYSPACE'] ?? 'defense_system',
+    ...cassandraTls(env),
   };
+}
+
+/** NATS TLS files; a client certificate needs its key. @throws UsageError naming the missing one. */
+function natsTls(env: NodeJS.ProcessEnv): { natsTls?: { caFile?: string; certFile?: string; keyFile?: string } } {
+  const caFile = env['NATS_TLS_CA_FILE'] || undefined;
+  const certFile = env['NATS_TLS_CERT_FILE'] || undefined;
+  const keyFile = env['NATS_TLS_KEY_FILE'] || undefined;
+  if (!certFile !== !keyFile) throw new UsageError(`NATS_TLS_CERT_FILE and NATS_TLS_KEY_FILE go together: ${certFile ? 'NATS_TLS_KEY_FILE' : 'NATS_TLS_CERT_FILE'} is not set`);
+  if (!caFile && !certFile) return {};
+  return { natsTls: { ...(caFile ? { caFile } : {}), ...(certFile && keyFile ? { certFile, keyFile } : {}) } };
+}
+
+/** Cassandra TLS files as the apps read them. @throws UsageError for a half pair, or settings without the CA. */
+function cassandraTls(env: NodeJS.ProcessEnv): { cassandraTls?: { caFile: string; certFile?: string; keyFile?: string; serverName?: string } } {
+  const [caFile, certFile, keyFile, serverName] = ['CA_FILE', 'CERT_FILE', 'KEY_FILE', 'SERVER_NAME'].map((k) => env[`CASSANDRA_TLS_${k}`] || undefined);
+  if (!certFile !== !keyFile) throw new UsageError(`CASSANDRA_TLS_CERT_FILE and CASSANDRA_TLS_KEY_FILE go together: ${certFile ? 'CASSANDRA_TLS_KEY_FILE' : 'CASSANDRA_TLS_CERT_FILE'} is not set`);
+  if (!caFile) {
+    if (certFile || serverName) throw new UsageError('CASSANDRA_TLS_CA_FILE is required with CASSANDRA_TLS_CERT_FILE or CASSANDRA_TLS_SERVER_NAME (it turns TLS on)');
+    return {};
+  }
+  return { cassandraTls: { caFile, ...(certFile && keyFile ? { certFile, keyFile } : {}), ...(serverName ? { serverName } : {}) } };
+}
+
+/** NATS_USER and NATS_PASSWORD, both or neither. @throws UsageError naming the missing one. */
+function natsCredentials(env: NodeJS.ProcessEnv): { natsCredentials?: { user: string; pass: string } } {
+  const user = env['NATS_USER'] || undefined;
+  const pass = env['NATS_PASSWORD'] || undefined;
+  if (!user && !pass) return {};
+  if (!user || !pass) throw new UsageError(`NATS_USER and NATS_PASSWORD go together: ${user ? 'NATS_PASSWORD' : 'NATS_USER'} is not set`);
+  return { natsCredentials: { user, pass } };
 }

@@ -6,7 +6,7 @@ import type { NatsConnection } from '@nats-io/nats-core';
 import { notificationSubject, parseRunNotification } from '@defender/contracts';
 import { ensureStreams, NotificationReader, publishOnce } from '@defender/nats-kv';
 import { SqliteStore } from '@defender/store';
-import { describeWithInfra, testNatsUrl } from '@defender/infra-harness';
+import { describeWithInfra, testNatsConnectOptions } from '@defender/infra-harness';
 import { effectsFor, planExcursions } from './excursions';
 import { generateFab } from './fab';
 import { runIndexOf, seedChambers, Simulator, type Progress } from './simulator';
@@ -20,18 +20,22 @@ import { runLayout } from './trace';
 describeWithInfra(['nats'], 'fab-sim on real NATS and SQLite', () => {
   let dir: string;
   let store: SqliteStore;
+  /** The stand-in defender's connection (the defender role) and the simulator's (the equipment's: publisher). */
   let nc: NatsConnection;
+  let pub: NatsConnection;
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'fab-sim-'));
     store = await SqliteStore.open({ filename: join(dir, 'd.db') });
-    nc = await connect({ servers: testNatsUrl() });
+    nc = await connect(testNatsConnectOptions('defender'));
+    pub = await connect(testNatsConnectOptions('publisher'));
     // As a defender would at start (the stand-in reads the stream before the simulator publishes).
     await ensureStreams(nc);
   });
 
   afterAll(async () => {
     await nc.drain();
+    await pub.drain();
     await store.close();
     rmSync(dir, { recursive: true, force: true });
   });
@@ -102,7 +106,7 @@ describeWithInfra(['nats'], 'fab-sim on real NATS and SQLite', () => {
         phaseOneRuns: 1,
         graceRuns: 0,
       },
-      { store, nc, log: () => undefined, onProgress: (p) => progress.push(p) },
+      { store, nc: pub, log: () => undefined, onProgress: (p) => progress.push(p) },
     );
     const result = await sim.run();
     stop = true;

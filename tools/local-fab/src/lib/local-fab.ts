@@ -1,11 +1,12 @@
-import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { connect } from '@nats-io/transport-node';
 import type { NatsConnection } from '@nats-io/nats-core';
 import type { AssignmentMap } from '@defender/contracts';
-import { AssignmentMapBucket, DEFAULT_BUCKETS, openBucket } from '@defender/nats-kv';
-import { ensureNatsServer, freePort, getJson, imageRuntimeEnv, startCassandra, waitFor, type CassandraHandle } from '@defender/infra-harness';
+import { AssignmentMapBucket, DEFAULT_BUCKETS, DEFAULT_STREAM_SETTINGS, ensureStreams, natsAuthorizationConfig, NATS_ROLES, openBucket, type NatsRole } from '@defender/nats-kv';
+import { ensureNatsServer, freePort, getJson, imageRuntimeEnv, makeTestPki, natsClusterNodeArgs, natsTlsArgs, removeTestPki, startCassandra, waitFor, type CassandraHandle, type NatsServerTls, type TestPki } from '@defender/infra-harness';
 import { killLeftovers, ManagedProcess, PID_FILE_NAME, REPO, RUN_MARKER, writePidFile, type Role } from './processes';
 import { ControlServer } from './control-server';
 
@@ -40,6 +41,11 @@ export interface LocalFabOptions {
   readonly dashboard?: boolean;
   /** The seeding fab-sim writes to this terminal (default true) or to its log file. */
   readonly terminal?: boolean;
+  /**
+   * NATS nodes (default 1). 3 (`--nats-cluster`): a cluster on loopback ports, every app given all
+   * their URLs and JetStream replicas 3 for every stream and bucket.
+   */
+  readonly natsNodes?: number;
 }
 
 export interface ProcessInfo {
@@ -57,12 +63,51 @@ export interface ProcessInfo {
   readonly isLeader?: boolean;
 }
 
+/** Options of the tests' local fabs: quiet, short intervals, nothing left behind. */
+export const TEST_FAB_OPTIONS: LocalFabOptions = {
+  heartbeatSeconds: 1,
+  coldStartWindowSeconds: 2,
+  scaleWindowSeconds: 2,
+  logLevel: 'warn',
+  keepRunDir: false,
+  terminal: false,
+  log: () => undefined,
+};
+
 /** Run directories of local fabs (each with its logs, SQLite file and pid file). */
 export const LOCAL_ROOT = join(REPO, 'tmp', 'local-fab');
-/** Runs the workspace's TypeScript tools directly (SWC: starts in about a second). */
-const SWC_REGISTER = join(REPO, 'node_modules', '@swc-node', 'register', 'index.js');
+/** Runs the workspace's TypeScript tools directly (the workspace's one runner, SWC: starts in about a second). */
+const TS_REGISTER = join(REPO, 'tools', 'scripts', 'register.js');
+/** The NATS role each app connects as. */
+const APP_ROLE: Partial<Record<Role, NatsRole>> = {
+  defender: 'defender',
+  'assignment-controller': 'controller',
+  'election-agent': 'election-agent',
+  dashboard: 'dashboard',
+  'fab-sim': 'publisher',
+};
+
 /** Where the running local fab describes itself (read by defenderctl). */
 export const CURRENT_FILE = join(LOCAL_ROOT, 'current.json');
+/** The deployments' certificate script (docker-compose.yml's tls service runs it too). */
+const MAKE_CERTS = join(REPO, 'deploy', 'tls', 'make-certs.sh');
+
+/**
+ * A private CA and a certificate for the NATS servers on 127.0.0.1, made in `dir` for one run with
+ * deploy/tls/make-certs.sh (openssl; the CA's key is discarded).
+ *
+ * @throws Error with the script's output when openssl or the script fails.
+ */
+export function makeNatsCertificates(dir: string): NatsServerTls {
+  const uid = process.getuid?.() ?? 0;
+  try {
+    execFileSync('sh', [MAKE_CERTS, join(dir, 'ca'), `${uid}:${join(dir, 'nats')}:localhost,127.0.0.1`], { stdio: ['ignore', 'pipe', 'pipe'] });
+  } catch (err) {
+    const e = err as { stdout?: Buffer; stderr?: Buffer };
+    throw new Error(`could not make the NATS certificates (is openssl installed?): ${`${e.stdout?.toString() ?? ''}${e.stderr?.toString() ?? ''}`.trim()}`, { cause: err });
+  }
+  return { caFile: join(dir, 'ca', 'ca.crt'), certFile: join(dir, 'nats', 'tls.crt'), keyFile: join(dir, 'nats', 'tls.key') };
+}
 
 function builtMain(app: string): string {
   const main = join(REPO, 'dist', 'apps', app, 'main.js');
@@ -92,10 +137,34 @@ export class LocalFab {
   readonly procs: ManagedProcess[] = [];
   readonly runDir: string;
   readonly controlToken = randomBytes(18).toString('base64url');
+  /**
+   * The dashboard's operator token, made up per run: the dashboard requires a login like in
+   * production (DASHBOARD_AUTH=token); {@link dashboardLoginUrl} signs a browser in with it.
+   */
+  readonly dashboardToken = randomBytes(24).toString('base64url');
+  /** The NATS client URLs, comma-separated (one per node). */
   natsUrl = '';
+  /**
+   * NATS serves TLS only, as in compose and Kubernetes: a CA and server certificate made for this
+   * run (`<run dir>/tls`); every process the fab starts trusts the CA (NATS_TLS_CA_FILE).
+   */
+  natsTls: NatsServerTls | undefined;
+  /**
+   * NATS runs with one user per role, as in production (SECURITY.md): each app connects as its own,
+   * fab-sim and the fab itself as `publisher`, defenderctl as the read-only `dashboard`. Passwords
+   * are made up per run.
+   */
+  private readonly natsPasswords = Object.fromEntries(NATS_ROLES.map((r) => [r, randomBytes(18).toString('base64url')])) as Record<NatsRole, string>;
   dashboardUrl = '';
   controlUrl = '';
+
+  /** The dashboard's URL that signs the browser in as operator (the token is in the fragment: it never reaches a server log). */
+  get dashboardLoginUrl(): string {
+    return this.dashboardUrl ? `${this.dashboardUrl}login#token=${this.dashboardToken}` : '';
+  }
   private cassandra: CassandraHandle | undefined;
+  /** `--cassandra`: the PKI of the node's TLS (the harness's, valid one day); the apps connect over TLS with its CA. */
+  private cassandraPki: TestPki | undefined;
   private control: ControlServer | undefined;
   private nc: NatsConnection | undefined;
   private defenderNo = 0;
@@ -121,6 +190,11 @@ export class LocalFab {
     return this.cassandra?.contactPoints;
   }
 
+  /** NATS nodes, and the JetStream replicas of every stream and bucket (one per node). */
+  get natsNodes(): number {
+    return this.opts.natsNodes ?? 1;
+  }
+
   get logDir(): string {
     return join(this.runDir, 'logs');
   }
@@ -135,6 +209,8 @@ export class LocalFab {
       CASSANDRA_HOSTS: c.contactPoints.join(','),
       CASSANDRA_LOCAL_DC: c.localDataCenter,
       CASSANDRA_KEYSPACE: 'defense_system',
+      // The node the fab started serves TLS (an external CASSANDRA_HOSTS cluster: as it is).
+      ...(c.tls ? { CASSANDRA_TLS_CA_FILE: c.tls.caCert } : {}),
     };
   }
 
@@ -144,6 +220,8 @@ export class LocalFab {
       NODE_ENV: 'production',
       [RUN_MARKER]: this.runDir,
       NATS_SERVERS: this.natsUrl,
+      ...this.natsTlsEnv(),
+      ...this.replicaEnv(),
       HTTP_HOST: '127.0.0.1',
       LOG_LEVEL: this.opts.logLevel ?? 'info',
       HEARTBEAT_INTERVAL_SECONDS: String(this.opts.heartbeatSeconds ?? 2),
@@ -157,6 +235,13 @@ export class LocalFab {
     };
   }
 
+  /** Replicas of the streams and buckets the apps create (only on a cluster: 1 is their default). */
+  private replicaEnv(): Record<string, string> {
+    if (this.natsNodes === 1) return {};
+    const r = String(this.natsNodes);
+    return { NATS_KV_REPLICAS: r, NATS_STREAM_REPLICAS: r, ELECTION_KV_REPLICAS: r };
+  }
+
   /** Starts everything up to the dashboard; resolves once the first assignment map covers every defender. */
   async start(): Promise<void> {
     mkdirSync(this.logDir, { recursive: true });
@@ -167,7 +252,8 @@ export class LocalFab {
     try {
       if (this.storeKind === 'cassandra') {
         this.log('local-fab: starting Cassandra (the first time fetches it from Maven Central: a few minutes) ...');
-        this.cassandra = await startCassandra({ log: (l) => this.log(`  ${l}`) });
+        this.cassandraPki = makeTestPki();
+        this.cassandra = await startCassandra({ log: (l) => this.log(`  ${l}`), tls: this.cassandraPki });
         this.log(`local-fab: Cassandra ${this.cassandra.version} at ${this.cassandra.contactPoints.join(',')}`);
       }
       await this.startNats();
@@ -201,35 +287,74 @@ export class LocalFab {
     return p;
   }
 
+  /**
+   * Starts the nats-server, or the cluster's nodes (`nats-0`..: server names n0.., routes to each
+   * other), each with its own store under the run directory; on a cluster also creates the
+   * streams with their replicas before any app or fab-sim could create them with one.
+   */
   private async startNats(): Promise<void> {
     const bin = ensureNatsServer((l) => this.log(`local-fab: ${l}`));
-    const port = await freePort();
-    const monitor = await freePort();
-    const storeDir = join(this.runDir, 'nats');
-    mkdirSync(storeDir, { recursive: true });
-    const p = this.record(
-      ManagedProcess.spawn({
-        name: 'nats',
-        role: 'nats',
-        command: bin,
-        args: ['-a', '127.0.0.1', '-p', String(port), '-m', String(monitor), '-js', '-sd', storeDir],
-        env: { PATH: process.env['PATH'] ?? '', [RUN_MARKER]: this.runDir },
-        logFile: join(this.logDir, 'nats.log'),
-        port,
-        extraPort: monitor,
-      }),
-    );
+    const n = this.natsNodes;
+    const nodes: { port: number; monitor: number; cluster: number }[] = [];
+    for (let i = 0; i < n; i++) nodes.push({ port: await freePort(), monitor: await freePort(), cluster: await freePort() });
+    const clusterPorts = nodes.map((x) => x.cluster);
+    const tls = makeNatsCertificates(join(this.runDir, 'tls'));
+    this.natsTls = tls;
+    const authConf = join(this.runDir, 'nats-auth.conf');
+    writeFileSync(authConf, natsAuthorizationConfig(NATS_ROLES.map((role) => ({ user: role, role, password: this.natsPasswords[role] }))), { mode: 0o600 });
+    const procs = nodes.map(({ port, monitor }, i) => {
+      const name = n === 1 ? 'nats' : `nats-${i}`;
+      const storeDir = join(this.runDir, name);
+      mkdirSync(storeDir, { recursive: true });
+      const clusterArgs = n === 1 ? [] : natsClusterNodeArgs(i, clusterPorts, 'defender-local-fab');
+      return this.record(
+        ManagedProcess.spawn({
+          name,
+          role: 'nats',
+          command: bin,
+          args: ['-c', authConf, '-a', '127.0.0.1', '-p', String(port), '-m', String(monitor), '-js', '-sd', storeDir, ...natsTlsArgs(tls), ...clusterArgs],
+          env: { PATH: process.env['PATH'] ?? '', [RUN_MARKER]: this.runDir },
+          logFile: join(this.logDir, `${name}.log`),
+          port,
+          extraPort: monitor,
+        }),
+      );
+    });
+    // A cluster node is healthy (without js-enabled-only) once the JetStream meta group has a leader.
+    const health = n === 1 ? '/healthz?js-enabled-only=true' : '/healthz';
     await waitFor(
-      'nats-server',
+      n === 1 ? 'nats-server' : `${n} NATS nodes healthy`,
       async () => {
-        if (!p.alive) throw new Error(`nats-server exited: ${p.tail(5)}`);
-        return (await fetch(`http://127.0.0.1:${monitor}/healthz?js-enabled-only=true`)).ok;
+        for (const [i, p] of procs.entries()) {
+          if (!p.alive) throw new Error(`${p.name} exited: ${p.tail(5)}`);
+          if (!(await fetch(`http://127.0.0.1:${nodes[i]!.monitor}${health}`)).ok) return false;
+        }
+        return true;
       },
-      20_000,
+      n === 1 ? 20_000 : 60_000,
       100,
     );
-    this.natsUrl = `nats://127.0.0.1:${port}`;
-    this.nc = await connect({ servers: this.natsUrl, name: 'local-fab', maxReconnectAttempts: -1 });
+    this.natsUrl = nodes.map((x) => `nats://127.0.0.1:${x.port}`).join(',');
+    const nc = await connect({ servers: this.natsUrl.split(','), name: 'local-fab', maxReconnectAttempts: -1, ...this.natsCredentials('publisher') });
+    this.nc = nc;
+    if (n > 1) await ensureStreams(nc, { ...DEFAULT_STREAM_SETTINGS, replicas: n });
+  }
+
+  /** `role`'s NATS user and password and the fab's CA, for a NATS client's connection options. */
+  natsCredentials(role: NatsRole): { user: string; pass: string; tls: { caFile: string } } {
+    if (!this.natsTls) throw new Error('NATS is not started yet');
+    return { user: role, pass: this.natsPasswords[role], tls: { caFile: this.natsTls.caFile } };
+  }
+
+  /** NATS_TLS_CA_FILE for a process's environment. */
+  private natsTlsEnv(): Record<string, string> {
+    if (!this.natsTls) throw new Error('NATS is not started yet');
+    return { NATS_TLS_CA_FILE: this.natsTls.caFile };
+  }
+
+  /** `role`'s NATS_USER / NATS_PASSWORD, for a process's environment. */
+  private natsIdentity(role: NatsRole): Record<string, string> {
+    return { NATS_USER: role, NATS_PASSWORD: this.natsPasswords[role] };
   }
 
   private spawnApp(app: string, name: string, port: number, env: Record<string, string>, extraPort?: number): ManagedProcess {
@@ -239,7 +364,7 @@ export class LocalFab {
         role: app as Role,
         command: process.execPath,
         args: ['--enable-source-maps', builtMain(app)],
-        env: { ...imageRuntimeEnv(app), ...this.baseEnv(), HTTP_PORT: String(port), POD_NAME: name, ...env },
+        env: { ...imageRuntimeEnv(app), ...this.baseEnv(), ...this.natsIdentity(APP_ROLE[app as Role] ?? 'dashboard'), HTTP_PORT: String(port), POD_NAME: name, ...env },
         logFile: join(this.logDir, `${name}.log`),
         port,
         ...(extraPort !== undefined ? { extraPort } : {}),
@@ -307,6 +432,8 @@ export class LocalFab {
       CONTROLLER_URLS: controllers.join(','),
       LOCAL_FAB_CONTROL_URL: this.controlUrl,
       LOCAL_FAB_CONTROL_TOKEN: this.controlToken,
+      DASHBOARD_AUTH: 'token',
+      DASHBOARD_OPERATOR_TOKENS: this.dashboardToken,
     });
     await this.ready(p);
     this.dashboardUrl = `http://127.0.0.1:${port}/`;
@@ -315,7 +442,7 @@ export class LocalFab {
   /** The current assignment map (null before the first). */
   async map(): Promise<AssignmentMap | null> {
     if (!this.nc) return null;
-    const b = new AssignmentMapBucket(await openBucket(this.nc, DEFAULT_BUCKETS.assignments, { history: 5 }), DEFAULT_BUCKETS.assignments);
+    const b = new AssignmentMapBucket(await openBucket(this.nc, DEFAULT_BUCKETS.assignments, { history: 5, replicas: this.natsNodes }), DEFAULT_BUCKETS.assignments);
     return (await b.read())?.map ?? null;
   }
 
@@ -394,7 +521,7 @@ export class LocalFab {
       role: p.role,
       pid: p.pid ?? null,
       alive: p.alive,
-      url: p.role === 'nats' ? this.natsUrl : p.role === 'fab-sim' ? null : p.url,
+      url: p.role === 'nats' ? `nats://127.0.0.1:${p.port}` : p.role === 'fab-sim' ? null : p.url,
       startedAt: p.startedAt.toISOString(),
       exit: p.exit ? { code: p.exit.code, signal: p.exit.signal, at: p.exit.at.toISOString() } : null,
       logFile: p.logFile,
@@ -409,6 +536,8 @@ export class LocalFab {
       PATH: process.env['PATH'] ?? '',
       [RUN_MARKER]: this.runDir,
       NATS_SERVERS: this.natsUrl,
+      ...this.natsTlsEnv(),
+      ...this.natsIdentity('publisher'),
       ...this.storeEnv(),
       ...(process.env['TERM'] ? { TERM: process.env['TERM'] } : {}),
     };
@@ -417,8 +546,8 @@ export class LocalFab {
         name: command === 'seed' ? 'fab-sim-seed' : 'fab-sim',
         role: 'fab-sim',
         command: process.execPath,
-        args: ['-r', SWC_REGISTER, join(REPO, 'tools/fab-sim/src/main.ts'), command, ...args],
-        env: { ...env, SWC_NODE_PROJECT: join(REPO, 'tsconfig.base.json') },
+        args: ['-r', TS_REGISTER, join(REPO, 'tools/fab-sim/src/main.ts'), command, ...args],
+        env,
         logFile: inheritStdio ? null : join(this.logDir, `fab-sim-${command}.log`),
         port: 0,
         inheritStdio,
@@ -431,7 +560,16 @@ export class LocalFab {
     return {
       runDir: this.runDir,
       natsUrl: this.natsUrl,
+      natsNodes: this.natsNodes,
+      // Read-only: what defenderctl connects as (the file is the operator's, like the control token).
+      natsUser: 'dashboard',
+      natsPassword: this.natsPasswords.dashboard,
+      // NATS serves TLS only: the CA that signed its certificate (NATS_TLS_CA_FILE for defenderctl).
+      natsTlsCaFile: this.natsTls?.caFile ?? null,
       dashboardUrl: this.dashboardUrl,
+      // The dashboard's operator token (Authorization: Bearer, or the login URL).
+      dashboardToken: this.dashboardToken,
+      dashboardLoginUrl: this.dashboardLoginUrl,
       controlUrl: this.controlUrl,
       controlToken: this.controlToken,
       controllerUrls: this.procs.filter((p) => p.role === 'assignment-controller').map((p) => p.url),
@@ -460,6 +598,7 @@ export class LocalFab {
     await Promise.all(byRole('nats').map((p) => p.stop('SIGTERM', 10_000)));
     await this.control?.close();
     await this.cassandra?.stop();
+    if (this.cassandraPki) removeTestPki(this.cassandraPki);
     rmSync(join(this.runDir, PID_FILE_NAME), { force: true });
     if (this.describesMe(CURRENT_FILE)) rmSync(CURRENT_FILE, { force: true });
     if (this.opts.keepRunDir === false) rmSync(this.runDir, { recursive: true, force: true });
