@@ -15,6 +15,7 @@ export { boundedSource } from './lib/bounded-source';
 export { ChamberWorker, declaredTraceBytes } from './lib/chamber-worker';
 export { ChamberSupervisor, epochAfterFence, type AppliedMap, type SupervisorDeps, type SupervisorEvents, type WorkerState } from './lib/chamber-supervisor';
 export type { StreamStatus, WorkerDeps, WorkerOptions } from './lib/chamber-worker';
+export { FeedWatch, type FeedWatchDeps, type FeedWatchObserver, type WatchedFeed } from './lib/feed-watch';
 export { eventMsgId, markAfter, publishedPrefix, runEvents, type RunEventContext } from './lib/outbox';
 export {
   CHART_KEYS,
