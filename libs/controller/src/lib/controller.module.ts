@@ -1,7 +1,7 @@
 import { DynamicModule, Module } from '@nestjs/common';
 import { ControllerSettings } from './controller-env';
-import { clusterStateMetricsProvider } from './leadership/cluster-state-metrics';
 import { controllerMetricProviders } from './leadership/controller-metrics';
+import { LeadershipMetricsObserver } from './leadership/leadership-metrics-observer';
 import { LeadershipService } from './leadership/leadership.service';
 import { StatusController } from './leadership/status.controller';
 import { CONTROLLER_SETTINGS } from './tokens';
@@ -23,7 +23,7 @@ export class ControllerModule {
       module: ControllerModule,
       controllers: [StatusController],
       global: true,
-      providers: [{ provide: CONTROLLER_SETTINGS, useValue: settings }, LeadershipService, ...controllerMetricProviders, clusterStateMetricsProvider],
+      providers: [{ provide: CONTROLLER_SETTINGS, useValue: settings }, LeadershipService, LeadershipMetricsObserver, ...controllerMetricProviders],
       exports: [LeadershipService],
     };
   }

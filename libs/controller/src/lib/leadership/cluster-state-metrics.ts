@@ -1,5 +1,3 @@
-import type { Provider } from '@nestjs/common';
-import { getToken } from '@willsoto/nestjs-prometheus';
 import type { Counter, Gauge, Histogram } from 'prom-client';
 import { performance } from 'node:perf_hooks';
 import type { AssignmentStats, TriggerDecision } from '@defender/assignment';
@@ -44,11 +42,6 @@ const STATE_KEYS = [
   'emergencyDuration',
   'crashedRedistributed',
 ] as const satisfies readonly (keyof ClusterStateMetricSet & keyof typeof CM)[];
-
-/** Seed 000's calculation phases (the dashboard shows them beside the calculation time). */
-const PHASE_KEYS = ['phase1Duration', 'phase2Duration', 'rebalanceIterations'] as const satisfies readonly (keyof ClusterStateMetricSet & keyof typeof CM)[];
-
-const KEYS = [...STATE_KEYS, ...PHASE_KEYS];
 
 /** The names of the state metrics (the dashboard's "Cluster state machine" row shows each). */
 export const CLUSTER_STATE_METRIC_NAMES: readonly string[] = STATE_KEYS.map((k) => CM[k]);
@@ -167,11 +160,3 @@ export class ClusterStateMetrics {
     this.counted.clear();
   }
 }
-
-/** Nest provider: the metrics registered by `controllerMetricProviders`. */
-export const clusterStateMetricsProvider: Provider = {
-  provide: ClusterStateMetrics,
-  useFactory: (...metrics: unknown[]) =>
-    new ClusterStateMetrics(Object.fromEntries(KEYS.map((k, i) => [k, metrics[i]])) as unknown as ClusterStateMetricSet),
-  inject: KEYS.map((k) => getToken(CM[k])),
-};

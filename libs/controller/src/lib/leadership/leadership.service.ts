@@ -1,6 +1,4 @@
 import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
-import { InjectMetric } from '@willsoto/nestjs-prometheus';
-import type { Counter, Gauge, Histogram } from 'prom-client';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -11,8 +9,7 @@ import { ClusterKvService, StoreService } from '@defender/nest-common';
 import { ControllerSettings } from '../controller-env';
 import { CONTROLLER_SETTINGS } from '../tokens';
 import { ControllerEngine, EngineObserver } from '../engine/controller-engine';
-import { CM } from './controller-metrics';
-import { ClusterStateMetrics } from './cluster-state-metrics';
+import { LeadershipMetricsObserver, type LeadershipObserver } from './leadership-metrics-observer';
 
 /** Exit code when the controller cannot go on (Kubernetes restarts it). */
 export const EXIT_CONTROLLER_FAILED = 5;
@@ -66,31 +63,9 @@ export class LeadershipService implements OnApplicationBootstrap, BeforeApplicat
     @Inject(CONTROLLER_SETTINGS) private readonly config: ControllerSettings,
     private readonly kv: ClusterKvService,
     private readonly store: StoreService,
-    @InjectMetric(CM.isLeader) private readonly isLeaderGauge: Gauge,
-    @InjectMetric(CM.activeDefenders) private readonly activeGauge: Gauge,
-    @InjectMetric(CM.rebalanceEvents) private readonly rebalanceEvents: Counter,
-    @InjectMetric(CM.rebalanceDuration) private readonly rebalanceDuration: Histogram,
-    @InjectMetric(CM.chamberMovements) private readonly movements: Counter,
-    @InjectMetric(CM.emergencyEvents) private readonly emergencies: Counter,
-    @InjectMetric(CM.assignmentVersion) private readonly versionGauge: Gauge,
-    @InjectMetric(CM.calcDuration) private readonly calcDuration: Histogram,
-    @InjectMetric(CM.chambersMoved) private readonly chambersMovedGauge: Gauge,
-    @InjectMetric(CM.weightVariance) private readonly varianceGauge: Gauge,
-    @InjectMetric(CM.minChambers) private readonly minChambers: Gauge,
-    @InjectMetric(CM.maxChambers) private readonly maxChambers: Gauge,
-    @InjectMetric(CM.avgChambers) private readonly avgChambers: Gauge,
-    @InjectMetric(CM.minWeight) private readonly minWeight: Gauge,
-    @InjectMetric(CM.maxWeight) private readonly maxWeight: Gauge,
-    @InjectMetric(CM.avgWeight) private readonly avgWeight: Gauge,
-    @InjectMetric(CM.movedWeightFraction) private readonly movedFraction: Gauge,
-    @InjectMetric(CM.publishConflicts) private readonly conflicts: Counter,
-    @InjectMetric(CM.leaderChanges) private readonly leaderChanges: Counter,
-    @InjectMetric(CM.mapBytes) private readonly mapBytes: Gauge,
-    @InjectMetric(CM.mapPublishDuration) private readonly mapPublishDuration: Histogram,
-    private readonly stateMetrics: ClusterStateMetrics,
+    @Inject(LeadershipMetricsObserver) private readonly metrics: LeadershipObserver,
   ) {
     this.controllerId = config.POD_NAME ?? `${hostname()}:${process.pid}`;
-    this.isLeaderGauge.set(0);
   }
 
   /** The engine of the current term, if leader. */
@@ -153,7 +128,7 @@ export class LeadershipService implements OnApplicationBootstrap, BeforeApplicat
       onError: (err) => this.electionFailed(err),
     });
     this.election.start();
-    this.stateMetrics.campaigning();
+    this.metrics.campaignStarted();
     this.logger.log({ msg: 'campaigning', election: this.config.ELECTION_NAME, candidate: this.controllerId, agents: this.config.ELECTION_AGENT_ADDR });
   }
 
@@ -174,9 +149,7 @@ export class LeadershipService implements OnApplicationBootstrap, BeforeApplicat
 
   private elected(term: LeadershipTerm): void {
     this.term = term;
-    this.isLeaderGauge.set(1);
-    this.leaderChanges.inc({ event: 'elected' });
-    this.stateMetrics.elected();
+    this.metrics.becameLeader();
     this.logger.log({ msg: 'elected leader', epoch: term.fencingToken, controllerId: this.controllerId });
     void this.runTerm(term).catch((err: unknown) => this.fatal('controller engine failed', err));
   }
@@ -186,9 +159,7 @@ export class LeadershipService implements OnApplicationBootstrap, BeforeApplicat
       this.engine?.stop();
       this.term = undefined;
     }
-    this.isLeaderGauge.set(0);
-    this.leaderChanges.inc({ event: 'deposed' });
-    this.stateMetrics.deposed();
+    this.metrics.leadershipLost();
     this.logger.warn({ msg: 'no longer leader', epoch: term.fencingToken, reason });
   }
 
@@ -228,9 +199,7 @@ export class LeadershipService implements OnApplicationBootstrap, BeforeApplicat
           lastRevision: () => buckets.assignments.lastRevision(),
           publish: async (map, expected) => {
             const p = await buckets.assignments.publishMeasured(map, expected);
-            this.mapBytes.set({ part: 'total' }, p.bytes);
-            this.mapBytes.set({ part: 'largest_value' }, p.maxValueBytes);
-            this.mapPublishDuration.observe(p.ms / 1000);
+            this.metrics.mapWritten({ totalBytes: p.bytes, largestValueBytes: p.maxValueBytes, durationMs: p.ms });
             return p.revision;
           },
         },
@@ -246,7 +215,7 @@ export class LeadershipService implements OnApplicationBootstrap, BeforeApplicat
       },
     );
     this.engine = engine;
-    this.stateMetrics.engineStarted();
+    this.metrics.engineStarted();
     // The leader keeps chamber weights current from observed runs (seed 000: every 24 h).
     const weights = setInterval(() => {
       if (!election.isLeader()) return;
@@ -264,31 +233,12 @@ export class LeadershipService implements OnApplicationBootstrap, BeforeApplicat
   private observer(): EngineObserver {
     return {
       decision: (d: TriggerDecision, active: number) => {
-        this.activeGauge.set(active);
-        this.stateMetrics.decision(d, active, this.engine?.map);
+        this.metrics.triggerDecision(d, active, this.engine?.map);
         if (d.action === 'wait') this.logger.debug({ msg: 'batching topology changes', trigger: d.trigger, deadline: this.engine?.wallTimeOf(d.deadline).toISOString() });
       },
       published: (map: AssignmentMap, result: AssignmentResult | null, why: string) => {
-        this.rebalanceEvents.inc({ trigger: why });
-        this.stateMetrics.published(map, why);
-        this.versionGauge.set(map.version);
+        this.metrics.mapPublished(map, result, why);
         const s = map.statistics;
-        if (result) {
-          this.rebalanceDuration.observe(result.stats.calculationDurationMs / 1000);
-          this.calcDuration.observe(result.stats.calculationDurationMs / 1000);
-          this.stateMetrics.calculated(result.stats);
-          this.movements.inc(result.stats.chambersMoved);
-          if (why === 'crash') this.emergencies.inc();
-        }
-        this.chambersMovedGauge.set(s.chambersMoved);
-        this.varianceGauge.set(s.weightVariancePercent);
-        this.minChambers.set(s.minChambersPerDefender);
-        this.maxChambers.set(s.maxChambersPerDefender);
-        this.avgChambers.set(s.avgChambersPerDefender);
-        this.minWeight.set(s.minWeightPerDefender);
-        this.maxWeight.set(s.maxWeightPerDefender);
-        this.avgWeight.set(s.avgWeightPerDefender);
-        this.movedFraction.set(s.movedWeightFraction);
         this.logger.log({
           msg: 'published assignment map',
           version: map.version,
@@ -304,7 +254,7 @@ export class LeadershipService implements OnApplicationBootstrap, BeforeApplicat
         });
       },
       error: (what: string, err: unknown) => {
-        if ((err as Error).name === 'RevisionConflictError') this.conflicts.inc();
+        if ((err as Error).name === 'RevisionConflictError') this.metrics.publishConflict();
         this.logger.warn({ msg: `${what} failed`, err: (err as Error).message });
         // NATS may have lost its store: the leader creates the buckets it needs again (ADR 0007).
         if ((err as { retryable?: unknown }).retryable === true) {
