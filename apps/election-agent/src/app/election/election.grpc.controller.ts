@@ -1,8 +1,6 @@
-import { Controller, UseGuards } from '@nestjs/common';
+import { Controller, Inject, UseGuards } from '@nestjs/common';
 import { GrpcMethod } from '@nestjs/microservices';
 import { status } from '@grpc/grpc-js';
-import { InjectMetric } from '@willsoto/nestjs-prometheus';
-import { Counter } from 'prom-client';
 import { Observable } from 'rxjs';
 import {
   CampaignRequestWire,
@@ -25,7 +23,7 @@ import { ElectionAuthGuard } from './auth.guard';
 import { ElectionService } from './election.service';
 import { LeaderWatchService } from './election-store.service';
 import { grpcStatusOf, toRpcException } from './grpc-errors';
-import { METRICS } from './metrics';
+import { ElectionMetricsObserver, type ElectionMethod, type ElectionObserver } from '../metrics/election-metrics-observer';
 
 /**
  * election.v1.Election over gRPC: validates each request at the edge, calls the library's
@@ -37,7 +35,7 @@ export class ElectionGrpcController {
   constructor(
     private readonly election: ElectionService,
     private readonly watch: LeaderWatchService,
-    @InjectMetric(METRICS.requests) private readonly requests: Counter<string>,
+    @Inject(ElectionMetricsObserver) private readonly metrics: ElectionObserver,
   ) {}
 
   @GrpcMethod('Election', 'Campaign')
@@ -61,7 +59,7 @@ export class ElectionGrpcController {
             : err instanceof ContentionError
               ? 'contention'
               : 'internal';
-        this.election.renewFailures.inc({ election: r.election, reason });
+        this.metrics.renewFailed(r.election, reason);
         throw err;
       }
     });
@@ -98,7 +96,7 @@ export class ElectionGrpcController {
           const { election } = electionRequestFromWire(req);
           const view = await this.election.authority.getLeader(election);
           if (closed) return;
-          this.requests.inc({ method: 'Observe', code: 'OK' });
+          this.metrics.requestAnswered('Observe', 'OK');
           last = { key: viewKey(view), revision: view.revision };
           subscriber.next(leaderStateToWire(view));
           unsubscribe = this.watch.hub.subscribe(election, (v) => {
@@ -110,10 +108,7 @@ export class ElectionGrpcController {
           if (closed) unsubscribe();
         } catch (err) {
           const e = toRpcException(err);
-          this.requests.inc({
-            method: 'Observe',
-            code: status[(e.getError() as { code: status }).code] ?? 'UNKNOWN',
-          });
+          this.metrics.requestAnswered('Observe', status[(e.getError() as { code: status }).code] ?? 'UNKNOWN');
           subscriber.error(e);
         }
       })();
@@ -124,14 +119,14 @@ export class ElectionGrpcController {
     });
   }
 
-  private async unary<T>(method: string, fn: () => Promise<T>): Promise<T> {
+  private async unary<T>(method: ElectionMethod, fn: () => Promise<T>): Promise<T> {
     try {
       const res = await fn();
-      this.requests.inc({ method, code: 'OK' });
+      this.metrics.requestAnswered(method, 'OK');
       return res;
     } catch (err) {
       const s = grpcStatusOf(err);
-      this.requests.inc({ method, code: status[s.code] ?? 'UNKNOWN' });
+      this.metrics.requestAnswered(method, status[s.code] ?? 'UNKNOWN');
       throw toRpcException(err);
     }
   }

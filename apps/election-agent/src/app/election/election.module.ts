@@ -5,7 +5,8 @@ import { ElectionAuthGuard } from './auth.guard';
 import { ElectionGrpcController } from './election.grpc.controller';
 import { ElectionService } from './election.service';
 import { ElectionStoreService, LeaderWatchService } from './election-store.service';
-import { metricProviders } from './metrics';
+import { metricProviders } from '../metrics/election-metrics';
+import { ElectionMetricsObserver } from '../metrics/election-metrics-observer';
 
 /** The election.v1 service: KV lease store, authority, observers, metrics, auth. */
 @Module({})
@@ -20,6 +21,7 @@ export class ElectionModule {
         LeaderWatchService,
         ElectionService,
         ElectionAuthGuard,
+        ElectionMetricsObserver,
         ...metricProviders,
       ],
     };

@@ -1,15 +1,13 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import { InjectMetric } from '@willsoto/nestjs-prometheus';
-import { Counter } from 'prom-client';
 import { ElectionAuthority } from '@defender/election';
 import { ElectionAgentConfig } from '../config';
 import { ELECTION_AGENT_CONFIG } from '../tokens';
 import { ElectionStoreService } from './election-store.service';
-import { METRICS } from './metrics';
+import { ElectionMetricsObserver, type ElectionObserver } from '../metrics/election-metrics-observer';
 
 /**
  * Holds the process's {@link ElectionAuthority} (the rules live in @defender/election) and turns
- * its events into metrics and log lines.
+ * its events into metrics (through {@link ElectionMetricsObserver}) and log lines.
  */
 @Injectable()
 export class ElectionService {
@@ -19,18 +17,14 @@ export class ElectionService {
   constructor(
     @Inject(ELECTION_AGENT_CONFIG) config: ElectionAgentConfig,
     store: ElectionStoreService,
-    @InjectMetric(METRICS.grants) grants: Counter<string>,
-    @InjectMetric(METRICS.leaderChanges) leaderChanges: Counter<string>,
-    @InjectMetric(METRICS.renewFailures) readonly renewFailures: Counter<string>,
-    @InjectMetric(METRICS.casConflicts) conflicts: Counter<string>,
+    @Inject(ElectionMetricsObserver) metrics: ElectionObserver,
   ) {
     this.authority = new ElectionAuthority({
       store,
       clockSkewMs: config.ELECTION_CLOCK_SKEW_MS,
       events: {
         granted: (e) => {
-          grants.inc({ election: e.election });
-          if (e.previousHolder !== e.candidate) leaderChanges.inc({ election: e.election });
+          metrics.termGranted(e.election, e.previousHolder !== e.candidate);
           this.logger.log({
             msg: 'term granted',
             election: e.election,
@@ -40,7 +34,7 @@ export class ElectionService {
           });
         },
         renewRejected: (e) => {
-          renewFailures.inc({ election: e.election, reason: e.reason });
+          metrics.renewFailed(e.election, e.reason);
           this.logger.log({
             msg: 'renewal refused',
             election: e.election,
@@ -56,7 +50,7 @@ export class ElectionService {
             candidate: e.candidate,
             epoch: e.token,
           }),
-        conflict: (e) => conflicts.inc({ election: e.election }),
+        conflict: (e) => metrics.casConflict(e.election),
       },
     });
   }
