@@ -1,13 +1,12 @@
 import { Module } from '@nestjs/common';
 import { createRunEvaluator } from '@defender/pipeline';
-import { MallocTrimService, mallocMetricProviders } from './memory/malloc-trim.service';
+import { MallocTrimService } from './memory/malloc-trim.service';
 import { CHAMBER_WORK } from './membership/chamber-work';
 import { DefenderIdentity } from './membership/defender-identity';
-import { membershipMetricProviders } from './membership/defender-metrics';
 import { MembershipService, PROCESS_EXIT } from './membership/membership.service';
 import { StatusController } from './membership/status.controller';
+import { defenderMetricsProviders } from './metrics/defender-metrics-observer';
 import { ProcessingController } from './processing/processing.controller';
-import { processingMetricProviders } from './processing/processing-metrics';
 import { ProcessingService, RUN_EVALUATOR } from './processing/processing.service';
 
 /**
@@ -24,10 +23,9 @@ import { ProcessingService, RUN_EVALUATOR } from './processing/processing.servic
     { provide: CHAMBER_WORK, useExisting: ProcessingService },
     { provide: RUN_EVALUATOR, useFactory: () => createRunEvaluator() },
     { provide: PROCESS_EXIT, useValue: (code: number) => setImmediate(() => process.exit(code)) },
-    ...membershipMetricProviders,
-    ...processingMetricProviders,
+    // Every metric, and DefenderMetricsObserver: the one provider that moves them.
+    ...defenderMetricsProviders,
     MallocTrimService,
-    ...mallocMetricProviders,
   ],
 })
 export class DefenderModule {}

@@ -1,9 +1,9 @@
-import { Injectable } from '@nestjs/common';
-import { InjectMetric, makeCounterProvider, makeGaugeProvider, makeHistogramProvider } from '@willsoto/nestjs-prometheus';
-import type { Counter, Gauge, Histogram } from 'prom-client';
-import type { DefenderState } from '@defender/contracts';
+import { makeCounterProvider, makeGaugeProvider, makeHistogramProvider } from '@willsoto/nestjs-prometheus';
 
-/** Metric names from seed 000 (defender and subscription-manager tables). */
+/**
+ * Metric names from seed 000 (defender and subscription-manager tables) and seed 002's state machine;
+ * metrics/defender-metrics-observer.ts moves them.
+ */
 export const M = {
   state: 'defender_state',
   stableId: 'defender_stable_id',
@@ -50,74 +50,6 @@ export const DEFENDER_STATE_METRIC_NAMES: readonly string[] = [
 /** Seconds: state times from milliseconds (a claim) to minutes (a follower waiting out a cold-start window). */
 const STATE_BUCKETS = [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
 
-/**
- * Seed 002's state-machine metrics of the defender process: every transition counted and the time
- * spent in the state it leaves observed; the states' own durations (initialization, the ID claim,
- * the follower's wait for its first map) on success; claim attempts, shutdowns and the runs in flight
- * when one began. Times in seconds on the monotonic clock.
- */
-@Injectable()
-export class DefenderStateMetrics {
-  constructor(
-    @InjectMetric(M.stateTransitions) private readonly transitions: Counter,
-    @InjectMetric(M.stateDuration) private readonly stateDuration: Histogram,
-    @InjectMetric(M.initDuration) private readonly initDuration: Histogram,
-    @InjectMetric(M.initFailures) private readonly initFailures: Counter,
-    @InjectMetric(M.claimAttempts) private readonly claimAttempts: Counter,
-    @InjectMetric(M.claimDuration) private readonly claimDuration: Histogram,
-    @InjectMetric(M.stableIdClaimed) private readonly claimedGauge: Gauge,
-    @InjectMetric(M.followerWait) private readonly followerWait: Histogram,
-    @InjectMetric(M.mapVersion) private readonly mapVersionGauge: Gauge,
-    @InjectMetric(M.shutdowns) private readonly shutdowns: Counter,
-    @InjectMetric(M.shutdownDuration) private readonly shutdownDuration: Histogram,
-    @InjectMetric(M.inflightAtShutdown) private readonly inflightAtShutdown: Gauge,
-  ) {}
-
-  /** `from` -> `to` after `seconds` in `from`. */
-  transition(from: DefenderState, to: DefenderState, seconds: number): void {
-    this.transitions.inc({ from, to });
-    this.stateDuration.observe({ state: from }, seconds);
-    if (from === 'INITIALIZATION' && to === 'CLAIMING_ID') this.initDuration.observe(seconds);
-    else if (from === 'CLAIMING_ID' && to === 'FOLLOWER') this.claimDuration.observe(seconds);
-    else if (from === 'FOLLOWER' && to === 'STABLE') this.followerWait.observe(seconds);
-  }
-
-  /** A try to get going (open the KV buckets) failed during INITIALIZATION. */
-  initializationFailed(): void {
-    this.initFailures.inc();
-  }
-
-  claimAttempt(): void {
-    this.claimAttempts.inc();
-  }
-
-  /** `id` (e.g. `defender-5`) claimed (1) or released (0). */
-  claimed(id: string, held: boolean): void {
-    this.claimedGauge.set({ id }, held ? 1 : 0);
-  }
-
-  mapApplied(version: number): void {
-    this.mapVersionGauge.set(version);
-  }
-
-  shutdownBegan(inflightRuns: number): void {
-    this.shutdowns.inc();
-    this.inflightAtShutdown.set(inflightRuns);
-  }
-
-  /** The shutdown ended after `seconds`; returns the shutdown metrics' values for the last log line. */
-  async shutdownEnded(seconds: number): Promise<Record<string, number>> {
-    this.shutdownDuration.observe(seconds);
-    const first = async (m: Counter | Gauge) => (await m.get()).values[0]?.value ?? Number.NaN;
-    const count = (await this.shutdownDuration.get()).values.find((v) => v.metricName === `${M.shutdownDuration}_count`)?.value ?? Number.NaN;
-    return {
-      [M.shutdowns]: await first(this.shutdowns),
-      [M.inflightAtShutdown]: await first(this.inflightAtShutdown),
-      [`${M.shutdownDuration}_count`]: count,
-    };
-  }
-}
-
 export const membershipMetricProviders = [
   makeGaugeProvider({ name: M.state, help: 'Process state: 0=INITIALIZATION 1=CLAIMING_ID 2=FOLLOWER 3=STABLE 9=SHUTDOWN' }),
   makeGaugeProvider({ name: M.stableId, help: 'Claimed stable ID n of defender-n (-1 before a claim)' }),
@@ -146,5 +78,4 @@ export const membershipMetricProviders = [
   makeCounterProvider({ name: M.shutdowns, help: 'Graceful shutdowns begun (SIGTERM)' }),
   makeHistogramProvider({ name: M.shutdownDuration, help: 'SHUTDOWN: stop intake, drain, release the ID, seconds', buckets: [0.1, 0.5, 1, 2, 5, 10, 20, 30, 60] }),
   makeGaugeProvider({ name: M.inflightAtShutdown, help: 'Runs in flight when the shutdown began (drained or fenced)' }),
-  DefenderStateMetrics,
 ];

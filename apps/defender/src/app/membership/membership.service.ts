@@ -6,8 +6,6 @@ import {
   OnApplicationBootstrap,
   Optional,
 } from '@nestjs/common';
-import { InjectMetric } from '@willsoto/nestjs-prometheus';
-import type { Counter, Gauge, Histogram } from 'prom-client';
 import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { backoffDelayMs } from '@defender/backoff';
@@ -24,8 +22,8 @@ import {
 import { ClusterBuckets, ClusterKvService, HealthRegistry, natsClientTls, natsTlsFromEnv } from '@defender/nest-common';
 import { DEFENDER_CONFIG } from '../tokens';
 import { DefenderConfig } from '../config';
+import { DefenderMetricsObserver } from '../metrics/defender-metrics-observer';
 import { CHAMBER_WORK, ChamberWork } from './chamber-work';
-import { DefenderStateMetrics, M } from './defender-metrics';
 import { DefenderIdentity } from './defender-identity';
 import type { HeartbeatSnapshot } from './heartbeat-beater';
 import { HeartbeatThread } from './heartbeat-thread';
@@ -92,21 +90,10 @@ export class MembershipService implements OnApplicationBootstrap, BeforeApplicat
     @Inject(PROCESS_EXIT) private readonly exit: ProcessExit,
     private readonly identity: DefenderIdentity,
     @Optional() @Inject(CHAMBER_WORK) private readonly work: ChamberWork | null,
-    @InjectMetric(M.state) private readonly stateGauge: Gauge,
-    @InjectMetric(M.stableId) private readonly stableIdGauge: Gauge,
-    @InjectMetric(M.assignedChambers) private readonly assignedGauge: Gauge,
-    @InjectMetric(M.assignmentVersion) private readonly versionGauge: Gauge,
-    @InjectMetric(M.heartbeatErrors) private readonly heartbeatErrors: Counter,
-    @InjectMetric(M.subscriptionAdded) private readonly addedCounter: Counter,
-    @InjectMetric(M.subscriptionRemoved) private readonly removedCounter: Counter,
-    @InjectMetric(M.subscriptionErrors) private readonly subscriptionErrors: Counter,
-    @InjectMetric(M.subscriptionUpdateDuration) private readonly updateDuration: Histogram,
-    @InjectMetric(M.currentSubscriptions) private readonly currentGauge: Gauge,
-    @InjectMetric(M.mapsRejected) private readonly mapsRejected: Counter,
-    private readonly stateMetrics: DefenderStateMetrics,
+    private readonly metrics: DefenderMetricsObserver,
   ) {
     this.ownerId = config.POD_UID ?? randomUUID();
-    this.stableIdGauge.set(-1);
+    this.metrics.stableId(-1);
     this.setState('INITIALIZATION');
     this.health.set('stable-id', false, 'not claimed yet');
     this.health.set('assignment', false, 'no assignment map applied yet');
@@ -137,7 +124,7 @@ export class MembershipService implements OnApplicationBootstrap, BeforeApplicat
     this.stopping = true;
     const began = performance.now();
     const from = this.lifecycle.state;
-    this.stateMetrics.shutdownBegan(this.work?.inflight() ?? 0);
+    this.metrics.shutdownBegan(this.work?.inflight() ?? 0);
     this.setState('SHUTDOWN');
     this.stopWatch?.();
     await this.applying;
@@ -148,24 +135,24 @@ export class MembershipService implements OnApplicationBootstrap, BeforeApplicat
     if (this.heartbeatThread && id) {
       const { left, message } = await this.heartbeatThread.stop(true);
       if (left) {
-        this.stateMetrics.claimed(id, false);
+        this.metrics.claimed(id, false);
         this.logger.log({ msg: 'released stable ID', defenderId: id, from });
       } else {
         // The claim then goes stale and is taken over after 3 intervals: slower, still correct.
         this.logger.warn({ msg: 'could not release stable ID on shutdown', defenderId: id, err: message });
       }
     }
-    const metrics = await this.stateMetrics.shutdownEnded((performance.now() - began) / 1000);
+    const metrics = await this.metrics.shutdownEnded((performance.now() - began) / 1000);
     this.logger.log({ msg: 'shutdown complete', defenderId: id, from, metrics });
   }
 
   private setState(s: DefenderState): void {
     const from = this.lifecycle.state;
     this.lifecycle.to(s);
-    this.stateGauge.set(this.lifecycle.code);
+    this.metrics.stateCode(this.lifecycle.code);
     if (from === s) return;
     const now = performance.now();
-    this.stateMetrics.transition(from, s, (now - this.stateSince) / 1000);
+    this.metrics.transition(from, s, (now - this.stateSince) / 1000);
     this.stateSince = now;
   }
 
@@ -176,7 +163,7 @@ export class MembershipService implements OnApplicationBootstrap, BeforeApplicat
   }
 
   private async run(): Promise<void> {
-    this.buckets = await this.retry('open KV buckets', () => this.kv.buckets(), () => this.stateMetrics.initializationFailed());
+    this.buckets = await this.retry('open KV buckets', () => this.kv.buckets(), () => this.metrics.initializationFailed());
     if (this.stopping) return;
     this.setState('CLAIMING_ID');
     const registry = new StableIdRegistry(
@@ -194,7 +181,7 @@ export class MembershipService implements OnApplicationBootstrap, BeforeApplicat
     for (let round = 0; ; round++) {
       try {
         claim = await this.retry('claim a stable ID', () => {
-          this.stateMetrics.claimAttempt();
+          this.metrics.claimAttempt();
           return registry.claim();
         });
         break;
@@ -215,8 +202,8 @@ export class MembershipService implements OnApplicationBootstrap, BeforeApplicat
       return;
     }
     this.identity.set(claim.defenderId, claim.generation);
-    this.stableIdGauge.set(claim.n);
-    this.stateMetrics.claimed(claim.defenderId, true);
+    this.metrics.stableId(claim.n);
+    this.metrics.claimed(claim.defenderId, true);
     this.health.set('stable-id', true, claim.defenderId);
     this.logger.log({ msg: 'claimed stable ID', defenderId: claim.defenderId, how: claim.how, ownerId: this.ownerId });
     this.setState('FOLLOWER');
@@ -301,7 +288,7 @@ export class MembershipService implements OnApplicationBootstrap, BeforeApplicat
         },
         failed: (message) => {
           first();
-          this.heartbeatErrors.inc();
+          this.metrics.heartbeatFailed();
           this.watchSuspect = true;
           // Keep working on owned chambers: their writes are fenced in the store.
           this.logger.warn({ msg: 'heartbeat failed', defenderId: this.defenderId, err: message });
@@ -359,7 +346,7 @@ export class MembershipService implements OnApplicationBootstrap, BeforeApplicat
               return this.applying;
             },
             onRejected: (revision, reason) => {
-              this.mapsRejected.inc();
+              this.metrics.mapRejected();
               this.logger.warn({ msg: 'assignment map ignored', revision, reason });
             },
           },
@@ -392,20 +379,20 @@ export class MembershipService implements OnApplicationBootstrap, BeforeApplicat
       this.owned = next;
       this.work?.mapApplied?.(next, stored.map.version);
     } catch (err) {
-      this.subscriptionErrors.inc();
+      this.metrics.assignmentFailed();
       this.logger.error({ msg: 'applying the assignment map failed', version: stored.map.version, err: (err as Error).message });
       throw err;
     }
     this.held = stored.map;
     // A map read for us alone lists only our chambers: it was read so because we are not the lowest defender.
     this.identity.setMap(new Set(Object.keys(stored.map.assignments)), stored.owner === undefined ? lowestDefenderId(stored.map.defenderInfo) : undefined);
-    this.addedCounter.inc(added.length);
-    this.removedCounter.inc(removed.length);
-    this.assignedGauge.set(next.length);
-    this.currentGauge.set(next.length);
-    this.versionGauge.set(stored.map.version);
-    this.stateMetrics.mapApplied(stored.map.version);
-    this.updateDuration.observe(Number(process.hrtime.bigint() - started) / 1e9);
+    this.metrics.assignmentApplied({
+      version: stored.map.version,
+      added: added.length,
+      removed: removed.length,
+      owned: next.length,
+      seconds: Number(process.hrtime.bigint() - started) / 1e9,
+    });
     if (this.lifecycle.state === 'FOLLOWER') this.setState('STABLE');
     this.health.set('assignment', true, `map v${stored.map.version}`);
     this.logger.log({

@@ -1,25 +1,10 @@
 import { join } from 'node:path';
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
-import { InjectMetric, makeCounterProvider, makeGaugeProvider } from '@willsoto/nestjs-prometheus';
-import type { Counter, Gauge } from 'prom-client';
-import { loadMalloc, MallocTrimmer, NATIVE_FILE, sourceBuildPath, type TrimResult } from '@defender/malloc';
+import { loadMalloc, MallocTrimmer, NATIVE_FILE, sourceBuildPath } from '@defender/malloc';
 import { setArrayBufferDetacher } from '@defender/store';
 import type { DefenderConfig } from '../config';
+import { DefenderMetricsObserver } from '../metrics/defender-metrics-observer';
 import { DEFENDER_CONFIG } from '../tokens';
-
-const MM = {
-  trims: 'defender_malloc_trims_total',
-  heap: 'defender_malloc_heap_bytes',
-} as const;
-
-export const mallocMetricProviders = [
-  makeCounterProvider({ name: MM.trims, help: 'malloc_trim calls (released: whether pages went back to the kernel)', labelNames: ['released'] }),
-  makeGaugeProvider({
-    name: MM.heap,
-    help: 'glibc heap after the last trim, bytes (kind: heap, in_use, free, mmapped)',
-    labelNames: ['kind'],
-  }),
-];
 
 /**
  * The defender's native memory controls (libs/malloc):
@@ -37,8 +22,7 @@ export class MallocTrimService implements OnApplicationBootstrap, OnApplicationS
 
   constructor(
     @Inject(DEFENDER_CONFIG) private readonly config: DefenderConfig,
-    @InjectMetric(MM.trims) private readonly trims: Counter,
-    @InjectMetric(MM.heap) private readonly heap: Gauge,
+    private readonly metrics: DefenderMetricsObserver,
   ) {}
 
   onApplicationBootstrap(): void {
@@ -62,7 +46,7 @@ export class MallocTrimService implements OnApplicationBootstrap, OnApplicationS
       this.logger.warn({ msg: 'malloc_trim unsupported by this C library: the C heap is not trimmed' });
       return;
     }
-    this.trimmer = new MallocTrimmer(malloc, { intervalSeconds: seconds, onTrim: (r) => this.observe(r) });
+    this.trimmer = new MallocTrimmer(malloc, { intervalSeconds: seconds, onTrim: (r) => this.metrics.mallocTrimmed(r) });
     this.trimmer.start();
     this.logger.log({ msg: 'trimming the C heap', intervalSeconds: seconds });
   }
@@ -70,15 +54,5 @@ export class MallocTrimService implements OnApplicationBootstrap, OnApplicationS
   onApplicationShutdown(): void {
     this.trimmer?.stop();
     if (this.detacherSet) setArrayBufferDetacher(undefined);
-  }
-
-  private observe(r: TrimResult): void {
-    this.trims.inc({ released: String(r.released) });
-    if (r.after) {
-      this.heap.set({ kind: 'heap' }, r.after.heapBytes);
-      this.heap.set({ kind: 'in_use' }, r.after.inUseBytes);
-      this.heap.set({ kind: 'free' }, r.after.freeBytes);
-      this.heap.set({ kind: 'mmapped' }, r.after.mmappedBytes);
-    }
   }
 }

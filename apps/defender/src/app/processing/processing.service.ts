@@ -1,18 +1,16 @@
 import { backoffDelayMs } from '@defender/backoff';
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
-import { InjectMetric } from '@willsoto/nestjs-prometheus';
-import type { Counter, Gauge, Histogram } from 'prom-client';
 import { performance } from 'node:perf_hooks';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { ChamberRef, DeadLetter, deadLetterRecord, DefenderStore, LoadReport, parseNotificationSubject } from '@defender/contracts';
-import { ensureStreams, lastMessageId, NotificationFeed, NotificationReader, publishOnce, StreamMissingError, STREAMS, watchNotifications } from '@defender/nats-kv';
+import { ensureStreams, lastMessageId, NotificationReader, publishOnce, StreamMissingError, STREAMS, watchNotifications } from '@defender/nats-kv';
 import { NatsConnectionService, StoreService } from '@defender/nest-common';
-import { boundedSource, ChamberSupervisor, PipelineObserver, ByteBudget, RunEvaluator, Semaphore, WorkerDeps, type WorkerState } from '@defender/pipeline';
+import { boundedSource, ChamberSupervisor, FeedWatch, PipelineObserver, ByteBudget, RunEvaluator, Semaphore, WorkerDeps, type WorkerState } from '@defender/pipeline';
 import { releaseTraceMemory, UChartHistoryCache } from '@defender/store';
 import { DefenderConfig } from '../config';
 import { DEFENDER_CONFIG } from '../tokens';
 import { ChamberWork } from '../membership/chamber-work';
-import { PM } from './processing-metrics';
+import { DefenderMetricsObserver } from '../metrics/defender-metrics-observer';
 import { DefenderIdentity } from '../membership/defender-identity';
 import { loadYoungGc, type YoungGc } from '../memory/young-gc';
 import { LoadReporter, processCpuMs } from './load-reporter';
@@ -57,15 +55,14 @@ export class ProcessingService implements ChamberWork, OnApplicationBootstrap, O
   private readonly traceBudget: ByteBudget;
   private cache: UChartHistoryCache | undefined;
   private reader: NotificationReader | undefined;
-  private feed: NotificationFeed | undefined;
+  /** The wake-up feed, watched again whenever it ends (libs/pipeline). */
+  private feedWatch: FeedWatch | undefined;
   private nc: NatsConnection | undefined;
   private ready: Promise<void> | undefined;
   private draining = false;
   private processedTotalCount = 0;
   /** Run rates and CPU cost measured for the controller's load model (ADR 0008). */
   private readonly loadReporter = new LoadReporter(() => performance.now(), processCpuMs);
-  /** Cache hits and misses already added to their counters. */
-  private exportedCache = { hits: 0, misses: 0 };
   private storeHandle: DefenderStore | undefined;
   private readonly youngGc: YoungGc | undefined;
   /** Chambers paused on a stream mismatch (ADR 0007), for the gauge's total. */
@@ -82,30 +79,9 @@ export class ProcessingService implements ChamberWork, OnApplicationBootstrap, O
     private readonly store: StoreService,
     @Inject(RUN_EVALUATOR) private readonly evaluator: RunEvaluator,
     private readonly identity: DefenderIdentity,
-    @InjectMetric(PM.received) private readonly received: Counter,
-    @InjectMetric(PM.processed) private readonly processed: Counter,
-    @InjectMetric(PM.failed) private readonly failed: Counter,
-    @InjectMetric(PM.deadLetters) private readonly deadLetters: Counter,
-    @InjectMetric(PM.processTime) private readonly processTime: Histogram,
-    @InjectMetric(PM.cacheHitRate) private readonly hitRate: Gauge,
-    @InjectMetric(PM.cacheHits) private readonly cacheHits: Counter,
-    @InjectMetric(PM.cacheMisses) private readonly cacheMisses: Counter,
-    @InjectMetric(PM.storeRead) private readonly storeRead: Histogram,
-    @InjectMetric(PM.storeWrite) private readonly storeWrite: Histogram,
-    @InjectMetric(PM.uchartCalc) private readonly uchartCalc: Histogram,
-    @InjectMetric(PM.alarms) private readonly alarms: Counter,
-    @InjectMetric(PM.fenced) private readonly fenced: Counter,
-    @InjectMetric(PM.paused) private readonly paused: Counter,
-    @InjectMetric(PM.inflight) private readonly inflightGauge: Gauge,
-    @InjectMetric(PM.storeOperation) storeOperation: Histogram,
-    @InjectMetric(PM.traceGc) private readonly traceGc: Histogram,
-    @InjectMetric(PM.streamMismatch) private readonly streamMismatch: Gauge,
-    @InjectMetric(PM.streamRebased) private readonly streamRebased: Counter,
-    @InjectMetric(PM.streamMissing) private readonly streamMissing: Gauge,
-    @InjectMetric(PM.chamberRuns) private readonly chamberRuns: Counter,
-    @InjectMetric(PM.chamberAlarms) private readonly chamberAlarms: Counter,
+    private readonly metrics: DefenderMetricsObserver,
   ) {
-    store.addObserver((op) => storeOperation.observe({ operation: op.operation, outcome: op.outcome }, op.durationSeconds));
+    store.addObserver(metrics.storeOperationDone);
     this.semaphore = new Semaphore(config.MAX_CONCURRENT_MESSAGES);
     this.traceBudget = new ByteBudget(config.TRACE_MEMORY_MB * 1024 * 1024);
     if (config.TRACE_GC_THRESHOLD_MB > 0) {
@@ -125,16 +101,6 @@ export class ProcessingService implements ChamberWork, OnApplicationBootstrap, O
   /** Cache statistics for /api/v1/cache/stats (null until the store is open). */
   cacheStats() {
     return this.cache?.stats() ?? null;
-  }
-
-  /** The ratio and, beside it, the lookups since the last export as counters (the cache's own counts only grow). */
-  private exportCacheStats(stats: { hits: number; misses: number; hitRate: number }): void {
-    this.hitRate.set(stats.hitRate);
-    // A new cache (store reopened) counts from 0 again.
-    const base = stats.hits < this.exportedCache.hits || stats.misses < this.exportedCache.misses ? { hits: 0, misses: 0 } : this.exportedCache;
-    this.cacheHits.inc(stats.hits - base.hits);
-    this.cacheMisses.inc(stats.misses - base.misses);
-    this.exportedCache = { hits: stats.hits, misses: stats.misses };
   }
 
   /**
@@ -173,7 +139,7 @@ export class ProcessingService implements ChamberWork, OnApplicationBootstrap, O
       const id = await reader.streamId();
       if (this.streamWasMissing) this.logger.warn({ msg: 'notification stream exists again', stream: this.config.NATS_STREAM_NAME });
       this.streamWasMissing = false;
-      this.streamMissing.set(0);
+      this.metrics.streamMissing(false);
       if (this.lastStreamId !== undefined && id !== this.lastStreamId) {
         this.logger.error({ msg: 'notification stream recreated: its sequences restarted; every chamber re-checks its mark before its next commit', stream: this.config.NATS_STREAM_NAME, was: this.lastStreamId, now: id });
         this.supervisor?.wakeAll();
@@ -183,8 +149,7 @@ export class ProcessingService implements ChamberWork, OnApplicationBootstrap, O
           await ensureStreams(nc, this.streamSettings());
           // The feed's ordered consumer would resume after its old position, past the new stream's
           // first sequences: start it again from now (workers re-read their chambers anyway).
-          await this.feed?.stop();
-          await this.startFeed(nc);
+          await this.feedWatch?.restart();
         } catch (e) {
           // Not noted as seen: the next check wakes the workers again (harmless) and retries this.
           this.logger.warn({ msg: 'could not create the other streams again; next check retries', err: (e as Error).message });
@@ -201,7 +166,7 @@ export class ProcessingService implements ChamberWork, OnApplicationBootstrap, O
         this.logger.error({ msg: 'notification stream missing (NATS lost its store?): processing paused; creating it again', stream: this.config.NATS_STREAM_NAME });
       }
       this.streamWasMissing = true;
-      this.streamMissing.set(1);
+      this.metrics.streamMissing(true);
       await ensureStreams(nc, this.streamSettings()).then(
         () => this.logger.warn({ msg: 'streams created again', stream: this.config.NATS_STREAM_NAME }),
         (e: unknown) => this.logger.warn({ msg: 'could not create the streams again; retrying', err: (e as Error).message }),
@@ -212,8 +177,7 @@ export class ProcessingService implements ChamberWork, OnApplicationBootstrap, O
   /** A chamber that moved away no longer counts as paused here (its new owner reports it). */
   private forgetMismatch(key: string): void {
     if (!this.mismatched.delete(key)) return;
-    this.streamMismatch.remove({ chamber: key });
-    this.streamMismatch.set({ chamber: '' }, this.mismatched.size);
+    this.metrics.streamMismatchCleared(key, this.mismatched.size);
   }
 
   private streamSettings() {
@@ -250,7 +214,8 @@ export class ProcessingService implements ChamberWork, OnApplicationBootstrap, O
           const m = this.lastApplied;
           if (m) this.supervisor.rememberMap(m.owned, m.mapVersion);
         }
-        await this.startFeed(nc);
+        this.feedWatch ??= this.createFeedWatch(nc);
+        await this.feedWatch.start();
         this.logger.log({ msg: 'processing ready', maxConcurrent: this.config.MAX_CONCURRENT_MESSAGES });
         return;
       } catch (err) {
@@ -261,30 +226,23 @@ export class ProcessingService implements ChamberWork, OnApplicationBootstrap, O
     }
   }
 
-  /** The wake-up feed; if it ever ends, it is restarted and every worker re-checks the stream. */
-  private async startFeed(nc: NatsConnection): Promise<void> {
-    this.feed = await watchNotifications(nc, (subject, seq) => this.onNotice(subject, seq), {
-      stream: this.config.NATS_STREAM_NAME,
-      onError: (err) => this.logger.warn({ msg: 'notification feed failed', err: err.message }),
-      onEnd: () => {
-        if (this.draining) return;
-        this.logger.warn({ msg: 'notification feed ended; re-watching' });
-        this.restartFeed(nc, 0);
+  /** The wake-up feed; if it ever ends, it is watched again and every worker re-checks the stream. */
+  private createFeedWatch(nc: NatsConnection): FeedWatch {
+    return new FeedWatch({
+      watch: (ended) =>
+        watchNotifications(nc, (subject, seq) => this.onNotice(subject, seq), {
+          stream: this.config.NATS_STREAM_NAME,
+          onError: (err) => this.logger.warn({ msg: 'notification feed failed', err: err.message }),
+          onEnd: ended,
+        }),
+      sleep,
+      random: Math.random,
+      resumed: () => this.supervisor?.wakeAll(),
+      observer: {
+        ended: () => this.logger.warn({ msg: 'notification feed ended; re-watching' }),
+        rewatchFailed: (attempt, err) => this.logger.warn({ msg: 'could not re-watch notifications; retrying', attempt, err: (err as Error).message }),
       },
     });
-  }
-
-  private restartFeed(nc: NatsConnection, attempt: number): void {
-    setTimeout(() => {
-      if (this.draining) return;
-      this.startFeed(nc).then(
-        () => this.supervisor?.wakeAll(),
-        (err: unknown) => {
-          this.logger.warn({ msg: 'could not re-watch notifications; retrying', attempt, err: (err as Error).message });
-          this.restartFeed(nc, attempt + 1);
-        },
-      );
-    }, Math.min(10_000, 500 * 2 ** attempt)).unref();
   }
 
   private onNotice(subject: string, seq: number): void {
@@ -317,7 +275,7 @@ export class ProcessingService implements ChamberWork, OnApplicationBootstrap, O
         deadLetteredAt: new Date().toISOString(),
       });
       await publishOnce(nc, 'dc.dead.unknown-chamber', JSON.stringify(dl), `dead:${key}:${seq}`);
-      this.deadLetters.inc({ reason: 'unknown-chamber' });
+      this.metrics.deadLetter('unknown-chamber');
       this.logger.warn({ msg: 'dead-lettered', chamber: key, sequence: seq, reason: 'unknown-chamber' });
     } catch (err) {
       this.logger.warn({ msg: 'could not dead-letter an unknown chamber', chamber: key, sequence: seq, err: (err as Error).message });
@@ -344,7 +302,7 @@ export class ProcessingService implements ChamberWork, OnApplicationBootstrap, O
   async drain(timeoutMs: number): Promise<void> {
     this.draining = true;
     if (this.streamCheck) clearInterval(this.streamCheck);
-    await this.feed?.stop().catch(() => undefined);
+    await this.feedWatch?.stop().catch((err: unknown) => this.logger.warn({ msg: 'could not stop the notification feed', err: (err as Error).message }));
     const stopped = (await this.supervisor?.drain(timeoutMs)) ?? true;
     if (!stopped) this.logger.warn({ msg: 'drain timed out; in-flight runs are left to the next owner (fenced)', timeoutMs });
   }
@@ -415,22 +373,15 @@ export class ProcessingService implements ChamberWork, OnApplicationBootstrap, O
   /** The store with read/write timings for the seeds' histograms. */
   private storeWithTimings(): WorkerDeps['store'] {
     const s = this.storeOrThrow();
-    const timed = <A extends unknown[], R>(h: Histogram, fn: (...a: A) => Promise<R>) => async (...a: A): Promise<R> => {
-      const end = h.startTimer();
-      try {
-        return await fn(...a);
-      } finally {
-        end();
-      }
-    };
-    const readTrace = timed(this.storeRead, (r: Parameters<typeof s.traces.read>[0]) => s.traces.read(r));
+    const timed = this.metrics.timedStore.bind(this.metrics);
+    const readTrace = timed('read', (r: Parameters<typeof s.traces.read>[0]) => s.traces.read(r));
     return {
       chamberState: {
-        get: timed(this.storeRead, (c: ChamberRef) => s.chamberState.get(c)),
-        claim: timed(this.storeWrite, (c: ChamberRef, e: number, o: string, n: Date) => s.chamberState.claim(c, e, o, n)),
-        commitRun: timed(this.storeWrite, (i: Parameters<typeof s.chamberState.commitRun>[0]) => s.chamberState.commitRun(i)),
-        appliedRun: timed(this.storeRead, (c: ChamberRef, runId: string) => s.chamberState.appliedRun(c, runId)),
-        bindStream: timed(this.storeWrite, (i: Parameters<typeof s.chamberState.bindStream>[0]) => s.chamberState.bindStream(i)),
+        get: timed('read', (c: ChamberRef) => s.chamberState.get(c)),
+        claim: timed('write', (c: ChamberRef, e: number, o: string, n: Date) => s.chamberState.claim(c, e, o, n)),
+        commitRun: timed('write', (i: Parameters<typeof s.chamberState.commitRun>[0]) => s.chamberState.commitRun(i)),
+        appliedRun: timed('read', (c: ChamberRef, runId: string) => s.chamberState.appliedRun(c, runId)),
+        bindStream: timed('write', (i: Parameters<typeof s.chamberState.bindStream>[0]) => s.chamberState.bindStream(i)),
       },
       traces: {
         ...s.traces,
@@ -450,11 +401,7 @@ export class ProcessingService implements ChamberWork, OnApplicationBootstrap, O
     if (!this.youngGc) return trace;
     let bytes = 0;
     for (const a of trace.svids.values()) bytes += a.byteLength;
-    if (bytes >= this.config.TRACE_GC_THRESHOLD_MB * 1024 * 1024) {
-      const end = this.traceGc.startTimer();
-      this.youngGc();
-      end();
-    }
+    if (bytes >= this.config.TRACE_GC_THRESHOLD_MB * 1024 * 1024) this.metrics.traceGcRun(this.youngGc);
     return trace;
   }
 
@@ -465,40 +412,34 @@ export class ProcessingService implements ChamberWork, OnApplicationBootstrap, O
 
   private observer(): PipelineObserver {
     return {
-      received: () => {
-        this.received.inc();
-        this.inflightGauge.set(this.inflight());
-      },
+      received: () => this.metrics.runReceived(this.inflight()),
       processed: (chamber, sequence, ms, outcome) => {
         this.processedTotalCount++;
         if (outcome === 'applied') this.loadReporter.applied(chamber);
-        this.processed.inc({ outcome });
-        if (outcome === 'applied') this.chamberRuns.inc({ chamber });
-        this.processTime.observe(ms / 1000);
-        this.inflightGauge.set(this.inflight());
+        this.metrics.runProcessed(chamber, outcome, ms / 1000, this.inflight());
         const stats = this.cache?.stats();
-        if (stats) this.exportCacheStats(stats);
+        if (stats) this.metrics.cacheCounts(stats);
         if (outcome === 'duplicate-run') this.logger.debug({ msg: 'run id applied before: notification skipped', chamber, sequence, outcome });
         else this.logger.debug({ msg: 'run applied', chamber, sequence, ms: Math.round(ms), outcome });
       },
       traceSamples: (_chamber, samples) => this.loadReporter.evaluated(samples),
       deadLettered: (chamber, sequence, reason, detail) => {
-        this.deadLetters.inc({ reason });
+        this.metrics.deadLetter(reason);
         this.logger.warn({ msg: 'dead-lettered', chamber, sequence, reason, detail });
       },
       failedAttempt: (chamber, sequence, attempt, err) => {
-        this.failed.inc();
+        this.metrics.attemptFailed();
         this.logger.warn({ msg: 'run attempt failed', chamber, sequence, attempt, err: (err as Error)?.message });
       },
       paused: (chamber, what, err) => {
-        this.paused.inc({ stage: what });
+        this.metrics.processingPaused(what);
         this.logger.warn({ msg: 'paused: dependency unavailable', chamber, stage: what, err: (err as Error)?.message });
       },
       releaseFailed: (chamber, err) => {
         this.logger.warn({ msg: 'trace memory not released: left to the garbage collector', chamber, err: (err as Error)?.message });
       },
       fenced: (chamber, epoch, err) => {
-        this.fenced.inc();
+        this.metrics.writeFenced();
         this.logger.warn({ msg: 'fenced: a newer owner holds the chamber', chamber, epoch, err: (err as Error)?.message });
       },
       streamAdopted: (chamber, info) => {
@@ -506,8 +447,7 @@ export class ProcessingService implements ChamberWork, OnApplicationBootstrap, O
       },
       streamMismatch: (chamber, info) => {
         this.mismatched.add(chamber);
-        this.streamMismatch.set({ chamber }, 1);
-        this.streamMismatch.set({ chamber: '' }, this.mismatched.size);
+        this.metrics.streamMismatch(chamber, this.mismatched.size);
         this.logger.error({
           msg:
             'notification stream is not the one this chamber\'s high-water mark counts in (recreated: sequences restarted below the mark); ' +
@@ -518,18 +458,16 @@ export class ProcessingService implements ChamberWork, OnApplicationBootstrap, O
       },
       streamRebased: (chamber, info) => {
         this.mismatched.delete(chamber);
-        this.streamMismatch.remove({ chamber });
-        this.streamMismatch.set({ chamber: '' }, this.mismatched.size);
-        this.streamRebased.inc();
+        this.metrics.streamMismatchCleared(chamber, this.mismatched.size);
+        this.metrics.streamRebased();
         this.logger.warn({ msg: 'chamber re-based onto the recreated notification stream: reading it from its start', chamber, ...info });
       },
       published: (chamber, event) => {
         if (!event.subject.startsWith('defense.alarms.')) return;
-        this.alarms.inc();
-        this.chamberAlarms.inc({ chamber });
+        this.metrics.alarmPublished(chamber);
       },
       stage: (stage, ms) => {
-        if (stage === 'evaluate') this.uchartCalc.observe(ms / 1000);
+        if (stage === 'evaluate') this.metrics.evaluated(ms / 1000);
       },
     };
   }
