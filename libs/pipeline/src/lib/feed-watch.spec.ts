@@ -79,6 +79,16 @@ describe('FeedWatch', () => {
     expect(events).toEqual([]);
   });
 
+  it('start() while a feed runs (restarted meanwhile) keeps that feed', async () => {
+    const { w, feeds, watchCalls } = setup();
+    await w.start();
+    await w.restart();
+    await w.start();
+    expect(watchCalls()).toBe(2);
+    expect(feeds.map((f) => f.stopped)).toEqual([true, false]);
+    expect(w.watching).toBe(true);
+  });
+
   it('propagates a failed first start: the caller retries it', async () => {
     const { w, feeds, sleeps, failNext } = setup();
     failNext(1);

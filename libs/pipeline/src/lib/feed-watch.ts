@@ -60,10 +60,11 @@ export class FeedWatch {
   }
 
   /**
-   * Starts the feed (does nothing after {@link stop}).
+   * Starts the feed; does nothing while one runs (started, or restarted meanwhile) and after {@link stop}.
    * @throws whatever `watch` throws: the first start is the caller's to retry.
    */
   async start(): Promise<void> {
+    if (this.feed) return;
     await this.open(this.begin());
   }
 

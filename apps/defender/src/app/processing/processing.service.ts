@@ -5,7 +5,7 @@ import type { NatsConnection } from '@nats-io/nats-core';
 import { ChamberRef, DeadLetter, deadLetterRecord, DefenderStore, LoadReport, parseNotificationSubject } from '@defender/contracts';
 import { ensureStreams, lastMessageId, NotificationReader, publishOnce, StreamMissingError, STREAMS, watchNotifications } from '@defender/nats-kv';
 import { NatsConnectionService, StoreService } from '@defender/nest-common';
-import { boundedSource, ChamberSupervisor, FeedWatch, PipelineObserver, ByteBudget, RunEvaluator, Semaphore, WorkerDeps, type WorkerState } from '@defender/pipeline';
+import { boundedSource, ChamberSupervisor, FeedWatch, PipelineObserver, ByteBudget, RunEvaluator, Semaphore, StreamCheck, WorkerDeps, type WorkerState } from '@defender/pipeline';
 import { releaseTraceMemory, UChartHistoryCache } from '@defender/store';
 import { DefenderConfig } from '../config';
 import { DEFENDER_CONFIG } from '../tokens';
@@ -67,11 +67,9 @@ export class ProcessingService implements ChamberWork, OnApplicationBootstrap, O
   private readonly youngGc: YoungGc | undefined;
   /** Chambers paused on a stream mismatch (ADR 0007), for the gauge's total. */
   private readonly mismatched = new Set<string>();
-  /** The notification stream's identity at the last check, and whether it was missing. */
-  private lastStreamId: string | undefined;
-  private streamWasMissing = false;
-  private streamCheck: NodeJS.Timeout | undefined;
-  private checkingStream = false;
+  /** The notification stream's identity and presence, checked every heartbeat interval. */
+  private streamCheck: StreamCheck | undefined;
+  private streamCheckTimer: NodeJS.Timeout | undefined;
 
   constructor(
     @Inject(DEFENDER_CONFIG) private readonly config: DefenderConfig,
@@ -113,65 +111,36 @@ export class ProcessingService implements ChamberWork, OnApplicationBootstrap, O
 
   /** The notification stream as last checked: missing, and the chambers paused on a mismatch. */
   streamHealth(): { stream: string; streamId: string | undefined; missing: boolean; mismatchedChambers: string[] } {
-    return { stream: this.config.NATS_STREAM_NAME, streamId: this.lastStreamId, missing: this.streamWasMissing, mismatchedChambers: [...this.mismatched].sort() };
+    return { stream: this.config.NATS_STREAM_NAME, streamId: this.streamCheck?.streamId, missing: this.streamCheck?.missing ?? false, mismatchedChambers: [...this.mismatched].sort() };
   }
 
   /**
-   * Every heartbeat interval: is the notification stream still the one we saw? A recreated stream
-   * wakes every worker, which re-checks (and re-bases its chamber) before its next commit; a missing
-   * one is created again (with the configured settings), so publishers and workers resume.
+   * Every heartbeat interval: is the notification stream still the one we saw (libs/pipeline
+   * StreamCheck)? A recreated stream wakes every worker and restarts the feed; a missing one is
+   * created again (with the configured settings), so publishers and workers resume.
    */
-  private async checkStream(): Promise<void> {
-    const reader = this.reader;
-    const nc = this.nc;
-    // One check at a time: during an outage checks wait on timeouts and would pile up.
-    if (!reader || !nc || this.draining || this.checkingStream) return;
-    this.checkingStream = true;
-    try {
-      await this.checkStreamOnce(reader, nc);
-    } finally {
-      this.checkingStream = false;
-    }
-  }
-
-  private async checkStreamOnce(reader: NotificationReader, nc: NatsConnection): Promise<void> {
-    try {
-      const id = await reader.streamId();
-      if (this.streamWasMissing) this.logger.warn({ msg: 'notification stream exists again', stream: this.config.NATS_STREAM_NAME });
-      this.streamWasMissing = false;
-      this.metrics.streamMissing(false);
-      if (this.lastStreamId !== undefined && id !== this.lastStreamId) {
-        this.logger.error({ msg: 'notification stream recreated: its sequences restarted; every chamber re-checks its mark before its next commit', stream: this.config.NATS_STREAM_NAME, was: this.lastStreamId, now: id });
-        this.supervisor?.wakeAll();
-        // A publisher may have recreated only the notification stream: NATS lost the alarm and
-        // dead-letter streams with it, and outboxes would wait on them forever.
-        try {
-          await ensureStreams(nc, this.streamSettings());
-          // The feed's ordered consumer would resume after its old position, past the new stream's
-          // first sequences: start it again from now (workers re-read their chambers anyway).
-          await this.feedWatch?.restart();
-        } catch (e) {
-          // Not noted as seen: the next check wakes the workers again (harmless) and retries this.
-          this.logger.warn({ msg: 'could not create the other streams again; next check retries', err: (e as Error).message });
-          return;
-        }
-      }
-      this.lastStreamId = id;
-    } catch (err) {
-      if (!(err instanceof StreamMissingError)) {
-        this.logger.debug({ msg: 'notification stream check failed', err: (err as Error).message });
-        return;
-      }
-      if (!this.streamWasMissing) {
-        this.logger.error({ msg: 'notification stream missing (NATS lost its store?): processing paused; creating it again', stream: this.config.NATS_STREAM_NAME });
-      }
-      this.streamWasMissing = true;
-      this.metrics.streamMissing(true);
-      await ensureStreams(nc, this.streamSettings()).then(
-        () => this.logger.warn({ msg: 'streams created again', stream: this.config.NATS_STREAM_NAME }),
-        (e: unknown) => this.logger.warn({ msg: 'could not create the streams again; retrying', err: (e as Error).message }),
-      );
-    }
+  private createStreamCheck(nc: NatsConnection, reader: NotificationReader, feedWatch: FeedWatch): StreamCheck {
+    const stream = this.config.NATS_STREAM_NAME;
+    return new StreamCheck({
+      streamId: () => reader.streamId(),
+      isMissing: (err) => err instanceof StreamMissingError,
+      ensureStreams: async () => void (await ensureStreams(nc, this.streamSettings())),
+      wakeAll: () => this.supervisor?.wakeAll(),
+      restartFeed: () => feedWatch.restart(),
+      observer: {
+        status: (missing) => this.metrics.streamMissing(missing),
+        missing: () => this.logger.error({ msg: 'notification stream missing (NATS lost its store?): processing paused; creating it again', stream }),
+        back: () => this.logger.warn({ msg: 'notification stream exists again', stream }),
+        streamsCreated: (ok, err) =>
+          ok
+            ? this.logger.warn({ msg: 'streams created again', stream })
+            : this.logger.warn({ msg: 'could not create the streams again; retrying', err: (err as Error).message }),
+        recreated: (was, now) =>
+          this.logger.error({ msg: 'notification stream recreated: its sequences restarted; every chamber re-checks its mark before its next commit', stream, was, now }),
+        recreateIncomplete: (err) => this.logger.warn({ msg: 'could not create the other streams again; next check retries', err: (err as Error).message }),
+        checkFailed: (err) => this.logger.debug({ msg: 'notification stream check failed', err: (err as Error).message }),
+      },
+    });
   }
 
   /** A chamber that moved away no longer counts as paused here (its new owner reports it). */
@@ -202,9 +171,12 @@ export class ProcessingService implements ChamberWork, OnApplicationBootstrap, O
       try {
         await ensureStreams(nc, this.streamSettings());
         this.reader ??= await NotificationReader.open(nc, this.config.NATS_STREAM_NAME);
-        this.lastStreamId ??= await this.reader.streamId();
-        this.streamCheck ??= setInterval(() => void this.checkStream(), this.config.HEARTBEAT_INTERVAL_SECONDS * 1000);
-        this.streamCheck.unref();
+        this.feedWatch ??= this.createFeedWatch(nc);
+        this.streamCheck ??= this.createStreamCheck(nc, this.reader, this.feedWatch);
+        await this.streamCheck.init();
+        const check = this.streamCheck;
+        this.streamCheckTimer ??= setInterval(() => void check.check(), this.config.HEARTBEAT_INTERVAL_SECONDS * 1000);
+        this.streamCheckTimer.unref();
         // The cache keeps as many runs per chamber as the default strategy reads (a history call asking
         // for more bypasses it and decodes every point of every run from the store).
         this.cache ??= new UChartHistoryCache({ source: store.uchart, sizeMb: this.config.CACHE_SIZE_MB, runsPerChamber: this.evaluator.historyRuns(undefined) });
@@ -214,7 +186,6 @@ export class ProcessingService implements ChamberWork, OnApplicationBootstrap, O
           const m = this.lastApplied;
           if (m) this.supervisor.rememberMap(m.owned, m.mapVersion);
         }
-        this.feedWatch ??= this.createFeedWatch(nc);
         await this.feedWatch.start();
         this.logger.log({ msg: 'processing ready', maxConcurrent: this.config.MAX_CONCURRENT_MESSAGES });
         return;
@@ -301,7 +272,8 @@ export class ProcessingService implements ChamberWork, OnApplicationBootstrap, O
 
   async drain(timeoutMs: number): Promise<void> {
     this.draining = true;
-    if (this.streamCheck) clearInterval(this.streamCheck);
+    if (this.streamCheckTimer) clearInterval(this.streamCheckTimer);
+    this.streamCheck?.stop();
     await this.feedWatch?.stop().catch((err: unknown) => this.logger.warn({ msg: 'could not stop the notification feed', err: (err as Error).message }));
     const stopped = (await this.supervisor?.drain(timeoutMs)) ?? true;
     if (!stopped) this.logger.warn({ msg: 'drain timed out; in-flight runs are left to the next owner (fenced)', timeoutMs });
