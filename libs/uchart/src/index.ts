@@ -36,11 +36,14 @@ export {
   SHAPE_STATISTICS,
   STATISTICS,
   statisticValue,
+  windowValue,
   type IndicatorOutcome,
   type IndicatorSpec,
   type NoPointReason,
   type SampleFilter,
   type StatisticName,
+  type WindowRequest,
+  type WindowStatistics,
 } from './lib/indicators';
 export { c4, D2_MOVING_RANGE, logGamma } from './lib/constants';
 export {

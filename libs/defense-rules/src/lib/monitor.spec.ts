@@ -1,15 +1,17 @@
 import { normalDeviate, seededRandom } from '@defender/hashing';
-import { createTrace, IndicatorCalculator } from '@defender/uchart';
+import { createTrace, IndicatorCalculator, type StatisticName } from '@defender/uchart';
 import {
   DEFAULT_MONITOR_STATISTICS,
   fitMonitorModel,
   MonitorBaselineError,
   monitorKey,
+  monitorLayout,
   monitorSpecs,
   monitorValues,
   scoreMonitorRun,
   statisticParts,
   type MonitorConfig,
+  type MonitorSpec,
 } from './monitor';
 import { parseStrategy, validateStrategy } from './strategy';
 
@@ -102,6 +104,57 @@ describe('monitorSpecs', () => {
       ['seg2of3', { kind: 'segment', index: 1, of: 3 }],
       ['seg3of3', { kind: 'segment', index: 2, of: 3 }],
     ]);
+  });
+});
+
+describe('monitorValues', () => {
+  it('equals each statistic computed on its own, derived ones as the difference of their parts', () => {
+    const u = seededRandom(7);
+    const trace = createTrace({
+      runId: 'r',
+      timing: { kind: 'regular', startSeconds: 0, frequencyHz: 2 },
+      svids: {
+        P: Float64Array.from({ length: 80 }, (_, i) => (i === 13 ? NaN : 10 + normalDeviate(u) + (i > 40 ? 3 : 0))),
+        Q: Float64Array.from({ length: 80 }, () => 4),
+        R: Float64Array.from({ length: 80 }, () => NaN),
+      },
+      steps: [
+        { name: 'A', startIndex: 0 },
+        { name: 'B', startIndex: 30 },
+      ],
+    });
+    const statistics = ['mean', 'noise', 'ma_max-mean', 'p95-p05', 'mean-run_mean', 'slope', 'range'];
+    const cfg = config({ statistics });
+    const specs = monitorSpecs(trace, cfg);
+    const values = monitorValues(trace, specs, new IndicatorCalculator());
+    const one = (svid: string, window: MonitorSpec['window'], statistic: StatisticName) => {
+      const [o] = new IndicatorCalculator().compute(trace, [{ svid, window, statistic, filter: 'median3' }]);
+      return o?.kind === 'point' ? o.value : undefined;
+    };
+    const diff = (a: number | undefined, b: number | undefined) => (a === undefined || b === undefined ? undefined : a - b);
+    expect(specs).toHaveLength(3 * 2 * statistics.length);
+    specs.forEach((spec, i) => {
+      const parts = statisticParts(spec.statistic) as readonly StatisticName[];
+      const expected =
+        parts.length === 1
+          ? one(spec.svid, spec.window, parts[0] as StatisticName)
+          : diff(one(spec.svid, spec.window, parts[0] as StatisticName), one(spec.svid, spec.statistic.includes('-run_') ? { kind: 'context' } : spec.window, parts[1] as StatisticName));
+      expect([spec.key, values[i]]).toEqual([spec.key, expected]);
+    });
+    expect(values.filter((v) => v !== undefined).length).toBeGreaterThan(20);
+  });
+
+  it('lays out the SVIDs and windows monitorSpecs crosses with the statistics', () => {
+    const trace = createTrace({
+      runId: 'r',
+      timing: { kind: 'regular', startSeconds: 0, frequencyHz: 1 },
+      svids: { P: new Float64Array(10), Q: new Float64Array(10) },
+      steps: [{ name: 'A', startIndex: 0 }],
+    });
+    const cfg = config({ statistics: ['mean', 'max'], svids: ['Q'] });
+    const layout = monitorLayout(trace, cfg);
+    expect(layout).toEqual({ svids: ['Q'], windows: [{ name: 'A', window: { kind: 'step', step: 'A' } }] });
+    expect(monitorSpecs(trace, cfg).map((s) => s.key)).toEqual([monitorKey('Q', 'A', 'mean'), monitorKey('Q', 'A', 'max')]);
   });
 });
 

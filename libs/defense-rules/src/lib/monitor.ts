@@ -31,8 +31,11 @@ import {
   DegenerateBaselineError,
   STATISTICS,
   type IndicatorCalculator,
-  type IndicatorSpec,
   fitPcaModel,
+  PERCENTILE_STATISTICS,
+  SHAPE_STATISTICS,
+  windowValue,
+  type WindowStatistics,
   fQuantile,
   InsufficientBaselineError,
   fitTail,
@@ -159,8 +162,15 @@ export interface MonitorSpec {
   readonly filter?: 'median3';
 }
 
-/** The monitor's indicators for a trace, in a stable order (SVID, window, statistic). */
-export function monitorSpecs(trace: Trace, cfg: MonitorConfig): MonitorSpec[] {
+/** The SVIDs and windows the monitor reads of a trace; its indicators are every SVID x window x statistic. */
+export interface MonitorLayout {
+  readonly svids: readonly string[];
+  /** Window name (step name, `seg<i>of<n>` or `context`) and its spec, in the trace's order. */
+  readonly windows: readonly { readonly name: string; readonly window: WindowSpec }[];
+}
+
+/** The SVIDs and windows of a trace under `cfg` (see {@link monitorSpecs}). */
+export function monitorLayout(trace: Trace, cfg: MonitorConfig): MonitorLayout {
   const svids = cfg.svids === '*' ? [...trace.svids.keys()] : cfg.svids;
   const windows: { name: string; window: WindowSpec }[] = [];
   if (cfg.windows === 'context') windows.push({ name: 'context', window: { kind: 'context' } });
@@ -170,6 +180,12 @@ export function monitorSpecs(trace: Trace, cfg: MonitorConfig): MonitorSpec[] {
     for (let i = 0; i < cfg.segments; i++)
       windows.push({ name: `seg${i + 1}of${cfg.segments}`, window: { kind: 'segment', index: i, of: cfg.segments } });
   }
+  return { svids, windows };
+}
+
+/** The monitor's indicators for a trace, in a stable order (SVID, window, statistic). */
+export function monitorSpecs(trace: Trace, cfg: MonitorConfig): MonitorSpec[] {
+  const { svids, windows } = monitorLayout(trace, cfg);
   const out: MonitorSpec[] = [];
   for (const svid of svids)
     for (const w of windows)
@@ -185,41 +201,81 @@ export function monitorSpecs(trace: Trace, cfg: MonitorConfig): MonitorSpec[] {
   return out;
 }
 
+/** The window of the run-level part of a contrast (`a-run_b`). */
+const RUN_WINDOW: WindowSpec = { kind: 'context' };
+const RUN_WINDOW_NAME = 'context';
+const PERCENTILE_SET: ReadonlySet<string> = new Set(PERCENTILE_STATISTICS);
+const SHAPE_SET: ReadonlySet<string> = new Set(SHAPE_STATISTICS);
+/** {@link statisticParts} and {@link isRunContrast} of each statistic seen (a strategy has a handful). */
+const PARTS = new Map<string, { readonly parts: readonly StatisticName[]; readonly run: boolean }>();
+
+function partsOf(statistic: string): { readonly parts: readonly StatisticName[]; readonly run: boolean } {
+  let p = PARTS.get(statistic);
+  if (!p) {
+    const parts = statisticParts(statistic);
+    if (!parts) throw new RangeError(`unknown monitor statistic ${statistic}`);
+    p = { parts, run: isRunContrast(statistic) };
+    if (PARTS.size < 1024) PARTS.set(statistic, p);
+  }
+  return p;
+}
+
 /**
  * The values of `specs` for a trace (undefined where the trace gives none: unknown SVID or step, empty
- * window, no valid sample, ...). Each (SVID, window, statistic) is computed once, derived statistics
- * from their parts.
+ * window, no valid sample, ...). Each (SVID, window) is read once for all its statistics (windows are
+ * told apart by SVID and window name), derived statistics are taken from their parts, and nothing is
+ * allocated per indicator beyond the result: a chamber of a hundred sensors has thousands of them.
  */
 export function monitorValues(trace: Trace, specs: readonly MonitorSpec[], calculator: IndicatorCalculator): (number | undefined)[] {
-  const base: IndicatorSpec[] = [];
-  const index = new Map<string, number>();
-  const at = (spec: MonitorSpec, statistic: StatisticName): number => {
-    const id = `${spec.svid}\u0000${spec.windowName}\u0000${statistic}`;
-    let i = index.get(id);
+  const requests: { svid: string; window: WindowSpec; filter?: 'median3'; percentiles: boolean; shape: boolean }[] = [];
+  const bySvid = new Map<string, Map<string, number>>();
+  const windowOf = (svid: string, name: string, window: WindowSpec, filter: 'median3' | undefined, statistic: StatisticName): number => {
+    let windows = bySvid.get(svid);
+    if (!windows) bySvid.set(svid, (windows = new Map()));
+    let i = windows.get(name);
     if (i === undefined) {
-      i = base.length;
-      index.set(id, i);
-      base.push({ svid: spec.svid, window: spec.window, statistic, ...(spec.filter ? { filter: spec.filter } : {}) });
+      i = requests.length;
+      windows.set(name, i);
+      requests.push({ svid, window, ...(filter ? { filter } : {}), percentiles: false, shape: false });
     }
+    const r = requests[i] as (typeof requests)[number];
+    if (PERCENTILE_SET.has(statistic)) r.percentiles = true;
+    else if (SHAPE_SET.has(statistic)) r.shape = true;
     return i;
   };
-  const refs = specs.map((spec) => {
-    const parts = statisticParts(spec.statistic);
-    if (!parts) throw new RangeError(`unknown monitor statistic ${spec.statistic}`);
-    if (isRunContrast(spec.statistic)) return [at(spec, parts[0]), at({ ...spec, windowName: 'context', window: { kind: 'context' } }, parts[1] as StatisticName)];
-    return parts.map((p) => at(spec, p));
-  });
-  const outcomes = calculator.compute(trace, base);
-  const value = (i: number) => {
-    const o = outcomes[i];
-    return o && o.kind === 'point' ? o.value : undefined;
-  };
-  return refs.map((r) => {
-    const a = value(r[0] as number);
-    if (r.length === 1 || a === undefined) return a;
-    const b = value(r[1] as number);
-    return b === undefined ? undefined : a - b;
-  });
+  const n = specs.length;
+  // Per spec: the window and statistic of its value, and of the part subtracted from it (-1: none).
+  const firstWindow = new Int32Array(n);
+  const secondWindow = new Int32Array(n).fill(-1);
+  const firstStatistic: StatisticName[] = new Array(n);
+  const secondStatistic: StatisticName[] = new Array(n);
+  for (let k = 0; k < n; k++) {
+    const spec = specs[k] as MonitorSpec;
+    const { parts, run } = partsOf(spec.statistic);
+    const a = parts[0] as StatisticName;
+    firstWindow[k] = windowOf(spec.svid, spec.windowName, spec.window, spec.filter, a);
+    firstStatistic[k] = a;
+    if (parts.length === 2) {
+      const b = parts[1] as StatisticName;
+      secondWindow[k] = run
+        ? windowOf(spec.svid, RUN_WINDOW_NAME, RUN_WINDOW, spec.filter, b)
+        : windowOf(spec.svid, spec.windowName, spec.window, spec.filter, b);
+      secondStatistic[k] = b;
+    }
+  }
+  const windows = calculator.computeWindows(trace, requests);
+  const out: (number | undefined)[] = new Array(n);
+  for (let k = 0; k < n; k++) {
+    const a = windowValue(windows[firstWindow[k] as number] as WindowStatistics, firstStatistic[k] as StatisticName);
+    const second = secondWindow[k] as number;
+    if (second < 0 || a === undefined) {
+      out[k] = a;
+      continue;
+    }
+    const b = windowValue(windows[second] as WindowStatistics, secondStatistic[k] as StatisticName);
+    out[k] = b === undefined ? undefined : a - b;
+  }
+  return out;
 }
 
 /** An indicator left out of the charts, and why. */
@@ -353,17 +409,28 @@ export function fitMonitorModel(
   let residual: MonitorModel['residual'] = null;
   if (cfg.univariate && pca) {
     // In-sample residuals understate a new run's: scale by the leave-one-out SPE over the in-sample SPE.
-    const sums = new Map<string, number>();
-    const perRun = charted.map((row) => scorePca(pca, row).contributions.spe);
-    for (const contribs of perRun) for (const c of contribs) sums.set(c.name, (sums.get(c.name) ?? 0) + c.value);
+    // Contributions in model order (no sort per run: with thousands of indicators the sorts were
+    // most of the fit). Each variable's residual sum over the runs, in run order.
+    const perRun = charted.map((row) => scorePca(pca, row).contributionValues.spe);
+    const kept = pca.kept.length;
+    const sums = new Float64Array(kept);
+    for (const contribs of perRun) for (let c = 0; c < kept; c++) sums[c] += contribs[c] as number;
     const loo = pca.phaseOne.looSpe;
     const inSample = pca.phaseOne.spe.reduce((a, b) => a + b, 0);
     const inflation = loo && inSample > 0 ? Math.max(1, loo.reduce((a, b) => a + b, 0) / inSample) : 1;
+    // Residual sd per kept variable (NaN: not charted), keyed by name in the order of the first run's
+    // contributions, largest first, as the stored model has always listed them.
+    const sdOf = new Float64Array(kept).fill(NaN);
     const scale: Record<string, number> = {};
-    for (const [name, sum] of sums) {
-      const sd = Math.sqrt((inflation * sum) / Math.max(1, n - 1 - pca.components));
+    const first = perRun[0] ?? new Float64Array(kept);
+    const order = Array.from({ length: kept }, (_, c) => c).sort((a, b) => (first[b] as number) - (first[a] as number) || a - b);
+    for (const c of order) {
+      const sd = Math.sqrt((inflation * (sums[c] as number)) / Math.max(1, n - 1 - pca.components));
       // A residual at numerical noise level (an indicator the components explain exactly) is not charted.
-      if (sd > 1e-6) scale[name] = sd;
+      if (sd > 1e-6) {
+        scale[pca.names[pca.kept[c] as number] as string] = sd;
+        sdOf[c] = sd;
+      }
     }
     // Each Phase I run's largest standardised residual, for the family's calibrated width. A run's
     // in-sample residuals understate what a new run shows: each is scaled by the run's leave-one-out
@@ -372,10 +439,12 @@ export function fitMonitorModel(
       const inSpe = pca.phaseOne.spe[i] as number;
       const looSpe = loo?.[i];
       const factor = looSpe !== undefined && inSpe > 0 ? Math.sqrt(Math.max(1, looSpe / inSpe)) : 1;
-      return factor * contribs.reduce((m, c) => {
-        const sd = scale[c.name];
-        return sd === undefined ? m : Math.max(m, Math.sqrt(c.value) / sd);
-      }, 0);
+      let m = 0;
+      for (let c = 0; c < kept; c++) {
+        const sd = sdOf[c] as number;
+        if (sd === sd) m = Math.max(m, Math.sqrt(contribs[c] as number) / sd);
+      }
+      return factor * m;
     });
     residual = { width: Math.max(theoryWidth, calibratedFamilyWidth(maxima, familyAlpha).width), scale };
   }
@@ -470,6 +539,21 @@ export interface MonitorScore {
 
 const TOP_CONTRIBUTIONS = 5;
 
+const RESIDUAL_SDS = new WeakMap<object, Float64Array>();
+
+/** A residual model's sd per kept PCA variable (NaN where none is charted), remembered per model. */
+function residualSds(pca: { readonly names: readonly string[]; readonly kept: readonly number[] }, scale: Readonly<Record<string, number>>): Float64Array {
+  let sds = RESIDUAL_SDS.get(scale);
+  if (!sds) {
+    sds = Float64Array.from(pca.kept, (i) => {
+      const sd = Object.prototype.hasOwnProperty.call(scale, pca.names[i] as string) ? scale[pca.names[i] as string] : undefined;
+      return typeof sd === 'number' ? sd : NaN;
+    });
+    RESIDUAL_SDS.set(scale, sds);
+  }
+  return sds;
+}
+
 function top(contribs: readonly { name: string; value: number }[], total: number) {
   return [...contribs]
     .sort((a, b) => b.value - a.value)
@@ -535,11 +619,19 @@ export function scoreMonitorRun(
       violations.push({ rule: 'SPE', key: modelKey, value: s.spe, limit: s.speLimit, contributions: top(s.contributions.spe, s.spe) });
     if (model.residual) {
       const { width, scale } = model.residual;
-      for (const c of s.contributions.spe) {
-        const sd = scale[c.name];
-        if (sd === undefined) continue;
-        const r = Math.sqrt(c.value) / sd;
-        if (r > width) violations.push({ rule: 'RESIDUAL', key: c.name, value: r, limit: width });
+      // Scanned in model order; only a run with a residual past its limit sorts its contributions,
+      // so its violations are listed largest first.
+      const sdOf = residualSds(pca, scale);
+      const spe = s.contributionValues.spe;
+      let exceeded = false;
+      for (let c = 0; c < spe.length && !exceeded; c++) exceeded = Math.sqrt(spe[c] as number) / (sdOf[c] as number) > width;
+      if (exceeded) {
+        for (const c of s.contributions.spe) {
+          const sd = scale[c.name];
+          if (sd === undefined) continue;
+          const r = Math.sqrt(c.value) / sd;
+          if (r > width) violations.push({ rule: 'RESIDUAL', key: c.name, value: r, limit: width });
+        }
       }
     }
     if (model.mewma) {

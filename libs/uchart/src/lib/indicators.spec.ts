@@ -1,4 +1,5 @@
-import { IndicatorCalculator, medianFilter3, type IndicatorSpec } from './indicators';
+import { seededRandom } from '@defender/hashing';
+import { IndicatorCalculator, medianFilter3, STATISTICS, windowValue, type IndicatorSpec, type WindowRequest } from './indicators';
 import { createTrace } from './trace';
 
 describe('IndicatorCalculator', () => {
@@ -123,5 +124,47 @@ describe('medianFilter3', () => {
     ]);
     expect(raw?.kind === 'point' && raw.value).toBe(50);
     expect(filtered?.kind === 'point' && filtered.value).toBe(5);
+  });
+});
+
+describe('IndicatorCalculator.computeWindows', () => {
+  it('gives every statistic of a window the value compute gives it as a point (random traces)', () => {
+    const u = seededRandom(20261127);
+    const calc = new IndicatorCalculator();
+    for (let t = 0; t < 25; t++) {
+      const n = 5 + Math.floor(u() * 60);
+      const svid = (k: number) => Float64Array.from({ length: n }, () => (u() < 0.1 * k ? NaN : Math.round(u() * 8)));
+      const trace = createTrace({
+        runId: `r${t}`,
+        timing: { kind: 'regular', startSeconds: 0, frequencyHz: 1 + Math.floor(u() * 3) },
+        svids: { A: svid(0), B: svid(1), C: svid(5) },
+        steps: [
+          { name: 's1', startIndex: 0 },
+          { name: 's2', startIndex: Math.floor(n / 2) },
+        ],
+      });
+      const windows: WindowRequest['window'][] = [{ kind: 'context' }, { kind: 'step', step: 's2' }, { kind: 'step', step: 'nope' }, { kind: 'segment', index: 1, of: 3 }];
+      const requests: WindowRequest[] = [];
+      for (const sv of ['A', 'B', 'C', 'missing'])
+        for (const window of windows) for (const filter of [undefined, 'median3' as const]) requests.push({ svid: sv, window, ...(filter ? { filter } : {}), percentiles: true, shape: true });
+      const results = calc.computeWindows(trace, requests);
+      expect(results).toHaveLength(requests.length);
+      requests.forEach((r, i) => {
+        const specs: IndicatorSpec[] = STATISTICS.map((statistic) => ({ svid: r.svid, window: r.window, statistic, ...(r.filter ? { filter: r.filter } : {}) }));
+        calc.compute(trace, specs).forEach((o, j) => {
+          const v = windowValue(results[i], STATISTICS[j]);
+          if (o.kind === 'point') expect(v).toBe(o.value);
+          else expect(v).toBeUndefined();
+        });
+      });
+    }
+  });
+
+  it('leaves the optional statistics out unless asked for', () => {
+    const trace = createTrace({ runId: 'r', timing: { kind: 'regular', startSeconds: 0, frequencyHz: 1 }, svids: { A: Float64Array.of(1, 5, 2, 8, 3) }, steps: [] });
+    const [plain] = new IndicatorCalculator().computeWindows(trace, [{ svid: 'A', window: { kind: 'context' }, percentiles: false, shape: false }]);
+    expect(windowValue(plain, 'mean')).toBe(3.8);
+    expect(windowValue(plain, 'median')).toBeUndefined();
+    expect(windowValue(plain, 'noise')).toBeUndefined();
   });
 });

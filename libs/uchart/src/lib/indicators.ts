@@ -153,7 +153,20 @@ export function statisticValue(
   }
 }
 
-type GroupResult =
+/**
+ * One (SVID, window, filter) of a run whose statistics are wanted, and which of the optional ones:
+ * percentiles (`median`, `p05`, `p95`) and shape statistics (`noise`, `ma_max`, `ma_min`).
+ */
+export interface WindowRequest {
+  readonly svid: string;
+  readonly window: WindowSpec;
+  readonly filter?: SampleFilter;
+  readonly percentiles: boolean;
+  readonly shape: boolean;
+}
+
+/** The statistics of one {@link WindowRequest}, or why the window has none. */
+export type WindowStatistics =
   | {
       readonly ok: true;
       readonly stats: BaseStatistics;
@@ -167,6 +180,17 @@ type GroupResult =
       readonly n: number;
       readonly nMissing: number;
     };
+
+/**
+ * One statistic of a window as a point value, or undefined when the window gives none (no valid
+ * sample, or the statistic undefined for its samples): the value {@link IndicatorCalculator.compute}
+ * returns as a point.
+ */
+export function windowValue(w: WindowStatistics, statistic: StatisticName): number | undefined {
+  if (!w.ok || w.stats.n === 0) return undefined;
+  const value = statisticValue(w.stats, w.pct, statistic, w.shape);
+  return Number.isFinite(value) ? value : undefined;
+}
 
 function windowKey(w: WindowSpec): string {
   if (w.kind === 'context') return 'context';
@@ -203,7 +227,7 @@ export class IndicatorCalculator {
       filter: SampleFilter | undefined;
       wantsPercentiles: boolean;
       wantsShape: boolean;
-      result?: GroupResult;
+      result?: WindowStatistics;
     };
     const groups = new Map<string, Group>();
     const groupOf: Group[] = specs.map((s) => {
@@ -217,13 +241,15 @@ export class IndicatorCalculator {
       } else groups.set(key, (g = { svid: s.svid, window: s.window, filter: s.filter, wantsPercentiles, wantsShape }));
       return g;
     });
-    this.filteredSvid = undefined;
-    for (const g of groups.values())
-      g.result = this.computeGroup(trace, g.svid, g.window, g.filter, g.wantsPercentiles, g.wantsShape);
-    this.filteredSvid = undefined;
+    const all = [...groups.values()];
+    const results = this.computeWindows(
+      trace,
+      all.map((g) => ({ svid: g.svid, window: g.window, filter: g.filter, percentiles: g.wantsPercentiles, shape: g.wantsShape })),
+    );
+    all.forEach((g, i) => (g.result = results[i]));
 
     return specs.map((s, i): IndicatorOutcome => {
-      const r = groupOf[i].result as GroupResult;
+      const r = groupOf[i].result as WindowStatistics;
       if (!r.ok)
         return { kind: 'no-point', reason: r.reason, detail: r.detail, n: r.n, nMissing: r.nMissing };
       const { stats } = r;
@@ -250,6 +276,23 @@ export class IndicatorCalculator {
     });
   }
 
+  /**
+   * The statistics of each requested window of a run, in order: each window's samples are read once
+   * for its base statistics, and again only for the percentiles or shape statistics it asks for.
+   * Requests of one SVID with a filter should come one after another (the filtered samples of the
+   * last SVID are kept; another SVID's replace them). Never throws for a bad run (see {@link compute}).
+   *
+   * @throws `ChartConfigError` only for an invalid window spec.
+   */
+  computeWindows(trace: Trace, requests: readonly WindowRequest[]): WindowStatistics[] {
+    this.filteredSvid = undefined;
+    try {
+      return requests.map((r) => this.computeGroup(trace, r.svid, r.window, r.filter, r.percentiles, r.shape));
+    } finally {
+      this.filteredSvid = undefined;
+    }
+  }
+
   /** The filtered samples of `filteredSvid` (one SVID at a time: specs come grouped by SVID). */
   private filtered = new Float64Array(0);
   private filteredSvid: string | undefined;
@@ -269,7 +312,7 @@ export class IndicatorCalculator {
     filter: SampleFilter | undefined,
     wantsPercentiles: boolean,
     wantsShape: boolean,
-  ): GroupResult {
+  ): WindowStatistics {
     const raw = trace.svids.get(svid);
     if (!raw)
       return { ok: false, reason: 'unknown-svid', detail: `trace has no SVID "${svid}"`, n: 0, nMissing: 0 };

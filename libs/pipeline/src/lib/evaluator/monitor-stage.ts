@@ -13,7 +13,7 @@ import {
   nextLevelOffsets,
   MONITOR_MODEL_KEY,
   MonitorBaselineError,
-  monitorSpecs,
+  monitorLayout,
   monitorValues,
   scoreMonitorRun,
   type DefenseStrategy,
@@ -178,40 +178,80 @@ function encodeModel(
   return [...parts, record(key, MONITOR_CHART_TYPE, { parts: parts.length, digest: xxh64Hex(json), summary: modelSummary(model) })];
 }
 
-const NEEDED = new WeakMap<MonitorModel, ReadonlySet<string>>();
+/** The indicator keys a model judges, and the `<prefix>m/<svid>@<window>:` groups they fall in. */
+interface Needed {
+  readonly keys: ReadonlySet<string>;
+  readonly groups: ReadonlySet<string>;
+}
+
+const NEEDED = new WeakMap<MonitorModel, Needed>();
 /** The statistics of a constant window worth checking: a change of any statistic changes one of them. */
 const CONSTANT_CHECKS = /:(min|max|mean|max-mean|mean-min)$/;
 
-/** The indicator keys a model judges (remembered per decoded model). */
-function neededKeys(model: MonitorModel): ReadonlySet<string> {
-  let set = NEEDED.get(model);
-  if (!set) {
+/** What a model judges (remembered per decoded model). Statistic names hold no `:`. */
+function neededOf(model: MonitorModel): Needed {
+  let needed = NEEDED.get(model);
+  if (!needed) {
     const keys = new Set(model.variables);
     for (const nc of model.notCharted) if (nc.reason === 'constant' && CONSTANT_CHECKS.test(nc.key)) keys.add(nc.key);
-    set = keys;
-    NEEDED.set(model, set);
+    const groups = new Set<string>();
+    for (const key of keys) groups.add(key.slice(0, key.lastIndexOf(':') + 1));
+    needed = { keys, groups };
+    NEEDED.set(model, needed);
   }
-  return set;
+  return needed;
 }
 
 /** What a Phase I run stores of a window whose samples are all equal (see {@link runMonitorStage}). */
 const CONSTANT_STATISTICS: ReadonlySet<string> = new Set(['mean', 'min', 'max']);
 
-function windowOf(spec: MonitorSpec): string {
-  return `${spec.svid}\u0000${spec.windowName}`;
-}
-
-/** One `range` spec per (SVID, window) of `specs`, in first-seen order. */
-function windowRanges(specs: readonly MonitorSpec[]): MonitorSpec[] {
-  const seen = new Set<string>();
-  const out: MonitorSpec[] = [];
-  for (const spec of specs) {
-    const w = windowOf(spec);
-    if (seen.has(w)) continue;
-    seen.add(w);
-    out.push({ ...spec, key: '', statistic: 'range' });
+/**
+ * The monitor's indicators of a run with their store keys (`prefix` + monitor key), in the order of
+ * `monitorSpecs`: all of them in Phase I (`needed` undefined), else only the ones the model judges —
+ * found per SVID window, so the thousands of keys of a chamber's other windows are never built. Keys
+ * over the store's limit are reported in `skipped`, in either phase. `windowOfSpec[i]` is the index of
+ * `wanted[i]`'s window among the windows with a wanted spec.
+ */
+function selectSpecs(
+  trace: Trace,
+  cfg: MonitorConfig,
+  prefix: string,
+  needed: Needed | undefined,
+  skipped: { indicatorKey: string; reason: string }[],
+): { keys: string[]; wanted: MonitorSpec[]; windowOfSpec: number[]; windows: MonitorSpec[] } {
+  const { svids, windows } = monitorLayout(trace, cfg);
+  const limit = RECORD_LIMITS.indicatorKey;
+  let longest = 0;
+  for (const st of cfg.statistics) longest = Math.max(longest, st.length);
+  const filter = cfg.despike ? { filter: 'median3' as const } : {};
+  const keys: string[] = [];
+  const wanted: MonitorSpec[] = [];
+  const windowOfSpec: number[] = [];
+  const windowSpecs: MonitorSpec[] = [];
+  for (const svid of svids) {
+    for (const w of windows) {
+      const group = `${prefix}m/${svid}@${w.name}:`;
+      if (needed && !needed.groups.has(group) && group.length + longest <= limit) continue;
+      let first = true;
+      for (const statistic of cfg.statistics) {
+        const key = group + statistic;
+        if (key.length > limit) {
+          skipped.push({ indicatorKey: key.slice(0, limit), reason: `key-too-long: over ${limit} characters` });
+          continue;
+        }
+        if (needed && !needed.keys.has(key)) continue;
+        const spec: MonitorSpec = { key: key.slice(prefix.length), svid, windowName: w.name, window: w.window, statistic, ...filter };
+        if (first) {
+          windowSpecs.push({ ...spec, key: '', statistic: 'range' });
+          first = false;
+        }
+        keys.push(key);
+        wanted.push(spec);
+        windowOfSpec.push(windowSpecs.length - 1);
+      }
+    }
   }
-  return out;
+  return { keys, wanted, windowOfSpec, windows: windowSpecs };
 }
 
 /** The model's point among a run's points (written last, so searched from the end). */
@@ -263,7 +303,7 @@ function levelsOf(model: MonitorModel): LevelTerms {
 /**
  * Runs the strategy's monitor on one run: its indicators from the trace; in Phase I, the points only
  * (and the model once `baseline.minRuns` runs exist, which then judges this run already); after it,
- * the run judged against the model. `storeKey(key)` maps a monitor key to its store key (`<recipe>|<key>`).
+ * the run judged against the model. A monitor key's store key is `keyPrefix` + key (`<recipe>|<key>`).
  */
 export function runMonitorStage(args: {
   readonly strategy: DefenseStrategy & { readonly monitor: MonitorConfig };
@@ -273,14 +313,15 @@ export function runMonitorStage(args: {
   readonly runId: string;
   readonly history: readonly RunPointSet[];
   readonly limits: readonly LimitSetRecord[];
-  readonly storeKey: (key: string) => string;
+  /** What a monitor key is prefixed with in the store (`<recipe>|`). */
+  readonly keyPrefix: string;
   readonly now: Date;
   /** The run's recipe: history runs of other recipes are skipped without decoding them. */
   readonly recipe?: string;
 }): MonitorStageResult {
   const cfg = args.strategy.monitor;
   const skipped: { indicatorKey: string; reason: string }[] = [];
-  const modelKey = args.storeKey(MONITOR_MODEL_KEY);
+  const modelKey = args.keyPrefix + MONITOR_MODEL_KEY;
 
   let model: MonitorModel | null = null;
   let newest: LimitSetRecord | undefined;
@@ -297,35 +338,19 @@ export function runMonitorStage(args: {
 
   // After Phase I only what the model judges is computed: the charted indicators, and the level and
   // extremes of each constant window (a constant window whose min and max keep the value kept every statistic).
-  const needed = model ? neededKeys(model) : undefined;
-  const specs = monitorSpecs(args.trace, cfg);
-  const keys: string[] = [];
-  const wanted: typeof specs = [];
-  for (const spec of specs) {
-    const key = args.storeKey(spec.key);
-    if (key.length > RECORD_LIMITS.indicatorKey) {
-      skipped.push({ indicatorKey: key.slice(0, RECORD_LIMITS.indicatorKey), reason: `key-too-long: over ${RECORD_LIMITS.indicatorKey} characters` });
-      continue;
-    }
-    if (needed && !needed.has(key)) continue;
-    keys.push(key);
-    wanted.push(spec);
-  }
+  const { keys, wanted, windowOfSpec, windows } = selectSpecs(args.trace, cfg, args.keyPrefix, model ? neededOf(model) : undefined, skipped);
   // Phase I also needs each window's range, to tell constant windows (setpoints, states) apart.
-  const ranges = needed ? [] : windowRanges(wanted);
-  const computed = monitorValues(args.trace, ranges.length > 0 ? [...wanted, ...ranges] : wanted, args.calculator);
-  const constant = new Set<string>();
-  ranges.forEach((r, i) => {
-    if (computed[wanted.length + i] === 0) constant.add(windowOf(r));
-  });
+  const phaseOne = !model;
+  const computed = monitorValues(args.trace, phaseOne ? [...wanted, ...windows] : wanted, args.calculator);
   const values = new Map<string, number>();
   for (let i = 0; i < wanted.length; i++) {
     const v = computed[i];
-    const spec = wanted[i] as MonitorSpec;
+    if (v === undefined) continue;
     // A window whose samples are all equal is stored by its level and extremes only: every other
     // statistic of it follows from them and the window's duration (which the sensors of the window
     // carry), and a chamber has 10-30x more such SVID windows than analog ones.
-    if (v !== undefined && (!constant.has(windowOf(spec)) || CONSTANT_STATISTICS.has(spec.statistic))) values.set(keys[i] as string, v);
+    const constant = phaseOne && computed[wanted.length + (windowOfSpec[i] as number)] === 0;
+    if (!constant || CONSTANT_STATISTICS.has((wanted[i] as MonitorSpec).statistic)) values.set(keys[i] as string, v);
   }
 
   // A run none of whose monitored indicators has a value (every sample missing) is neither Phase I
@@ -454,7 +479,7 @@ export function runMonitorStage(args: {
   const levels = cfg.adapt ? levelsOf(model) : undefined;
   const offsets = new Map<string, number>();
   if (levels && previousPoints) {
-    const wanted = new Map(levels.svids.map((svid) => [args.storeKey(levelKey(svid)), svid]));
+    const wanted = new Map(levels.svids.map((svid) => [args.keyPrefix + levelKey(svid), svid]));
     for (const p of previousPoints) {
       const svid = wanted.get(p.indicatorKey);
       if (svid !== undefined && Number.isFinite(p.value)) offsets.set(svid, p.value);
@@ -470,7 +495,7 @@ export function runMonitorStage(args: {
     // The centre's state after this run: moved toward the run's level only when it raised no alarm.
     const row = model.variables.map((key) => values.get(key) ?? NaN);
     const next = score.violations.length === 0 ? nextLevelOffsets(model.center, levels, offsets, row, cfg.adapt.lambda) : offsets;
-    for (const svid of levels.svids) points.push({ key: args.storeKey(levelKey(svid)), value: next.get(svid) ?? 0, limitsVersion: model.version });
+    for (const svid of levels.svids) points.push({ key: args.keyPrefix + levelKey(svid), value: next.get(svid) ?? 0, limitsVersion: model.version });
   }
   const chart: Record<string, number> = {};
   if (score.spe !== null) chart['spe'] = score.spe;

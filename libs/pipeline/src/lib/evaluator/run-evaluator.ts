@@ -62,7 +62,12 @@ export interface RunEvaluatorOptions {
  * statistic): runs of different recipes never share a chart, a baseline or limits.
  */
 export function storeIndicatorKey(recipe: string, key: string): string {
-  return `${recipe}|${key}`;
+  return storeKeyPrefix(recipe) + key;
+}
+
+/** What every store indicator key of a recipe starts with. */
+export function storeKeyPrefix(recipe: string): string {
+  return `${recipe}|`;
 }
 
 const DEFAULT_EXTRA_HISTORY_RUNS = 20;
@@ -209,7 +214,7 @@ class DefenseRunEvaluator implements RunEvaluator {
         runId,
         history: input.history,
         limits: input.limits,
-        storeKey: (key) => storeIndicatorKey(recipe, key),
+        keyPrefix: storeKeyPrefix(recipe),
         now: input.now,
         recipe,
       });

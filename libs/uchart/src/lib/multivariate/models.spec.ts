@@ -459,6 +459,14 @@ describe('PCA model', () => {
     // the SPE contributions.
     expect(s.speExceeded).toBe(true);
     expect(s.contributions.spe[0].name).toBe('svid5');
+    // The same values unsorted, in the order of the kept variables, for callers that need no ranking.
+    for (const k of ['t2', 'spe'] as const) {
+      const byName = new Map(s.contributions[k].map((c) => [c.name, c.value]));
+      expect(s.contributionValues[k]).toHaveLength(model.kept.length);
+      s.contributionValues[k].forEach((v, c) => expect(byName.get(model.names[model.kept[c]])).toBe(v));
+    }
+    // Sorted once: reading the lists again gives the same arrays.
+    expect(s.contributions.t2).toBe(s.contributions.t2);
   });
 
   it('a missing indicator alone never raises an alarm (mean imputation would)', () => {

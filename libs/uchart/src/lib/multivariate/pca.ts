@@ -115,11 +115,24 @@ export interface PcaScore {
   readonly speExceeded: boolean;
   /** The k scores t = P' z (missing values at their T²-minimising values). */
   readonly scores: readonly number[];
+  /**
+   * The contributions by name, largest first. Sorted when first read (a getter): a caller that only
+   * needs them for an alarm, or in model order ({@link PcaScore.contributionValues}), does not pay the
+   * sort of every model variable.
+   */
   readonly contributions: {
     /** Complete decomposition ((P Lambda^-1/2 P' z)_j)^2: non-negative, sums to t2. Largest first. */
     readonly t2: readonly VariableContribution[];
     /** e_j^2, sums to spe. Largest first. */
     readonly spe: readonly VariableContribution[];
+  };
+  /**
+   * The same contributions unsorted, in the order of the kept variables (entry c belongs to
+   * `model.names[model.kept[c]]`). Read-only: the sorted lists are built from these arrays.
+   */
+  readonly contributionValues: {
+    readonly t2: Float64Array;
+    readonly spe: Float64Array;
   };
   /** Model variables whose value was missing (non-finite); see {@link scorePca}. */
   readonly missing: readonly string[];
@@ -128,6 +141,20 @@ export interface PcaScore {
 }
 
 const DEFAULT_RULE: ComponentRule = { rule: 'cumulative-variance', fraction: 0.9 };
+
+/** {@link PcaScore.contributions}: each list sorted once, when first read. */
+function lazyContributions(model: StoredPhaseOne, t2: Float64Array, spe: Float64Array): PcaScore['contributions'] {
+  let t2Sorted: readonly VariableContribution[] | undefined;
+  let speSorted: readonly VariableContribution[] | undefined;
+  return {
+    get t2() {
+      return (t2Sorted ??= sortedContributions(model, t2));
+    },
+    get spe() {
+      return (speSorted ??= sortedContributions(model, spe));
+    },
+  };
+}
 
 /**
  * Fits a PCA monitoring model on Phase I runs (rows: one indicator vector per run, same order as
@@ -423,10 +450,8 @@ export function scorePca(model: PcaModel, x: readonly number[]): PcaScore {
     t2Exceeded: t.value > model.limits.t2,
     speExceeded: q.value > model.limits.spe,
     scores,
-    contributions: {
-      t2: sortedContributions(model, t.contributions),
-      spe: sortedContributions(model, q.contributions),
-    },
+    contributions: lazyContributions(model, t.contributions, q.contributions),
+    contributionValues: { t2: t.contributions, spe: q.contributions },
     missing: obs.missing.map((c) => model.names[model.kept[c]]),
     droppedOutOfRange: obs.droppedOutOfRange,
   };
