@@ -6,6 +6,9 @@ import { describeWithInfra } from './jest/infra';
 import { NatsClusterHandle, startNatsCluster } from './nats-cluster';
 import { waitFor } from './ports';
 
+/** JetStream API timeout of set-up calls (a hang guard, not a bound on the cluster). */
+const SETUP_TIMEOUT_MS = 30_000;
+
 /** Retries a JetStream call while the cluster elects (a request to a dead leader times out). */
 async function eventually<T>(what: string, fn: () => Promise<T>): Promise<T> {
   let out: { v: T } | undefined;
@@ -58,10 +61,11 @@ describeWithInfra(
     });
 
     it('an R3 stream keeps every message when its leader is killed; another node is elected', async () => {
+      // Set-up calls wait as long as a busy machine needs (a stream of 3 replicas needs its peers' votes).
+      await (await jetstreamManager(nc, { timeout: SETUP_TIMEOUT_MS })).streams.add({ name: 'R3', subjects: ['r3.>'], num_replicas: 3, storage: StorageType.File });
+      for (let i = 0; i < 20; i++) await jetstream(nc, { timeout: SETUP_TIMEOUT_MS }).publish('r3.a', `m${i}`, { msgID: `id-${i}` });
       const jsm = await jetstreamManager(nc);
-      await jsm.streams.add({ name: 'R3', subjects: ['r3.>'], num_replicas: 3, storage: StorageType.File });
       const js = jetstream(nc);
-      for (let i = 0; i < 20; i++) await js.publish('r3.a', `m${i}`, { msgID: `id-${i}` });
       const first = await cluster.waitStreamCurrent(nc, 'R3');
       expect((await jsm.streams.info('R3')).config.num_replicas).toBe(3);
 
@@ -193,10 +197,11 @@ describeWithInfra(['nats'], 'a partitionable 3-node NATS cluster (routes through
   });
 
   it('a node cut off from its peers keeps running but leads nothing; the majority keeps the stream; healed, it catches up', async () => {
+    // Set-up calls wait as long as a busy machine needs (a stream of 3 replicas needs its peers' votes).
+    await (await jetstreamManager(nc, { timeout: SETUP_TIMEOUT_MS })).streams.add({ name: 'PART', subjects: ['part.>'], num_replicas: 3, storage: StorageType.File });
+    for (let i = 0; i < 5; i++) await jetstream(nc, { timeout: SETUP_TIMEOUT_MS }).publish('part.a', `m${i}`, { msgID: `p-${i}` });
     const jsm = await jetstreamManager(nc);
-    await jsm.streams.add({ name: 'PART', subjects: ['part.>'], num_replicas: 3, storage: StorageType.File });
     const js = jetstream(nc);
-    for (let i = 0; i < 5; i++) await js.publish('part.a', `m${i}`, { msgID: `p-${i}` });
     await cluster.waitStreamCurrent(nc, 'PART');
     // Make n0 the leader first, so the partition takes the leader away.
     await waitFor(
