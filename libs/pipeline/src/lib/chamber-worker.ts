@@ -88,6 +88,13 @@ class AttemptTimeoutError extends Error {
 interface AttemptState {
   readonly abandoned: AbortSignal;
   outageMs: number;
+  /**
+   * Time the attempt spent evaluating its run: bounded CPU work that cannot hang, so it does not count
+   * against the attempt's timeout (on a saturated machine a Phase I fit of thousands of indicators
+   * outlasted the timeout; the attempt was abandoned at its next write and the fit done again, up to
+   * a dead letter of a valid run).
+   */
+  evaluationMs: number;
   /** Start of the outage pause in progress (the failed call, then the backoff). */
   pausedSince: number | undefined;
   /** Calls of the attempt paused now (its reads run concurrently and pause together). */
@@ -411,9 +418,10 @@ export class ChamberWorker {
   }
 
   /**
-   * Runs one attempt bounded by `processTimeoutMs` of its own work: time paused by an outage does
+   * Runs one attempt bounded by `processTimeoutMs` of its own waiting: time paused by an outage does
    * not count (a store or NATS outage pauses the chamber; it must never use up the attempts and
-   * dead-letter a valid run). When the bound is reached, the attempt is told to stop at its next
+   * dead-letter a valid run), nor does the evaluation, which is bounded CPU work (its result would
+   * only be thrown away and computed again). When the bound is reached, the attempt is told to stop at its next
    * step, and the next attempt starts only after it has ended: two attempts at one run never
    * overlap (an abandoned attempt that committed late made its retry see the run as a duplicate,
    * or the dead letter of a run race its commit; found by the chaos suite's store outage). If it
@@ -421,7 +429,7 @@ export class ChamberWorker {
    */
   private async withTimeout<T>(run: () => Promise<T>): Promise<T> {
     const ctl = new AbortController();
-    const state: AttemptState = { abandoned: ctl.signal, outageMs: 0, pausedSince: undefined, pausedCalls: 0 };
+    const state: AttemptState = { abandoned: ctl.signal, outageMs: 0, evaluationMs: 0, pausedSince: undefined, pausedCalls: 0 };
     // Attempts never overlap, so the one in progress is the worker's (outageRetry reads it).
     this.currentAttempt = state;
     try {
@@ -431,7 +439,7 @@ export class ChamberWorker {
       const timeout = (async (): Promise<'timeout' | undefined> => {
         for (;;) {
           const now = this.deps.monotonic();
-          const paused = state.outageMs + (state.pausedSince === undefined ? 0 : now - state.pausedSince);
+          const paused = state.outageMs + state.evaluationMs + (state.pausedSince === undefined ? 0 : now - state.pausedSince);
           const left = started + this.opts.processTimeoutMs + paused - now;
           if (left <= 0) return 'timeout';
           await this.deps.sleep(left, timer.signal);
@@ -532,7 +540,9 @@ export class ChamberWorker {
         }
         throw err;
       }
-      this.deps.observer?.stage?.('evaluate', this.deps.monotonic() - t2);
+      const evaluationMs = this.deps.monotonic() - t2;
+      if (this.currentAttempt) this.currentAttempt.evaluationMs += evaluationMs;
+      this.deps.observer?.stage?.('evaluate', evaluationMs);
       return { evaluation, observation: observeTrace(trace, this.deps.now()) };
     } finally {
       this.releaseTrace(trace);

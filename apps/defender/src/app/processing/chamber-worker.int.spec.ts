@@ -319,6 +319,69 @@ describeWithInfra(['nats'], 'ChamberWorker under a store outage longer than its 
 });
 
 /**
+ * An evaluation longer than the attempt timeout (a Phase I fit of thousands of indicators on a
+ * saturated machine): the evaluation is bounded CPU work, so it does not count against the attempt's
+ * timeout; before, the attempt was abandoned at its next write, the fit done again on every attempt
+ * and the run dead-lettered as processing-failed.
+ */
+describeWithInfra(['nats'], 'ChamberWorker with an evaluation longer than its attempt timeout, against real NATS and SQLite', () => {
+  it('commits the run that fits the limits on its first attempt, every run evaluated once, with no dead letter', async () => {
+    await withChamber('worker-slow-eval-', async ({ nc, store, reader, cache }) => {
+      // Limits from 2 runs of two indicators: a run early on fits them and writes two limit sets, so
+      // its attempt has steps after its evaluation (where an abandoned attempt stops).
+      const document = { schemaVersion: 1, name: 'slow-fit', indicators: ['mean', 'std'].map((statistic) => ({ id: statistic, svid: '*', statistic, baseline: { minRuns: 2 } })) };
+      await store.strategies.put({ scope: `${chamber.toolId}:${chamber.chamberId}`, version: 1, document, createdAt: new Date(), author: 'test' });
+      const deadLetters: string[] = [];
+      const inner = createRunEvaluator();
+      const evaluated: string[] = [];
+      const slow: RunEvaluator = Object.assign(Object.create(inner) as RunEvaluator, {
+        evaluate: (input: Parameters<RunEvaluator['evaluate']>[0]) => {
+          const out = inner.evaluate(input);
+          evaluated.push(`${input.notification.runId}${out.newLimitSets.length > 0 ? ' (fit)' : ''}`);
+          // The fit takes twice the attempt timeout of CPU (a busy wait: the event loop is blocked, as by a real fit).
+          if (out.newLimitSets.length > 0) for (const until = performance.now() + 4000; performance.now() < until; );
+          return out;
+        },
+      });
+      // Each limit-set write takes a turn of the event loop, as one through the store's thread or a
+      // network does (this file's store answers synchronously).
+      const uchart = new Proxy(store.uchart, {
+        get: (target, name, receiver) => {
+          if (name === 'putLimitSet')
+            return async (ls: Parameters<typeof store.uchart.putLimitSet>[0]) => {
+              await new Promise((r) => setImmediate(r));
+              return target.putLimitSet(ls);
+            };
+          const v = Reflect.get(target, name, receiver) as unknown;
+          return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+        },
+      });
+      const io = Object.create(store, { uchart: { value: uchart } }) as SqliteStore;
+      const deps = { ...workerDeps({ nc, reader, cache, store: io, deadLetters, now: () => new Date() }), evaluator: slow };
+      const worker = new ChamberWorker(chamber, 1, deps, { ownerId: 'defender-0', processTimeoutMs: 2000, maxAttempts: 2, idlePollMs: 60_000, maxTracePoints: 1_000_000, maxOutageBackoffMs: 200 });
+      let exit: string | undefined;
+      const feed = await watchNotifications(nc, (_s, seq) => worker.notify(seq));
+      worker.start((r) => (exit = r));
+      try {
+        const seqs: number[] = [];
+        for (let k = 0; k < 4; k++) seqs.push(await publishRunOf(nc, store, k));
+        await waitFor('run 3 applied or one dead-lettered', async () => worker.mark === seqs[3] || deadLetters.length > 0 || exit !== undefined, 60_000);
+
+        // Every run evaluated once (an abandoned attempt would evaluate its run again), one of them fitting the limits.
+        expect({ mark: worker.mark, deadLetters, exit }).toEqual({ mark: seqs[3], deadLetters: [], exit: undefined });
+        expect(evaluated.map((e) => e.replace(' (fit)', ''))).toEqual(['r0', 'r1', 'r2', 'r3']);
+        expect(evaluated.filter((e) => e.endsWith('(fit)'))).toHaveLength(1);
+        expect((await store.uchart.history(chamber, { limit: 10 })).map((r) => r.runId)).toEqual(['r0', 'r1', 'r2', 'r3']);
+        expect((await store.uchart.currentLimitSets(chamber)).length).toBe(2 * SVIDS.length);
+      } finally {
+        await worker.stop();
+        await feed.stop();
+      }
+    });
+  }, 90_000);
+});
+
+/**
  * Runs r0, r1, r2 and r1 again (a duplicate run id, skipped; its trace is read beside the check) through
  * a worker with `releaseTrace`; returns what the evaluator saw, the dead letters, the chamber's
  * stored history (run id, whether it has points) and the stream sequences.
