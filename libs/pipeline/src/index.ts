@@ -16,7 +16,7 @@ export { ChamberWorker, declaredTraceBytes } from './lib/chamber-worker';
 export { ChamberSupervisor, epochAfterFence, type AppliedMap, type SupervisorDeps, type SupervisorEvents, type WorkerState } from './lib/chamber-supervisor';
 export type { StreamStatus, WorkerDeps, WorkerOptions } from './lib/chamber-worker';
 export { FeedWatch, type FeedWatchDeps, type FeedWatchObserver, type WatchedFeed } from './lib/feed-watch';
-export { StreamCheck, type StreamCheckDeps, type StreamCheckObserver } from './lib/feed-watch-stream';
+export { StreamCheck, type StreamCheckDeps, type StreamCheckObserver } from './lib/stream-check';
 export { eventMsgId, markAfter, publishedPrefix, runEvents, type RunEventContext } from './lib/outbox';
 export {
   CHART_KEYS,

@@ -11,3 +11,4 @@ export * from './jest/infra';
 export * from './jest/app-process-suite';
 export * from './nats-cluster';
 export { startTcpProxy, type TcpProxy, type TcpProxyMode, type TcpProxyOptions, type TcpProxyStats, type TcpProxyTarget } from './tcp-proxy';
+export { exposedSample, metricsMovedBy } from './metrics';

@@ -1,6 +1,7 @@
 import { Module, type INestApplicationContext } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { register } from 'prom-client';
+import { metricsMovedBy } from '@defender/infra-harness';
 import { M } from '../membership/defender-metrics';
 import { PM } from '../processing/processing-metrics';
 import { DefenderMetricsObserver, defenderMetricsProviders } from './defender-metrics-observer';
@@ -9,19 +10,6 @@ import { MM } from './malloc-metrics';
 /** The adapter with the providers DefenderModule registers (prom-client's default registry). */
 @Module({ providers: defenderMetricsProviders })
 class MetricsOnlyModule {}
-
-/** Every sample of the registry, by metric name (labels and value of each). */
-async function samples(): Promise<Map<string, string>> {
-  return new Map((await register.getMetricsAsJSON()).map((m) => [m.name, JSON.stringify(m.values)]));
-}
-
-/** The metrics whose samples `event` changed, sorted. */
-async function changedBy(event: () => unknown): Promise<string[]> {
-  const before = await samples();
-  await event();
-  const after = await samples();
-  return [...after.keys()].filter((name) => after.get(name) !== before.get(name)).sort();
-}
 
 /** One sample's value: `name` with exactly `labels` (none for an unlabelled metric). */
 async function sample(name: string, labels: Record<string, string | number> = {}, metricName = name): Promise<number | undefined> {
@@ -103,7 +91,7 @@ describe('DefenderMetricsObserver', () => {
   ];
 
   it.each(events)('%s moves exactly its metrics', async (_name, event, metrics) => {
-    expect(await changedBy(() => event(m))).toEqual([...metrics].sort());
+    expect(await metricsMovedBy(() => event(m))).toEqual([...metrics].sort());
   });
 
   it('runs: received, processed by outcome, per-chamber runs of applied ones, times in seconds, runs in flight', async () => {

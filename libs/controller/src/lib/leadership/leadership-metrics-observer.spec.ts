@@ -1,6 +1,7 @@
 import { Module, type INestApplicationContext } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { register } from 'prom-client';
+import { exposedSample, metricsMovedBy } from '@defender/infra-harness';
 import { AssignmentTrigger, computeAssignment, type AssignmentResult, type TriggerDecision } from '@defender/assignment';
 import type { AssignmentMap } from '@defender/contracts';
 import { buildAssignmentMap } from '@defender/membership';
@@ -42,20 +43,6 @@ function scaleOut(): { result: AssignmentResult; map: AssignmentMap } {
   return { result, map };
 }
 
-/** The value of one sample in the registry's exposition text. */
-async function value(sample: string): Promise<number | undefined> {
-  const line = (await register.metrics()).split('\n').find((l) => l.startsWith(`${sample} `));
-  return line === undefined ? undefined : Number(line.slice(sample.length + 1));
-}
-
-/** The names of the metrics whose samples `event` changed. */
-async function moved(event: () => void): Promise<string[]> {
-  const samples = async () => new Map((await register.getMetricsAsJSON()).map((m) => [m.name, JSON.stringify(m.values)]));
-  const before = await samples();
-  event();
-  const after = await samples();
-  return [...after].filter(([name, v]) => before.get(name) !== v).map(([name]) => name).sort();
-}
 
 const sorted = (names: string[]) => [...names].sort();
 
@@ -93,108 +80,108 @@ describe('LeadershipMetricsObserver (the controller\'s one metrics adapter)', ()
 
   it('registers every controller metric; a standby starts at is_leader 0 and zeroed episode gauges', async () => {
     expect(sorted((await register.getMetricsAsJSON()).map((m) => m.name))).toEqual(sorted(Object.values(CM)));
-    expect(await value(CM.isLeader)).toBe(0);
-    expect(await value(CM.leadershipDuration)).toBe(0);
-    expect(await value(CM.pendingChanges)).toBe(0);
-    expect(await value(CM.crashedRedistributed)).toBe(0);
-    expect(await value(CM.rebalanceIterations)).toBe(0);
+    expect(await exposedSample(CM.isLeader)).toBe(0);
+    expect(await exposedSample(CM.leadershipDuration)).toBe(0);
+    expect(await exposedSample(CM.pendingChanges)).toBe(0);
+    expect(await exposedSample(CM.crashedRedistributed)).toBe(0);
+    expect(await exposedSample(CM.rebalanceIterations)).toBe(0);
   });
 
   it('campaignStarted counts a participation in the election', async () => {
-    expect(await moved(() => observer.campaignStarted())).toEqual([CM.electionParticipated]);
-    expect(await value(CM.electionParticipated)).toBe(1);
+    expect(await metricsMovedBy(() => observer.campaignStarted())).toEqual([CM.electionParticipated]);
+    expect(await exposedSample(CM.electionParticipated)).toBe(1);
   });
 
   it('becameLeader sets is_leader and counts an "elected" leadership change; leadershipLost undoes is_leader and counts "deposed"', async () => {
-    expect(await moved(() => observer.becameLeader())).toEqual(sorted([CM.isLeader, CM.leaderChanges]));
-    expect(await value(CM.isLeader)).toBe(1);
-    expect(await value(`${CM.leaderChanges}{event="elected"}`)).toBe(1);
+    expect(await metricsMovedBy(() => observer.becameLeader())).toEqual(sorted([CM.isLeader, CM.leaderChanges]));
+    expect(await exposedSample(CM.isLeader)).toBe(1);
+    expect(await exposedSample(`${CM.leaderChanges}{event="elected"}`)).toBe(1);
 
-    expect(await moved(() => observer.leadershipLost())).toEqual(sorted([CM.isLeader, CM.leaderChanges]));
-    expect(await value(CM.isLeader)).toBe(0);
-    expect(await value(`${CM.leaderChanges}{event="deposed"}`)).toBe(1);
-    expect(await value(`${CM.leaderChanges}{event="elected"}`)).toBe(1);
-    expect(await value(CM.leadershipDuration)).toBe(0);
+    expect(await metricsMovedBy(() => observer.leadershipLost())).toEqual(sorted([CM.isLeader, CM.leaderChanges]));
+    expect(await exposedSample(CM.isLeader)).toBe(0);
+    expect(await exposedSample(`${CM.leaderChanges}{event="deposed"}`)).toBe(1);
+    expect(await exposedSample(`${CM.leaderChanges}{event="elected"}`)).toBe(1);
+    expect(await exposedSample(CM.leadershipDuration)).toBe(0);
   });
 
   it('engineStarted counts an assignment engine started', async () => {
-    expect(await moved(() => observer.engineStarted())).toEqual([CM.controllerStarted]);
-    expect(await value(CM.controllerStarted)).toBe(1);
+    expect(await metricsMovedBy(() => observer.engineStarted())).toEqual([CM.controllerStarted]);
+    expect(await exposedSample(CM.controllerStarted)).toBe(1);
   });
 
   it('triggerDecision: a join batched in the 10 s window sets the live counts and begins SCALING', async () => {
     const trigger = new AssignmentTrigger({ lifecycle: 'stable', defenderIds: ids(3) }, { heartbeatIntervalMs: 2_000 });
     const d: TriggerDecision = trigger.observe(0, ids(4).map((id) => ({ id, lastHeartbeatAt: 0 })));
     expect(d).toMatchObject({ action: 'wait', trigger: 'planned_scale', windowMs: 10_000 });
-    expect(await moved(() => observer.triggerDecision(d, 4, undefined))).toEqual(
+    expect(await metricsMovedBy(() => observer.triggerDecision(d, 4, undefined))).toEqual(
       sorted([CM.activeDefenders, CM.activeHeartbeats, CM.pendingChanges, CM.scalingEvents, CM.stabilizationWindow, CM.triggerState]),
     );
-    expect(await value(CM.activeDefenders)).toBe(4);
-    expect(await value(CM.activeHeartbeats)).toBe(4);
-    expect(await value(CM.pendingChanges)).toBe(1);
-    expect(await value(CM.scalingEvents)).toBe(1);
-    expect(await value(`${CM.stabilizationWindow}_sum{type="planned_scale"}`)).toBe(10);
-    expect(await value(`${CM.triggerState}{state="planned_scale"}`)).toBe(1);
+    expect(await exposedSample(CM.activeDefenders)).toBe(4);
+    expect(await exposedSample(CM.activeHeartbeats)).toBe(4);
+    expect(await exposedSample(CM.pendingChanges)).toBe(1);
+    expect(await exposedSample(CM.scalingEvents)).toBe(1);
+    expect(await exposedSample(`${CM.stabilizationWindow}_sum{type="planned_scale"}`)).toBe(10);
+    expect(await exposedSample(`${CM.triggerState}{state="planned_scale"}`)).toBe(1);
   });
 
   it('triggerDecision: an idle decision moves only the live counts', async () => {
     const trigger = new AssignmentTrigger({ lifecycle: 'stable', defenderIds: ids(3) }, { heartbeatIntervalMs: 2_000 });
     const d = trigger.observe(0, ids(3).map((id) => ({ id, lastHeartbeatAt: 0 })));
     expect(d.action).toBe('idle');
-    expect(await moved(() => observer.triggerDecision(d, 3, undefined))).toEqual(sorted([CM.activeDefenders, CM.activeHeartbeats]));
-    expect(await value(CM.activeDefenders)).toBe(3);
+    expect(await metricsMovedBy(() => observer.triggerDecision(d, 3, undefined))).toEqual(sorted([CM.activeDefenders, CM.activeHeartbeats]));
+    expect(await exposedSample(CM.activeDefenders)).toBe(3);
   });
 
   it('mapPublished with a calculation: the publication, its calculation times and phases, movements and the map\'s statistics', async () => {
     const { result, map } = scaleOut();
-    expect(await moved(() => observer.mapPublished(map, result, 'planned_scale'))).toEqual(sorted([...PUBLICATION, ...CALCULATION]));
+    expect(await metricsMovedBy(() => observer.mapPublished(map, result, 'planned_scale'))).toEqual(sorted([...PUBLICATION, ...CALCULATION]));
     const s = map.statistics;
-    expect(await value(`${CM.rebalanceEvents}{trigger="planned_scale"}`)).toBe(1);
-    expect(await value(CM.assignmentVersion)).toBe(12);
-    expect(await value(CM.mapVersion)).toBe(12);
-    expect(await value(`${CM.calcDuration}_sum`)).toBe(result.stats.calculationDurationMs / 1000);
-    expect(await value(`${CM.rebalanceDuration}_sum`)).toBe(result.stats.calculationDurationMs / 1000);
-    expect(await value(`${CM.phase1Duration}_sum`)).toBe(result.stats.phase1DurationMs / 1000);
-    expect(await value(`${CM.phase2Duration}_sum`)).toBe(result.stats.phase2DurationMs / 1000);
-    expect(await value(CM.rebalanceIterations)).toBe(result.stats.rebalanceIterations);
-    expect(await value(CM.chamberMovements)).toBe(result.stats.chambersMoved);
-    expect(await value(CM.chambersMoved)).toBe(s.chambersMoved);
-    expect(await value(CM.weightVariance)).toBe(s.weightVariancePercent);
-    expect(await value(CM.minChambers)).toBe(s.minChambersPerDefender);
-    expect(await value(CM.maxChambers)).toBe(s.maxChambersPerDefender);
-    expect(await value(CM.avgChambers)).toBe(s.avgChambersPerDefender);
-    expect(await value(CM.minWeight)).toBe(s.minWeightPerDefender);
-    expect(await value(CM.maxWeight)).toBe(s.maxWeightPerDefender);
-    expect(await value(CM.avgWeight)).toBe(s.avgWeightPerDefender);
-    expect(await value(CM.movedWeightFraction)).toBe(0.2);
+    expect(await exposedSample(`${CM.rebalanceEvents}{trigger="planned_scale"}`)).toBe(1);
+    expect(await exposedSample(CM.assignmentVersion)).toBe(12);
+    expect(await exposedSample(CM.mapVersion)).toBe(12);
+    expect(await exposedSample(`${CM.calcDuration}_sum`)).toBe(result.stats.calculationDurationMs / 1000);
+    expect(await exposedSample(`${CM.rebalanceDuration}_sum`)).toBe(result.stats.calculationDurationMs / 1000);
+    expect(await exposedSample(`${CM.phase1Duration}_sum`)).toBe(result.stats.phase1DurationMs / 1000);
+    expect(await exposedSample(`${CM.phase2Duration}_sum`)).toBe(result.stats.phase2DurationMs / 1000);
+    expect(await exposedSample(CM.rebalanceIterations)).toBe(result.stats.rebalanceIterations);
+    expect(await exposedSample(CM.chamberMovements)).toBe(result.stats.chambersMoved);
+    expect(await exposedSample(CM.chambersMoved)).toBe(s.chambersMoved);
+    expect(await exposedSample(CM.weightVariance)).toBe(s.weightVariancePercent);
+    expect(await exposedSample(CM.minChambers)).toBe(s.minChambersPerDefender);
+    expect(await exposedSample(CM.maxChambers)).toBe(s.maxChambersPerDefender);
+    expect(await exposedSample(CM.avgChambers)).toBe(s.avgChambersPerDefender);
+    expect(await exposedSample(CM.minWeight)).toBe(s.minWeightPerDefender);
+    expect(await exposedSample(CM.maxWeight)).toBe(s.maxWeightPerDefender);
+    expect(await exposedSample(CM.avgWeight)).toBe(s.avgWeightPerDefender);
+    expect(await exposedSample(CM.movedWeightFraction)).toBe(0.2);
   });
 
   it('mapPublished for a crash also counts an emergency recalculation', async () => {
     const { result, map } = scaleOut();
-    expect(await moved(() => observer.mapPublished(map, result, 'crash'))).toEqual(sorted([...PUBLICATION, ...CALCULATION, CM.emergencyEvents]));
-    expect(await value(CM.emergencyEvents)).toBe(1);
-    expect(await value(`${CM.rebalanceEvents}{trigger="crash"}`)).toBe(1);
+    expect(await metricsMovedBy(() => observer.mapPublished(map, result, 'crash'))).toEqual(sorted([...PUBLICATION, ...CALCULATION, CM.emergencyEvents]));
+    expect(await exposedSample(CM.emergencyEvents)).toBe(1);
+    expect(await exposedSample(`${CM.rebalanceEvents}{trigger="crash"}`)).toBe(1);
   });
 
   it('mapPublished without a calculation (the held map again): no calculation time, movement or emergency', async () => {
     const { map } = scaleOut();
-    expect(await moved(() => observer.mapPublished(map, null, 'takeover'))).toEqual(sorted(PUBLICATION));
-    expect(await value(`${CM.rebalanceEvents}{trigger="takeover"}`)).toBe(1);
+    expect(await metricsMovedBy(() => observer.mapPublished(map, null, 'takeover'))).toEqual(sorted(PUBLICATION));
+    expect(await exposedSample(`${CM.rebalanceEvents}{trigger="takeover"}`)).toBe(1);
   });
 
   it('mapWritten sets the stored size by part and observes the write time in seconds', async () => {
-    expect(await moved(() => observer.mapWritten({ totalBytes: 48_000, largestValueBytes: 16_000, durationMs: 25 }))).toEqual(
+    expect(await metricsMovedBy(() => observer.mapWritten({ totalBytes: 48_000, largestValueBytes: 16_000, durationMs: 25 }))).toEqual(
       sorted([CM.mapBytes, CM.mapPublishDuration]),
     );
-    expect(await value(`${CM.mapBytes}{part="total"}`)).toBe(48_000);
-    expect(await value(`${CM.mapBytes}{part="largest_value"}`)).toBe(16_000);
-    expect(await value(`${CM.mapPublishDuration}_sum`)).toBe(0.025);
-    expect(await value(`${CM.mapPublishDuration}_bucket{le="0.05"}`)).toBe(1);
-    expect(await value(`${CM.mapPublishDuration}_bucket{le="0.02"}`)).toBe(0);
+    expect(await exposedSample(`${CM.mapBytes}{part="total"}`)).toBe(48_000);
+    expect(await exposedSample(`${CM.mapBytes}{part="largest_value"}`)).toBe(16_000);
+    expect(await exposedSample(`${CM.mapPublishDuration}_sum`)).toBe(0.025);
+    expect(await exposedSample(`${CM.mapPublishDuration}_bucket{le="0.05"}`)).toBe(1);
+    expect(await exposedSample(`${CM.mapPublishDuration}_bucket{le="0.02"}`)).toBe(0);
   });
 
   it('publishConflict counts a publication lost to a concurrent writer', async () => {
-    expect(await moved(() => observer.publishConflict())).toEqual([CM.publishConflicts]);
-    expect(await value(CM.publishConflicts)).toBe(1);
+    expect(await metricsMovedBy(() => observer.publishConflict())).toEqual([CM.publishConflicts]);
+    expect(await exposedSample(CM.publishConflicts)).toBe(1);
   });
 });

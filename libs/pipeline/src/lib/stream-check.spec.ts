@@ -1,4 +1,4 @@
-import { StreamCheck, StreamCheckDeps } from './feed-watch-stream';
+import { StreamCheck, StreamCheckDeps } from './stream-check';
 
 class MissingError extends Error {
   override readonly name = 'MissingError';
