@@ -63,6 +63,25 @@ function largestHeartbeat(): Heartbeat {
   });
 }
 
+describeWithInfra(['nats'], 'openBucket from processes starting at once', () => {
+  it('binds every opener to one bucket when they create it at the same moment with different options', async () => {
+    // The defender's main.int.spec lost this race once in a fresh-clone CI: its process and the test
+    // both found no bucket, and the second create (with another max value size) was refused.
+    const conns: NatsConnection[] = await Promise.all([0, 1, 2, 3].map(() => connect(testNatsConnectOptions())));
+    try {
+      for (let round = 0; round < 10; round++) {
+        const name = `race-${process.pid}-${round}`;
+        const kvs = await Promise.all(conns.map((nc: NatsConnection, i: number) => openBucket(nc, name, i % 2 === 0 ? { history: 1 } : { history: 1, maxValueBytes: 4096 })));
+        await kvs[0]?.put('k', 'v');
+        for (const kv of kvs) expect((await kv.get('k'))?.string()).toBe('v');
+        await (await jetstreamManager(conns[0] as NatsConnection)).streams.delete(`KV_${name}`);
+      }
+    } finally {
+      await Promise.all(conns.map((nc: NatsConnection) => nc.close()));
+    }
+  }, 60_000);
+});
+
 describeWithInfra(['nats'], 'server-side value limits (issue 27: every value bounded)', () => {
   let nc: NatsConnection;
   let n = 0;

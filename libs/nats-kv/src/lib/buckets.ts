@@ -46,19 +46,32 @@ export interface BucketOptions {
   applyLimit?: boolean;
 }
 
+/** What nats-server answers a stream create that lost the race to a create with another configuration. */
+const CREATED_MEANWHILE = /stream name already in use/i;
+
 /**
  * Opens (creating when missing) a KV bucket with file storage. Safe to call from many processes at
- * once: creating an existing bucket with the same configuration binds to it.
+ * once, with any options: an existing bucket is bound as it is; when another process creates the
+ * bucket between this one's lookup and its create (with other options: the apps differ in
+ * `maxValueBytes`), this one binds to that bucket instead of failing.
  */
 export async function openBucket(nc: NatsConnection, name: string, opts: BucketOptions = {}): Promise<KV> {
-  let kv: KV;
-  try {
-    kv = await new Kvm(nc).create(name, {
+  const create = () =>
+    new Kvm(nc).create(name, {
       storage: 'file',
       replicas: opts.replicas ?? 1,
       history: opts.history ?? 1,
       ...(opts.maxValueBytes !== undefined ? { maxValueSize: opts.maxValueBytes } : {}),
     });
+  let kv: KV;
+  try {
+    try {
+      kv = await create();
+    } catch (err) {
+      if (!CREATED_MEANWHILE.test((err as Error)?.message ?? '')) throw err;
+      // Created meanwhile: the lookup of a second create finds it and binds.
+      kv = await create();
+    }
   } catch (err) {
     throw mapKvError(err, name, '(bucket)');
   }
