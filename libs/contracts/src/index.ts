@@ -23,7 +23,10 @@ export {
   observeTrace,
   parseChamberKey,
   sameChamber,
+  parseStrategyScope,
   strategyScope,
+  strategyScopeConflicts,
+  strategyScopesForRun,
   validateBindStream,
   validateChamberRef,
   validateClaim,
@@ -35,6 +38,7 @@ export {
   validatePositiveInt,
   validateRunRef,
   validateStrategy,
+  validateStrategyScopes,
   validateTraceRecord,
 } from './lib/store';
 export type {
@@ -70,6 +74,7 @@ export type {
   SampleArray,
   StrategyRecord,
   StrategyRepository,
+  StrategyScopeInfo,
   StrategyScopeSpec,
   TraceRecord,
   TraceRepository,

@@ -500,6 +500,34 @@ export function describeStoreContract(name: string, backend: () => StoreContract
         expect(await store.strategies.versions(scope)).toEqual([1, 2]);
         expect(await store.strategies.versions(`${scope}-none`)).toEqual([]);
       });
+
+      it('latest: the newest version of each given scope that has one, in the given order, in one call', async () => {
+        const tool = freshChamber().toolId;
+        const chamberRecipe = `chamber/${tool}:C1/recipe/R`;
+        const chamber = `chamber/${tool}:C1`;
+        const legacy = `${tool}:C1`;
+        const recipe = `recipe/${tool}-R`;
+        const at = (scope: string, version: number): StrategyRecord => ({ scope, version, document: doc(version), createdAt: new Date(T0.getTime() + version), author: 'ops' });
+        for (const r of [at(recipe, 1), at(chamber, 1), at(chamber, 2), at(chamber, 3), at(legacy, 1)]) await store.strategies.put(r);
+        // Order of the arguments, not of the store (partitions come back in token order in Cassandra).
+        expect(await store.strategies.latest([chamberRecipe, chamber, legacy, recipe])).toEqual([at(chamber, 3), at(legacy, 1), at(recipe, 1)]);
+        expect(await store.strategies.latest([recipe, legacy, chamber])).toEqual([at(recipe, 1), at(legacy, 1), at(chamber, 3)]);
+        expect(await store.strategies.latest([chamberRecipe])).toEqual([]);
+        // A version written later is the newest at once.
+        await store.strategies.put(at(chamberRecipe, 1));
+        expect((await store.strategies.latest([chamberRecipe, chamber])).map((r) => [r.scope, r.version])).toEqual([
+          [chamberRecipe, 1],
+          [chamber, 3],
+        ]);
+      });
+
+      it('latest refuses an empty, oversized, duplicated or malformed scope list with every problem listed', async () => {
+        const err = await rejection(store.strategies.latest(['default', 'not a scope', 'default']));
+        expect(err).toBeInstanceOf(InvalidRecordError);
+        expect((err as InvalidRecordError).issues.map((i) => i.path)).toEqual(['scopes[1]', 'scopes[2]']);
+        expect(await rejection(store.strategies.latest([]))).toBeInstanceOf(InvalidRecordError);
+        expect(await rejection(store.strategies.latest(Array.from({ length: 17 }, (_, i) => `recipe/r${i}`)))).toBeInstanceOf(InvalidRecordError);
+      });
     });
 
     describe('traces', () => {
@@ -652,6 +680,7 @@ export function describeStoreContract(name: string, backend: () => StoreContract
         const err = await rejection(store.strategies.get(scope));
         expect(err).toBeInstanceOf(UnknownSchemaVersionError);
         expect(err).toMatchObject({ found: 99, supported: [1], context: { scope, version: 1, column: 'schema_version' } });
+        expect(await rejection(store.strategies.latest(['default', scope]))).toBeInstanceOf(UnknownSchemaVersionError);
 
         const ch = freshChamber();
         await store.chamberState.commitRun(commit(ch, 1, 1, { alarms: [alarm('r1', 'k1')] }));

@@ -58,7 +58,10 @@ export {
   isJsonObject,
   isJsonValue,
   RECORD_LIMITS,
+  parseStrategyScope,
   strategyScope,
+  strategyScopeConflicts,
+  strategyScopesForRun,
   validateBindStream,
   validateChamberRef,
   validateClaim,
@@ -70,7 +73,9 @@ export {
   validatePositiveInt,
   validateRunRef,
   validateStrategy,
+  validateStrategyScopes,
   validateTraceRecord,
+  type StrategyScopeInfo,
   type StrategyScopeSpec,
 } from './validation';
 export { aggregateObservations, computeWeight, observeTrace, type AggregatedWeight } from './weights';

@@ -176,6 +176,14 @@ export interface StrategyRepository {
   get(scope: string, version?: number): Promise<StrategyRecord | undefined>;
   /** Stored versions of a scope, ascending. */
   versions(scope: string): Promise<number[]>;
+  /**
+   * The newest version of each of `scopes` that has one, in the order of `scopes` (scopes without a
+   * stored strategy are left out), read in one store round trip: with a run's lookup order
+   * (`strategyScopesForRun`) the first record is the strategy that judges the run.
+   * @throws InvalidRecordError unless `scopes` holds 1 to `RECORD_LIMITS.strategyScopes` distinct
+   *   strategy scopes (`validateStrategyScopes`).
+   */
+  latest(scopes: readonly string[]): Promise<StrategyRecord[]>;
 }
 
 /** Everything Defender persists, behind one object (an adapter: Cassandra or SQLite). */

@@ -3,7 +3,11 @@ import type { CommitRunInput, LimitSetRecord, TraceRecord } from './records';
 import {
   canonicalJson,
   isJsonObject,
+  parseStrategyScope,
   strategyScope,
+  strategyScopeConflicts,
+  strategyScopesForRun,
+  validateStrategyScopes,
   validateCommitRunInput,
   validateLimitSet,
   validateTraceRecord,
@@ -147,5 +151,52 @@ describe('JSON helpers', () => {
     expect(strategyScope({ kind: 'chamber', chamber })).toBe('chamber/T1:C1');
     expect(strategyScope({ kind: 'chamber', chamber, recipe: 'R' })).toBe('chamber/T1:C1/recipe/R');
     expect(() => strategyScope({ kind: 'chamber', chamber: { toolId: 'a b', chamberId: 'c' } })).toThrow(InvalidRecordError);
+  });
+});
+
+describe('strategy scopes of a run', () => {
+  it('looks up the most specific scope first, the legacy key as a deprecated chamber alias', () => {
+    expect(strategyScopesForRun(chamber, 'ETCH-1')).toEqual([
+      { scope: 'chamber/T1:C1/recipe/ETCH-1', chamber: 'T1:C1', recipe: 'ETCH-1', deprecated: false },
+      { scope: 'chamber/T1:C1', chamber: 'T1:C1', deprecated: false },
+      { scope: 'T1:C1', chamber: 'T1:C1', deprecated: true },
+      { scope: 'recipe/ETCH-1', recipe: 'ETCH-1', deprecated: false },
+      { scope: 'default', deprecated: false },
+    ]);
+    expect(strategyScopesForRun(chamber).map((s) => s.scope)).toEqual(['chamber/T1:C1', 'T1:C1', 'default']);
+    expect(() => strategyScopesForRun(chamber, 'bad\nrecipe')).toThrow(InvalidRecordError);
+    expect(() => strategyScopesForRun({ toolId: 'a b', chamberId: 'C' }, 'R')).toThrow(InvalidRecordError);
+  });
+
+  it('parses every scope it builds back to the same meaning', () => {
+    for (const step of strategyScopesForRun(chamber, 'R/with/slashes')) expect(parseStrategyScope(step.scope)).toEqual(step);
+  });
+
+  it.each([[''], ['chamber/'], ['chamber/T1'], ['chamber/T1:C1/recipe/'], ['recipe/'], ['T1'], ['a:b:c'], ['defaults'], ['x'.repeat(513)], ['recipe/a\u0000']])(
+    'parseStrategyScope refuses %j with a clear error',
+    (scope) => {
+      expect(() => parseStrategyScope(scope)).toThrow(InvalidRecordError);
+    },
+  );
+
+  it('validateStrategyScopes bounds the list and lists every problem', () => {
+    expect(() => validateStrategyScopes(['default', 'recipe/R', 'T1:C1'])).not.toThrow();
+    expect(issuesOf(() => validateStrategyScopes([]))).toEqual(['scopes']);
+    expect(issuesOf(() => validateStrategyScopes(Array.from({ length: 17 }, (_, i) => `recipe/${i}`)))).toEqual(['scopes']);
+    expect(issuesOf(() => validateStrategyScopes(['default', 'nope', 'default', '']))).toEqual(['scopes[1]', 'scopes[2]', 'scopes[3]']);
+  });
+
+  it('strategyScopeConflicts: a document may repeat its key, never name another chamber or recipe', () => {
+    const [chamberRecipe, chamberOnly, legacy, recipeOnly, fallback] = strategyScopesForRun(chamber, 'R');
+    if (!chamberRecipe || !chamberOnly || !legacy || !recipeOnly || !fallback) throw new Error('five scopes expected');
+    expect(strategyScopeConflicts({}, chamberOnly)).toEqual([]);
+    expect(strategyScopeConflicts({ chamber: 'T1:C1' }, legacy)).toEqual([]);
+    expect(strategyScopeConflicts({ chamber: 'T1:C1', recipe: 'R' }, chamberRecipe)).toEqual([]);
+    expect(strategyScopeConflicts({ recipe: 'R' }, recipeOnly)).toEqual([]);
+    const other = strategyScopeConflicts({ chamber: 'X:Y' }, chamberOnly);
+    expect(other).toEqual([{ path: 'scope.chamber', message: 'names chamber X:Y but it is stored under scope "chamber/T1:C1", for chamber T1:C1' }]);
+    expect(strategyScopeConflicts({ recipe: 'R2' }, chamberRecipe).map((i) => i.path)).toEqual(['scope.recipe']);
+    expect(strategyScopeConflicts({ recipe: 'R' }, chamberOnly).map((i) => i.path)).toEqual(['scope.recipe']);
+    expect(strategyScopeConflicts({ chamber: 'T1:C1', recipe: 'R' }, fallback).map((i) => i.path)).toEqual(['scope.chamber', 'scope.recipe']);
   });
 });

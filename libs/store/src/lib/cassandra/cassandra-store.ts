@@ -19,6 +19,7 @@ import {
   validatePositiveInt,
   validateRunRef,
   validateStrategy,
+  validateStrategyScopes,
   validateTraceRecord,
   VersionConflictError,
   type AlarmRecord,
@@ -902,6 +903,22 @@ class CassandraStrategies implements StrategyRepository {
     return this.s.op('strategies.versions', 'read', async () => {
       const rows = await this.s.all(`SELECT version FROM ${this.s.ks}.strategies WHERE scope = ?`, [scope]);
       return rows.map((r) => storedInt(r.get('version'), { scope, table: 'strategies' }, 'version', 1)).reverse();
+    });
+  }
+  latest(scopes: readonly string[]): Promise<StrategyRecord[]> {
+    return this.s.op('strategies.latest', 'read', async () => {
+      validateStrategyScopes(scopes);
+      // One query: a partition per scope, versions clustered newest first, so the first row of each
+      // partition is its newest version. Rows come back in token order: put them in the given order.
+      const rows = await this.s.all(
+        `SELECT scope, version, schema_version, document, created_at, author FROM ${this.s.ks}.strategies WHERE scope IN ? PER PARTITION LIMIT 1`,
+        [[...scopes]],
+      );
+      const byScope = new Map(rows.map((r) => [String(r.get('scope')), r]));
+      return scopes.flatMap((scope) => {
+        const row = byScope.get(scope);
+        return row ? [strategyFromRow(scope, getter(row), 'strategies')] : [];
+      });
     });
   }
 }

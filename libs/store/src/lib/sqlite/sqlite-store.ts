@@ -19,6 +19,7 @@ import {
   validatePositiveInt,
   validateRunRef,
   validateStrategy,
+  validateStrategyScopes,
   validateTraceRecord,
   VersionConflictError,
   type AlarmRecord,
@@ -713,6 +714,22 @@ class SqliteStrategies implements StrategyRepository {
         storedInt(r['version'], { scope, table: 'strategies' }, 'version', 1),
       ),
     );
+  }
+  latest(scopes: readonly string[]): Promise<StrategyRecord[]> {
+    return this.c.op('strategies.latest', 'read', () => {
+      validateStrategyScopes(scopes);
+      // One statement (one snapshot): the newest version of each scope, by the primary key.
+      const rows = this.c
+        .sql(
+          `SELECT s.* FROM strategies s WHERE s.scope IN (${scopes.map(() => '?').join(', ')}) AND s.version = (SELECT MAX(version) FROM strategies WHERE scope = s.scope)`,
+        )
+        .all(...scopes) as SqlRow[];
+      const byScope = new Map(rows.map((r) => [String(r['scope']), r]));
+      return scopes.flatMap((scope) => {
+        const row = byScope.get(scope);
+        return row ? [strategyFromRow(scope, getter(row), 'strategies')] : [];
+      });
+    });
   }
 }
 

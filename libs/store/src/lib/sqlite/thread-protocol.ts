@@ -44,7 +44,7 @@ export const THREAD_METHODS = {
   chamberState: { get: 'read', claim: 'write', commitRun: 'write', appliedRun: 'read', bindStream: 'write' },
   alarms: { list: 'read', ofRun: 'read', hold: 'read', releaseHold: 'write' },
   outbox: { pending: 'read', publishedThrough: 'read', markPublished: 'write' },
-  strategies: { put: 'write', get: 'read', versions: 'read' },
+  strategies: { put: 'write', get: 'read', versions: 'read', latest: 'read' },
 } as const satisfies { [R in RepoName]: { [M in keyof DefenderStore[R]]: OpKind } };
 
 /** Marks the worker data of a store thread, so loading its entry anywhere else does nothing. */
