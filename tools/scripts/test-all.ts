@@ -13,6 +13,7 @@
  * Extra arguments are passed to `nx run-many` (e.g. `npm test -- -p store`).
  */
 import { spawn } from 'node:child_process';
+import { MAX_FAILURE_LINES, watchLines } from './test-failures';
 import { join } from 'node:path';
 import { banner, cassandraFromEnv, CassandraHandle, ensureNatsServer, INFRA_ENV, infraRequired, makeTestPki, natsServerVersion, removeTestPki, startCassandra, type TestPki } from '@defender/infra-harness';
 
@@ -22,13 +23,15 @@ function log(line: string): void {
   process.stderr.write(`[test-all] ${line}\n`);
 }
 
-function run(cmd: string, args: string[], env: NodeJS.ProcessEnv): Promise<number> {
+function run(cmd: string, args: string[], env: NodeJS.ProcessEnv, failures: string[]): Promise<number> {
   return new Promise((resolve) => {
-    const child = spawn(cmd, args, { cwd: REPO, env, stdio: 'inherit' });
+    const child = spawn(cmd, args, { cwd: REPO, env, stdio: ['inherit', 'pipe', 'pipe'] });
+    watchLines(child.stdout, process.stdout, failures);
+    watchLines(child.stderr, process.stderr, failures);
     const forward = (sig: NodeJS.Signals) => child.kill(sig);
     process.on('SIGINT', forward);
     process.on('SIGTERM', forward);
-    child.on('exit', (code, signal) => {
+    child.on('close', (code, signal) => {
       process.removeListener('SIGINT', forward);
       process.removeListener('SIGTERM', forward);
       resolve(code ?? (signal ? 128 : 1));
@@ -95,11 +98,17 @@ async function main(): Promise<number> {
 
   try {
     const nx = join(REPO, 'node_modules', '.bin', 'nx');
+    const failures: string[] = [];
     const code = await run(
       nx,
       ['run-many', '-t', 'lint', 'typecheck', 'build', 'test', '--output-style=stream', '--parallel=2', ...args],
       env,
+      failures,
     );
+    if (failures.length > 0) {
+      log(`failed tests (${failures.length} lines${failures.length > MAX_FAILURE_LINES ? `, the first ${MAX_FAILURE_LINES}` : ''}):`);
+      for (const line of failures.slice(0, MAX_FAILURE_LINES)) log(`  ${line}`);
+    }
     log(`finished with code ${code} in ${((Date.now() - started) / 1000).toFixed(0)} s`);
     return code;
   } finally {
