@@ -2,7 +2,7 @@ import { connect } from '@nats-io/transport-node';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { jetstreamManager } from '@nats-io/jetstream';
 import Database from 'better-sqlite3';
-import { notificationSubject, RunPointSet } from '@defender/contracts';
+import { notificationSubject, RunPointSet, strategyScope } from '@defender/contracts';
 import { SqliteStore } from '@defender/store';
 import { describeWithInfra, getJson } from '@defender/infra-harness';
 import { DEFAULT_STREAM_SETTINGS, publishOnce, streamConfigs, STREAMS } from '@defender/nats-kv';
@@ -348,7 +348,7 @@ describeWithInfra(['nats'], 'run processing: exactly-once, ordered, fenced (mult
   it('bad input goes to dc.dead.<reason>, processes stay up, other chambers keep flowing', async () => {
     const { c, store, nc } = await start(3, 2, { MAX_TRACE_POINTS: '1000000' });
     // A strategy that fails validation is never replaced by another one: the chamber's runs are dead-lettered.
-    await store.strategies.put({ scope: 'tool3:ch1', version: 1, document: { schemaVersion: 1, name: 'broken', indicators: [{ id: 'bad id!', svid: '*', statistic: 'mean' }] }, createdAt: new Date(), author: 'e2e' });
+    await store.strategies.put({ scope: strategyScope({ kind: 'chamber', chamber: { toolId: 'tool3', chamberId: 'ch1' } }), version: 1, document: { schemaVersion: 1, name: 'broken', indicators: [{ id: 'bad id!', svid: '*', statistic: 'mean' }] }, createdAt: new Date(), author: 'e2e' });
     const subj = notificationSubject('tool1', 'ch1');
     const good = (k: number) => completeRun(store, nc, spec('tool2', k));
     const expected: [string, () => Promise<number>][] = [

@@ -11,12 +11,16 @@ import {
   DEAD_LETTER_REASONS,
   FencedError,
   InvalidMessageError,
+  InvalidRecordError,
   notificationSubject,
   observeTrace,
   parseNotificationSubject,
   parseRunNotification,
   RunNotification,
   RunPointSet,
+  StrategyRecord,
+  StrategyScopeInfo,
+  strategyScopesForRun,
   TraceNotFoundError,
   TraceRecord,
 } from '@defender/contracts';
@@ -481,8 +485,8 @@ export class ChamberWorker {
     return n;
   }
 
-  private async history(strategy: unknown): Promise<RunPointSet[]> {
-    const limit = Math.max(1, this.deps.evaluator.historyRuns(strategy));
+  private async history(strategy: RunStrategy | undefined): Promise<RunPointSet[]> {
+    const limit = Math.max(1, this.deps.evaluator.historyRuns(strategy?.record.document, strategy?.scope));
     return this.outageRetry('history', () => this.deps.cache.history(this.chamber, { limit, highWaterMark: this.highWaterMark }));
   }
 
@@ -509,7 +513,7 @@ export class ChamberWorker {
     msg: NotificationMessage,
     n: RunNotification,
     read: { trace: TraceRecord; readMs: number },
-    ctx: Pick<Parameters<RunEvaluator['evaluate']>[0], 'history' | 'limits' | 'strategy'>,
+    ctx: Pick<Parameters<RunEvaluator['evaluate']>[0], 'history' | 'limits' | 'strategy' | 'strategyScope'>,
     reserved: number,
   ): { evaluation: ReturnType<RunEvaluator['evaluate']>; observation: ReturnType<typeof observeTrace> } {
     const { trace } = read;
@@ -563,8 +567,8 @@ export class ChamberWorker {
     // are issued at once: with a remote store the run waits for the slowest, not for their sum. They
     // are looked at in the order below, so a run that is bad in several ways is dead-lettered for the
     // same reason as when they were read one after the other.
-    const strategyP = handled(this.outageRetry('strategy', () => this.deps.store.strategies.get(this.key)));
-    const historyP = handled(strategyP.then((rec) => this.history(rec?.document)));
+    const strategyP = handled(this.strategyFor(n));
+    const historyP = handled(strategyP.then((strategy) => this.history(strategy)));
     const limitsP = handled(this.outageRetry('limits', () => this.deps.store.uchart.currentLimitSets(this.chamber)));
     const metaP = handled(this.outageRetry('metadata', () => this.deps.store.chamberMetadata.get(this.chamber)));
     const traceP = handled(this.readTrace(n));
@@ -575,6 +579,30 @@ export class ChamberWorker {
       // A trace read by an attempt that failed before evaluating it (evaluated ones are released already).
       if (this.deps.releaseTrace) traceP.then((r) => this.releaseTrace(r.trace), () => undefined);
     }
+  }
+
+  /**
+   * The strategy that judges the run: the newest version in the first scope of the run's lookup order
+   * (contracts `strategyScopesForRun`) that holds one, read in one store call; undefined when no scope
+   * does (the built-in default). Only the winner counts: if its document is invalid, or its own scope
+   * disagrees with its key, the evaluator refuses it and the run is dead-lettered (`invalid-strategy`),
+   * never judged by a less specific scope or the default.
+   */
+  private async strategyFor(n: RunNotification): Promise<RunStrategy | undefined> {
+    let scopes: readonly StrategyScopeInfo[];
+    try {
+      scopes = strategyScopesForRun(this.chamber, n.recipe);
+    } catch (err) {
+      if (!(err instanceof InvalidRecordError)) throw err;
+      throw new DeadLetterSignal('invalid-notification', `no strategy scope can be built for recipe ${JSON.stringify(n.recipe)}: ${err.message}`, n.runId);
+    }
+    const found = await this.outageRetry('strategy', () => this.deps.store.strategies.latest(scopes.map((s) => s.scope)));
+    const record = found[0];
+    if (!record) return undefined;
+    const scope = scopes.find((s) => s.scope === record.scope);
+    // The store answers for the scopes it was asked; anything else is a broken store, not a strategy.
+    if (!scope) throw new Error(`the store returned a strategy of scope "${record.scope}", which was not asked for (${scopes.map((s) => s.scope).join(', ')})`);
+    return { record, scope };
   }
 
   /** Gives a trace's memory back; a failure to do so only leaves it to the garbage collector. */
@@ -591,7 +619,7 @@ export class ChamberWorker {
     msg: NotificationMessage,
     n: RunNotification,
     reads: {
-      strategyP: Promise<Awaited<ReturnType<PipelineStore['strategies']['get']>>>;
+      strategyP: Promise<RunStrategy | undefined>;
       historyP: Promise<RunPointSet[]>;
       limitsP: Promise<Awaited<ReturnType<PipelineStore['uchart']['currentLimitSets']>>>;
       metaP: Promise<Awaited<ReturnType<PipelineStore['chamberMetadata']['get']>>>;
@@ -606,12 +634,12 @@ export class ChamberWorker {
     // age) is skipped before it is evaluated (which could write limit sets); the commit decides.
     const appliedAt = await appliedP;
     if (appliedAt !== undefined && appliedAt !== msg.sequence) return this.skipDuplicate(msg, n);
-    const [strategyRec, history, limits] = await Promise.all([strategyP, historyP, limitsP]);
+    const [strategy, history, limits] = await Promise.all([strategyP, historyP, limitsP]);
     this.deps.observer?.stage?.('history', this.deps.monotonic() - t0);
     const meta = await metaP;
     if (!meta) throw new DeadLetterSignal('unknown-chamber', `${this.key} has no chamber metadata`, n.runId);
 
-    const { evaluation, observation } = this.evaluateTrace(msg, n, await traceP, { history, limits, strategy: strategyRec?.document }, reserved);
+    const { evaluation, observation } = this.evaluateTrace(msg, n, await traceP, { history, limits, strategy: strategy?.record.document, ...(strategy ? { strategyScope: strategy.scope } : {}) }, reserved);
     if (evaluation.points.length === 0 && evaluation.skipped.length > 0) {
       throw new DeadLetterSignal(
         'no-indicators',
@@ -769,6 +797,12 @@ interface RunMessage extends NotificationMessage {
 
 /** Outbox entries read at once. */
 const OUTBOX_PAGE = 1000;
+
+/** The stored strategy that judges a run, and the scope of the run's lookup order it was found under. */
+interface RunStrategy {
+  readonly record: StrategyRecord;
+  readonly scope: StrategyScopeInfo;
+}
 
 /** A run's notification as parsed once, or why it could not be. */
 type Parsed = { readonly n: RunNotification } | { readonly error: unknown };

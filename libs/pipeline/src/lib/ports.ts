@@ -7,6 +7,7 @@ import type {
   OutboxEntry,
   RunNotification,
   RunPointSet,
+  StrategyScopeInfo,
   TraceRecord,
   UChartPoint,
   LimitSetRecord,
@@ -90,8 +91,15 @@ export interface EvaluationInput {
   readonly history: readonly RunPointSet[];
   /** Current (newest) limit set per indicator. */
   readonly limits: readonly LimitSetRecord[];
-  /** The chamber's defense strategy document, if one is stored (else the default). */
+  /** The defense strategy document that judges the run, if one is stored (else the default). */
   readonly strategy: unknown;
+  /**
+   * The scope `strategy` was found under (the winner of the run's lookup order, contracts
+   * `strategyScopesForRun`). With it, a document whose own scope disagrees with it is invalid
+   * (contracts `strategyScopeConflicts`): the run is not judged. Without it, the document's own scope
+   * decides whether it applies (else the default).
+   */
+  readonly strategyScope?: StrategyScopeInfo;
   /**
    * The time what the run creates is stamped with (limit sets' `createdAt`). A worker passes the run's
    * `completedAt`, so that evaluating the same run again creates the same records.
@@ -101,8 +109,12 @@ export interface EvaluationInput {
 
 /** Turns a run into U-chart points, alarms and a hold (U-chart engine + defense rules). */
 export interface RunEvaluator {
-  /** How many committed runs of history the evaluator needs. */
-  historyRuns(strategy: unknown): number;
+  /**
+   * How many committed runs of history the evaluator needs to judge a run by `strategy` (a stored
+   * document, or undefined for the default), found under `strategyScope` when given (see
+   * {@link EvaluationInput.strategyScope}).
+   */
+  historyRuns(strategy: unknown, strategyScope?: StrategyScopeInfo): number;
   evaluate(input: EvaluationInput): RunEvaluation;
 }
 

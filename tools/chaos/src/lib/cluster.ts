@@ -5,7 +5,7 @@ import Database from 'better-sqlite3';
 import { connect } from '@nats-io/transport-node';
 import type { NatsConnection } from '@nats-io/nats-core';
 import type { KV } from '@nats-io/kv';
-import { InvalidMessageError, parseStoredMapHead, type AssignmentMap } from '@defender/contracts';
+import { InvalidMessageError, parseStoredMapHead, strategyScope, type AssignmentMap } from '@defender/contracts';
 import { ASSIGNMENT_MAP_KEY, AssignmentMapBucket, DEFAULT_BUCKETS, DEFAULT_STREAM_SETTINGS, ensureStreams, HeartbeatBucket, natsAuthorizationConfig, type NatsRole, openBucket } from '@defender/nats-kv';
 import { SqliteStore } from '@defender/store';
 import { freePort, getJson, imageNodeOptions, makeTestPki, NatsClusterHandle, natsPasswordEnvOf, natsRoleOfApp, NatsServerHandle, spawnBuiltApp, SpawnedApp, startNatsCluster, startNatsServer, testNatsUsers, waitFor, type TestPki } from '@defender/infra-harness';
@@ -275,7 +275,7 @@ export class ChaosCluster {
       for (const ch of this.opts.chambers) {
         await store.chamberMetadata.upsert({ ...ch, weight: weightOf(ch), lastUpdated: new Date(), source: 'configured', observedRuns: 0 });
         const key = chamberKeyOf(ch);
-        await store.strategies.put({ scope: key, version: 1, document: chaosStrategy(key), createdAt: new Date(), author: 'chaos' });
+        await store.strategies.put({ scope: strategyScope({ kind: 'chamber', chamber: ch }), version: 1, document: chaosStrategy(key), createdAt: new Date(), author: 'chaos' });
       }
     } finally {
       await store.close();

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
-import { notificationSubject, StoreUnavailableError } from '@defender/contracts';
+import { notificationSubject, StoreUnavailableError, strategyScope, type JsonObject } from '@defender/contracts';
 import { describeWithInfra, startSecuredNatsServer, waitFor } from '@defender/infra-harness';
 import { DEFAULT_STREAM_SETTINGS, ensureStreams, lastMessageId, NotificationReader, publishOnce, STREAMS, watchNotifications, type StreamSettings } from '@defender/nats-kv';
 import { ByteBudget, ChamberWorker, createRunEvaluator, RunEvaluator, Semaphore, WorkerDeps } from '@defender/pipeline';
@@ -330,7 +330,7 @@ describeWithInfra(['nats'], 'ChamberWorker with an evaluation longer than its at
       // Limits from 2 runs of two indicators: a run early on fits them and writes two limit sets, so
       // its attempt has steps after its evaluation (where an abandoned attempt stops).
       const document = { schemaVersion: 1, name: 'slow-fit', indicators: ['mean', 'std'].map((statistic) => ({ id: statistic, svid: '*', statistic, baseline: { minRuns: 2 } })) };
-      await store.strategies.put({ scope: `${chamber.toolId}:${chamber.chamberId}`, version: 1, document, createdAt: new Date(), author: 'test' });
+      await store.strategies.put({ scope: strategyScope({ kind: 'chamber', chamber }), version: 1, document, createdAt: new Date(), author: 'test' });
       const deadLetters: string[] = [];
       const inner = createRunEvaluator();
       const evaluated: string[] = [];
@@ -396,7 +396,7 @@ async function runWithRelease(
     const base = createRunEvaluator();
     const evaluated: { runId: string; samples: number }[] = [];
     const evaluator: RunEvaluator = {
-      historyRuns: (strategy) => base.historyRuns(strategy),
+      historyRuns: (strategy, scope) => base.historyRuns(strategy, scope),
       evaluate: (input) => {
         evaluated.push({ runId: input.notification.runId, samples: input.trace.svids.get(SVIDS[0]!)?.length ?? -1 });
         return base.evaluate(input);
@@ -493,7 +493,7 @@ describeWithInfra(['nats'], 'ChamberWorker retrying a run that already wrote its
     await withChamber('worker-retry-', async ({ nc, store, reader, cache }) => {
       // Phase I of 3 runs: the run after them freezes the limits.
       const doc = { schemaVersion: 1, name: 'short', indicators: [{ id: 'm', svid: '*', statistic: 'mean', rules: ['WE1'], baseline: { minRuns: 3, exclusion: false } }] };
-      await store.strategies.put({ scope: `${chamber.toolId}:${chamber.chamberId}`, version: 1, document: doc, createdAt: new Date(0), author: 'test' });
+      await store.strategies.put({ scope: strategyScope({ kind: 'chamber', chamber }), version: 1, document: doc, createdAt: new Date(0), author: 'test' });
       let failNextCommit = false;
       let clock = Date.UTC(2026, 10, 27);
       const flaky = withCommitRun(store, () => {
@@ -526,6 +526,83 @@ describeWithInfra(['nats'], 'ChamberWorker retrying a run that already wrote its
       await feed.stop();
     });
   }, 60_000);
+});
+
+/**
+ * The strategy lookup order (contracts `strategyScopesForRun`) with real NATS and SQLite: each run
+ * is judged by the newest version in the most specific scope that holds one (each scope's strategy
+ * has its own indicator, so the committed points say which one judged the run); an invalid winner,
+ * or one whose own scope names another chamber or recipe, dead-letters the run (`invalid-strategy`)
+ * instead of falling through to a less specific scope.
+ */
+describeWithInfra(['nats'], 'ChamberWorker strategy lookup order, against real NATS and SQLite', () => {
+  it('chamber+recipe, chamber, the legacy key, recipe, default; an invalid or mismatched winner never falls through', async () => {
+    await withChamber('worker-strategy-', async ({ nc, store, reader, cache }) => {
+      const deadLetters: string[] = [];
+      const reasons: string[] = [];
+      const deps: WorkerDeps = {
+        ...workerDeps({ nc, reader, cache, store, deadLetters, now: () => new Date() }),
+        observer: { deadLettered: (_key, _seq, reason, detail) => reasons.push(`${reason}: ${detail}`) },
+      };
+      const worker = new ChamberWorker(chamber, 1, deps, { ownerId: 'defender-0', processTimeoutMs: 10_000, maxAttempts: 2, idlePollMs: 60_000, maxTracePoints: 1_000_000, maxOutageBackoffMs: 200 });
+      const feed = await watchNotifications(nc, (_s, seq) => worker.notify(seq));
+      worker.start(() => undefined);
+      const doc = (id: string, scope: JsonObject = {}): JsonObject => ({ schemaVersion: 1, name: id, scope, indicators: [{ id, svid: '*', statistic: 'mean' }] });
+      const versions = new Map<string, number>();
+      const put = async (scope: string, document: JsonObject) => {
+        const version = (versions.get(scope) ?? 0) + 1;
+        versions.set(scope, version);
+        await store.strategies.put({ scope, version, document, createdAt: new Date(), author: 'test' });
+      };
+      let k = 0;
+      /** Publishes the next run and returns the indicators it was judged by, or its dead letter. */
+      const judgedBy = async (): Promise<string> => {
+        const before = reasons.length;
+        const seq = await publishRunOf(nc, store, k++);
+        await waitFor(`run ${k - 1} done`, async () => worker.mark >= seq, 20_000);
+        if (reasons.length > before) return reasons.slice(before).join(' | ');
+        const [run] = await store.uchart.history(chamber, { limit: 1 });
+        return [...new Set(run?.points.map((p) => p.indicatorKey.split('/')[0]))].join(',');
+      };
+
+      // Nothing stored: the built-in default (the chamber monitor).
+      expect(await judgedBy()).toMatch(/^R\|m/);
+      await put(strategyScope({ kind: 'default' }), doc('d'));
+      expect(await judgedBy()).toBe('R|d');
+      await put(strategyScope({ kind: 'recipe', recipe: 'OTHER' }), doc('other'));
+      expect(await judgedBy()).toBe('R|d');
+      await put(strategyScope({ kind: 'recipe', recipe: 'R' }), doc('rcp'));
+      expect(await judgedBy()).toBe('R|rcp');
+      // The legacy key <tool>:<chamber>, as data written before the documented scopes: still read.
+      await put(`${chamber.toolId}:${chamber.chamberId}`, doc('legacy'));
+      expect(await judgedBy()).toBe('R|legacy');
+      await put(strategyScope({ kind: 'chamber', chamber }), doc('ch'));
+      expect(await judgedBy()).toBe('R|ch');
+      await put(strategyScope({ kind: 'chamber', chamber, recipe: 'R' }), doc('chr'));
+      expect(await judgedBy()).toBe('R|chr');
+      // The newest version of the winning scope.
+      await put(strategyScope({ kind: 'chamber', chamber, recipe: 'R' }), doc('chr2'));
+      expect(await judgedBy()).toBe('R|chr2');
+
+      // An invalid newest version of the winner: dead-lettered, never judged by chamber/... or default.
+      await put(strategyScope({ kind: 'chamber', chamber, recipe: 'R' }), { schemaVersion: 1, name: 'broken', indicators: [{ id: 'bad id!', svid: '*', statistic: 'mean' }] });
+      expect(await judgedBy()).toMatch(/^invalid-strategy: stored defense strategy is invalid: indicators\.0\.id: /);
+      // A winner whose document names another chamber: dead-lettered, naming both.
+      await put(strategyScope({ kind: 'chamber', chamber, recipe: 'R' }), doc('elsewhere', { chamber: 'CVD09:PM1' }));
+      expect(await judgedBy()).toBe(
+        'invalid-strategy: stored defense strategy is invalid: scope.chamber: names chamber CVD09:PM1 but it is stored under scope "chamber/t1:c1/recipe/R", for chamber t1:c1',
+      );
+      // ... or another recipe.
+      await put(strategyScope({ kind: 'chamber', chamber, recipe: 'R' }), doc('r2', { recipe: 'R2' }));
+      expect(await judgedBy()).toMatch(/^invalid-strategy: .*scope\.recipe: names recipe R2 but it is stored under scope "chamber\/t1:c1\/recipe\/R", for recipe R$/);
+      // Fixed: judged again, the chamber going on after its dead letters.
+      await put(strategyScope({ kind: 'chamber', chamber, recipe: 'R' }), doc('fixed', { chamber: 't1:c1', recipe: 'R' }));
+      expect(await judgedBy()).toBe('R|fixed');
+      expect(deadLetters.map((d) => d.split(':')[0])).toEqual(['dc.dead.invalid-strategy', 'dc.dead.invalid-strategy', 'dc.dead.invalid-strategy']);
+      await worker.stop();
+      await feed.stop();
+    });
+  }, 120_000);
 });
 
 /** The real evaluator, plus one run-level alarm on every run whose id is in `alarmed`. */

@@ -5,7 +5,7 @@ import { decodeLimits } from './codec';
 import { EvaluatorConfigError, InvalidStrategyDocumentError, InvalidTraceError } from './errors';
 import { describeFlags, POINT_FLAGS } from './flags';
 import { createRunEvaluator } from './run-evaluator';
-import type { RunPointSet } from '@defender/contracts';
+import { strategyScopesForRun, type RunPointSet, type StrategyScopeInfo } from '@defender/contracts';
 import { CHAMBER, notificationOf, SimulatedChamber, T0, traceOf } from './testing/harness';
 
 const RECIPE = 'POLY';
@@ -407,6 +407,53 @@ describe('createRunEvaluator: strategy documents', () => {
     // By default at least 100 runs, so that each of several recipes finds its Phase I points.
     expect(createRunEvaluator().historyRuns(own)).toBe(100);
     expect(createRunEvaluator().historyRuns(undefined)).toBe(110);
+  });
+
+  it('judges a run by the document found under a scope key of its lookup order, refused when its own scope disagrees with the key', () => {
+    const evaluator = createRunEvaluator({ minHistoryRuns: 1 });
+    const [chamberRecipe, chamberOnly, legacy, recipeOnly, fallback] = strategyScopesForRun(CHAMBER, RECIPE) as StrategyScopeInfo[];
+    const own = { schemaVersion: 1, name: 'own', indicators: [{ id: 'x', svid: 'b', statistic: 'max' }] };
+    const keys = (doc: unknown, at: StrategyScopeInfo | undefined) => new SimulatedChamber(evaluator).process(trace, RECIPE, doc, at).evaluation.points.map((p) => p.indicatorKey);
+    const refusal = (doc: unknown, at: StrategyScopeInfo | undefined): InvalidStrategyDocumentError => {
+      try {
+        new SimulatedChamber(evaluator).process(trace, RECIPE, doc, at);
+      } catch (err) {
+        if (err instanceof InvalidStrategyDocumentError) return err;
+        throw err;
+      }
+      throw new Error('the run was judged');
+    };
+    // No scope of its own, or one repeating its key: the document judges the run, whatever the key.
+    for (const at of [chamberRecipe, chamberOnly, legacy, recipeOnly, fallback]) expect(keys(own, at)).toEqual(['POLY|x']);
+    expect(keys({ ...own, scope: { chamber: 'ETCH01:PM2', recipe: RECIPE } }, chamberRecipe)).toEqual(['POLY|x']);
+    expect(keys({ ...own, scope: { chamber: 'ETCH01:PM2' } }, legacy)).toEqual(['POLY|x']);
+    expect(keys({ ...own, scope: { recipe: RECIPE } }, recipeOnly)).toEqual(['POLY|x']);
+    // Another chamber than its key: refused, both named (never the default strategy instead).
+    const otherChamber = refusal({ ...own, scope: { chamber: 'CVD09:PM1' } }, chamberOnly);
+    expect(otherChamber.deadLetterReason).toBe('invalid-strategy');
+    expect(otherChamber.message).toBe(
+      'stored defense strategy is invalid: scope.chamber: names chamber CVD09:PM1 but it is stored under scope "chamber/ETCH01:PM2", for chamber ETCH01:PM2',
+    );
+    // Another recipe than its key, or a narrower scope than its key (it would leave some runs to nobody).
+    expect(refusal({ ...own, scope: { recipe: 'OTHER' } }, chamberRecipe).issues.map((i) => i.path)).toEqual(['scope.recipe']);
+    expect(refusal({ ...own, scope: { recipe: RECIPE } }, chamberOnly).issues.map((i) => i.path)).toEqual(['scope.recipe']);
+    expect(refusal({ ...own, scope: { chamber: 'ETCH01:PM2' } }, fallback).issues.map((i) => i.path)).toEqual(['scope.chamber']);
+    // An invalid document stays refused for its own problems.
+    expect(refusal(invalid, chamberOnly).issues.map((i) => i.path)).toEqual(['indicators.0.id']);
+    // A bare document (no key) keeps the documented behaviour: out of its scope, the default.
+    expect(keys({ ...own, scope: { recipe: 'OTHER' } }, undefined)).toContain('POLY|m:model');
+  });
+
+  it('reads the history of the strategy that judges the run: a document found under a key needs only its own', () => {
+    const evaluator = createRunEvaluator({ minHistoryRuns: 1, extraHistoryRuns: 0 });
+    const [, chamberOnly] = strategyScopesForRun(CHAMBER, RECIPE) as StrategyScopeInfo[];
+    const own = { schemaVersion: 1, name: 'own', scope: { chamber: 'ETCH01:PM2' }, indicators: [{ id: 'x', svid: 'b', statistic: 'max', baseline: { minRuns: 5 } }] };
+    // Found under its key it judges every run it is looked up for: WE4's 8 runs, not the monitor's 90.
+    expect(evaluator.historyRuns(own, chamberOnly)).toBe(8);
+    // As a bare scoped document, the default strategy may judge some runs instead.
+    expect(evaluator.historyRuns(own)).toBe(90);
+    expect(evaluator.historyRuns(undefined, undefined)).toBe(90);
+    expect(evaluator.historyRuns(invalid, chamberOnly)).toBe(90);
   });
 
   it('rejects options out of their domain', () => {

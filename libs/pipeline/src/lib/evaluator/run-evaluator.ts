@@ -3,6 +3,7 @@ import {
   RECORD_LIMITS,
   type ChamberRef,
   type LimitSetRecord,
+  type StrategyScopeInfo,
   type TraceRecord,
   type UChartPoint,
 } from '@defender/contracts';
@@ -32,7 +33,7 @@ import { pendingBaselineOf, type PendingBaseline } from './rebaseline';
 import { decodeHistory, decodeLimits, encodeLimits, encodePoint } from './codec';
 import { EvaluatorConfigError, InvalidStrategyDocumentError, InvalidTraceError } from './errors';
 import { POINT_FLAGS, ruleFlag } from './flags';
-import { requiredRuns, StrategyCache, strategyForRun } from './strategy';
+import { requiredRuns, scopeIssues, StrategyCache, strategyForRun } from './strategy';
 
 /** Options of {@link createRunEvaluator}. */
 export interface RunEvaluatorOptions {
@@ -110,8 +111,8 @@ class DefenseRunEvaluator implements RunEvaluator {
     this.strategies = new StrategyCache(cacheSize);
   }
 
-  historyRuns(strategyDoc: unknown): number {
-    return Math.max(this.minHistoryRuns, requiredRuns(this.strategies.get(strategyDoc)) + this.extraHistoryRuns);
+  historyRuns(strategyDoc: unknown, strategyScope?: StrategyScopeInfo): number {
+    return Math.max(this.minHistoryRuns, requiredRuns(this.strategies.get(strategyDoc), strategyScope !== undefined) + this.extraHistoryRuns);
   }
 
   evaluate(input: EvaluationInput): RunEvaluation {
@@ -124,6 +125,10 @@ class DefenseRunEvaluator implements RunEvaluator {
     const stored = this.strategies.get(input.strategy);
     // Never fail open: a chamber whose strategy is invalid is not judged by another one.
     if (stored.kind === 'invalid') throw new InvalidStrategyDocumentError(stored.issues, { cause: new StrategyValidationError(stored.issues) });
+    // Nor by a document whose own scope disagrees with the key it was found under (another chamber,
+    // another recipe): judging by it, or by the default instead, would both hide the mistake.
+    const conflicts = scopeIssues(stored, input.strategyScope);
+    if (conflicts.length > 0) throw new InvalidStrategyDocumentError(conflicts, { cause: new StrategyValidationError(conflicts) });
     const strategy = strategyForRun(stored, { chamber: chamberKey(chamber), recipe });
     const trace = toTrace(input.trace, chamber, runId);
 
@@ -293,9 +298,11 @@ class DefenseRunEvaluator implements RunEvaluator {
  *
  * `evaluate(input)`:
  * 1. strategy: the stored document validated with the defense-rules schema and resolved for the
- *    chamber and recipe; missing or out of scope -> `DEFAULT_STRATEGY` (the chamber monitor); an
- *    invalid document is never replaced: {@link InvalidStrategyDocumentError}, which a worker
- *    dead-letters with reason `invalid-strategy`;
+ *    chamber and recipe; missing -> `DEFAULT_STRATEGY` (the chamber monitor); an invalid document,
+ *    or one whose own scope disagrees with the scope key it was found under
+ *    (`input.strategyScope`), is never replaced: {@link InvalidStrategyDocumentError}, which a
+ *    worker dead-letters with reason `invalid-strategy`; without `strategyScope` (a bare document) one
+ *    out of its own scope gives `DEFAULT_STRATEGY`;
  * 2. trace: the `TraceRecord` as a uchart trace (validated; NaN / ±Infinity samples count as missing);
  *    readings per indicator, keyed `<recipe>|<key>` ({@link storeIndicatorKey});
  * 3. history: committed runs decoded oldest first (dead-lettered runs, with no points, left out) and
@@ -307,7 +314,8 @@ class DefenseRunEvaluator implements RunEvaluator {
  *    `CHART_KEYS`), one alarm per violation, a hold when HOLD_CHAMBER is returned, and `skipped`.
  *
  * @throws {@link InvalidTraceError} when the trace fails validation or belongs to another run.
- * @throws {@link InvalidStrategyDocumentError} for an invalid stored strategy (the run is dead-lettered, not judged).
+ * @throws {@link InvalidStrategyDocumentError} for an invalid stored strategy, or one whose scope disagrees
+ *   with its key (the run is dead-lettered, not judged).
  * @throws {@link EvaluatorConfigError} (from this factory) for options out of their domain.
  */
 export function createRunEvaluator(options: RunEvaluatorOptions = {}): RunEvaluator {

@@ -1,3 +1,4 @@
+import { strategyScopeConflicts, type StrategyScopeInfo } from '@defender/contracts';
 import {
   DEFAULT_STRATEGY,
   requiredHistoryRuns,
@@ -73,11 +74,22 @@ export function strategyForRun(
 
 /**
  * Runs of history any run of the chamber may need: `requiredHistoryRuns` of the stored strategy, and
- * of `DEFAULT_STRATEGY` when that may apply instead (no valid document, or a scoped one).
+ * of `DEFAULT_STRATEGY` when that may apply instead (no valid document, or a scoped one found under
+ * no known scope). A document found under a scope of the run's lookup order (`keyed`) judges the run
+ * itself, or (its own scope disagreeing with the key) the run is dead-lettered: its own need counts.
  */
-export function requiredRuns(stored: StoredStrategy): number {
+export function requiredRuns(stored: StoredStrategy, keyed = false): number {
   if (stored.kind !== 'valid') return requiredHistoryRuns(DEFAULT_STRATEGY);
   const own = requiredHistoryRuns(stored.strategy);
   const { chamber, recipe } = stored.strategy.scope;
-  return chamber === undefined && recipe === undefined ? own : Math.max(own, requiredHistoryRuns(DEFAULT_STRATEGY));
+  return keyed || (chamber === undefined && recipe === undefined) ? own : Math.max(own, requiredHistoryRuns(DEFAULT_STRATEGY));
+}
+
+/**
+ * Why a valid document cannot judge the runs its scope key is looked up for: where its own scope
+ * disagrees with the key (contracts `strategyScopeConflicts`); empty when it agrees.
+ */
+export function scopeIssues(stored: StoredStrategy, strategyScope: StrategyScopeInfo | undefined): StrategyIssue[] {
+  if (stored.kind !== 'valid' || strategyScope === undefined) return [];
+  return strategyScopeConflicts(stored.strategy.scope, strategyScope);
 }

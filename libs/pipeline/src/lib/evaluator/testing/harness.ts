@@ -11,6 +11,7 @@ import {
   type LimitSetRecord,
   type RunNotification,
   type RunPointSet,
+  type StrategyScopeInfo,
   type TraceRecord,
   type TraceStep,
 } from '@defender/contracts';
@@ -107,10 +108,11 @@ export class SimulatedChamber {
     this.limitSets.set(rec.indicatorKey, reviveDates<LimitSetRecord>(JSON.stringify(rec), 'createdAt'));
   }
 
-  process(trace: TraceRecord, recipe: string, strategy?: unknown): ProcessedRun {
+  /** `strategyScope`: the scope key the document was found under, as a worker passes it. */
+  process(trace: TraceRecord, recipe: string, strategy?: unknown, strategyScope?: StrategyScopeInfo): ProcessedRun {
     const sequence = ++this.sequence;
     const now = new Date(T0 + sequence * 60_000);
-    const limit = Math.max(1, this.evaluator.historyRuns(strategy));
+    const limit = Math.max(1, this.evaluator.historyRuns(strategy, strategyScope));
     const input: EvaluationInput = {
       chamber: this.chamber,
       sequence,
@@ -119,6 +121,7 @@ export class SimulatedChamber {
       history: this.sets.slice(-limit),
       limits: this.limits,
       strategy: strategy === undefined ? undefined : JSON.parse(JSON.stringify(strategy)),
+      ...(strategyScope ? { strategyScope } : {}),
       now,
     };
     const evaluation = this.evaluator.evaluate(input);
