@@ -7,6 +7,7 @@ import { commandHelp, completionScript, parseCommandLine, SHELLS, UsageError } f
 import { assignments, CtlError, drain, explainChamber, rebaseline, status, tailAlarms, tryStore } from './lib/commands';
 import { readLocalFab, resolveTarget } from './lib/context';
 import { formatAssignments, formatExplain, formatStatus } from './lib/format';
+import { formatStrategyShow, putStrategy, readStrategyFile, showStrategy } from './lib/strategy';
 
 async function main(argv: string[]): Promise<number> {
   const inv = parseCommandLine(argv);
@@ -32,6 +33,9 @@ async function main(argv: string[]): Promise<number> {
     exclude: str('exclude'),
     'min-runs': str('min-runs'),
     reason: str('reason'),
+    scope: str('scope'),
+    file: str('file'),
+    author: str('author'),
   };
   if (cmd === 'completion') {
     process.stdout.write(completionScript(rest[0] as (typeof SHELLS)[number]));
@@ -71,6 +75,30 @@ async function main(argv: string[]): Promise<number> {
             ].join('\n'),
       );
       return 0;
+    } finally {
+      await store.close();
+    }
+  }
+  if (cmd === 'strategy') {
+    const put = arg === 'put';
+    const misplaced = put ? (['recipe'] as const).filter((o) => v[o] !== undefined) : (['scope', 'file', 'author'] as const).filter((o) => v[o] !== undefined);
+    if (misplaced.length > 0) throw usageOf(`strategy ${arg} does not take ${misplaced.map((o) => `--${o}`).join(', ')}`);
+    if (put && rest.length > 1) throw usageOf('strategy put takes no chamber (the scope says where it applies)');
+    if (put && (!v.scope || !v.file)) throw usageOf('strategy put needs --scope and --file');
+    if (!put && rest.length !== 2) throw usageOf('strategy show needs a chamber <tool:chamber>');
+    // The document is read and checked before the store is opened: a bad one never needs it.
+    const document = put && v.file ? await readStrategyFile(v.file) : undefined;
+    const store = await tryStore(target, note);
+    if (!store) throw new CtlError(`strategy needs the store (${target.storeLabel ?? 'none configured: --store sqlite:FILE|cassandra:HOSTS or STORE_BACKEND'})`);
+    try {
+      if (document && v.scope) {
+        const r = await putStrategy(store, { scope: v.scope, document, author: v.author ?? process.env['USER'] ?? 'defenderctl', source: v.file }, new Date());
+        out(json ? JSON.stringify(r, null, 2) : `stored ${r.scope} v${r.version}${r.name ? ` "${r.name}"` : ''} (by ${r.author || '?'})`);
+        return 0;
+      }
+      const s = await showStrategy(store, rest[1] ?? '', v.recipe);
+      out(json ? JSON.stringify(s, null, 2) : formatStrategyShow(s));
+      return s.winnerProblems.length > 0 ? 1 : 0;
     } finally {
       await store.close();
     }

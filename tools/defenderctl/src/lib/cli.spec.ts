@@ -67,6 +67,13 @@ describe('defenderctl command line', () => {
       ['ETCH01:PM2'],
       { store: 'sqlite:/tmp/x.db', reason: 'r' },
     ],
+    [
+      ['strategy', 'put', '--scope', 'chamber/ETCH01:PM2', '--file', 'pm2.json', '--author', 'alice'],
+      'strategy',
+      ['put'],
+      { scope: 'chamber/ETCH01:PM2', file: 'pm2.json', author: 'alice' },
+    ],
+    [['strategy', 'show', 'ETCH01:PM2', '--recipe', 'R1'], 'strategy', ['show', 'ETCH01:PM2'], { recipe: 'R1' }],
     [['completion', 'zsh'], 'completion', ['zsh'], {}],
   ])('%j runs %s', (argv, command, args, values) => {
     const inv = parseCommandLine(argv);
@@ -105,6 +112,12 @@ describe('defenderctl command line', () => {
     [['explain'], /explain takes 1 argument \(<tool:chamber>\)/],
     [['alarms', 'head'], /alarms takes one of: tail/],
     [['completion', 'fish'], /completion takes one of: bash, zsh/],
+    [['strategy', 'list'], /strategy takes one of: put, show/],
+    [['strategy'], /strategy takes 1 to 2 arguments \(put\|show \[<tool:chamber>\]\)/],
+    [
+      ['strategy', 'show', 'A:B', '--reason', 'x'],
+      /unknown option --reason for strategy \(its options: --scope SCOPE, --file DOC\.json, --author NAME, --recipe R;/,
+    ],
     [['help', 'nope'], /unknown command "nope"/],
     [['assignments', '--defender'], /assignments: Option '--defender <value>' argument missing/],
   ])('%j is a usage error', (argv, message) => {

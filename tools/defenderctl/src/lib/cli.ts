@@ -60,6 +60,7 @@ const COMMAND_NAMES = [
   'alarms',
   'drain',
   'rebaseline',
+  'strategy',
   'completion',
   'help',
 ] as const;
@@ -142,6 +143,27 @@ export const COMMANDS: Readonly<Record<CommandName, CommandSpec>> = {
         value: 'N',
         help: "runs of the new Phase I (2..500; default: the strategy's)",
       },
+    },
+  },
+  strategy: {
+    name: 'strategy',
+    args: 'put|show [<tool:chamber>]',
+    positionals: { min: 1, max: 2 },
+    choices: ['put', 'show'],
+    summary: 'store a defense strategy under a scope (put), or show which scope judges a chamber (show)',
+    details: [
+      'put --scope SCOPE --file DOC.json [--author NAME]: validates the document (schema, and its own scope against',
+      '  SCOPE), then stores it as the next version of SCOPE; an invalid or oversized one is refused, every issue listed.',
+      '  SCOPE: default, recipe/<r>, chamber/<tool>:<chamber> or chamber/<tool>:<chamber>/recipe/<r>.',
+      'show <tool:chamber> [--recipe R]: the lookup order of its runs, what each scope holds and which one wins',
+      '  (exit code 1 when the winner is unusable: its runs are dead-lettered invalid-strategy).',
+      "Needs the store only (--store, or the local fab's).",
+    ].join('\n'),
+    options: {
+      scope: { type: 'string', value: 'SCOPE', help: 'put: where the strategy applies (see above)' },
+      file: { type: 'string', value: 'DOC.json', help: 'put: the strategy document (JSON, at most 1 MiB)' },
+      author: { type: 'string', value: 'NAME', help: 'put: recorded with the version (default $USER)' },
+      recipe: { type: 'string', value: 'R', help: 'show: runs of this recipe (adds its recipe scopes)' },
     },
   },
   completion: {
