@@ -165,6 +165,10 @@ describe('strategy scopes of a run', () => {
     ]);
     expect(strategyScopesForRun(chamber).map((s) => s.scope)).toEqual(['chamber/T1:C1', 'T1:C1', 'default']);
     expect(() => strategyScopesForRun(chamber, 'bad\nrecipe')).toThrow(InvalidRecordError);
+    // The longest ids and recipe a notification may carry still make valid scopes to look up.
+    const longest = strategyScopesForRun({ toolId: 't'.repeat(128), chamberId: 'c'.repeat(128) }, 'r'.repeat(256)).map((s) => s.scope);
+    expect(longest[0]).toHaveLength(529);
+    expect(() => validateStrategyScopes(longest)).not.toThrow();
     expect(() => strategyScopesForRun({ toolId: 'a b', chamberId: 'C' }, 'R')).toThrow(InvalidRecordError);
   });
 
@@ -172,7 +176,7 @@ describe('strategy scopes of a run', () => {
     for (const step of strategyScopesForRun(chamber, 'R/with/slashes')) expect(parseStrategyScope(step.scope)).toEqual(step);
   });
 
-  it.each([[''], ['chamber/'], ['chamber/T1'], ['chamber/T1:C1/recipe/'], ['recipe/'], ['T1'], ['a:b:c'], ['defaults'], ['x'.repeat(513)], ['recipe/a\u0000']])(
+  it.each([[''], ['chamber/'], ['chamber/T1'], ['chamber/T1:C1/recipe/'], ['recipe/'], ['T1'], ['a:b:c'], ['defaults'], ['x'.repeat(1025)], ['recipe/a\u0000']])(
     'parseStrategyScope refuses %j with a clear error',
     (scope) => {
       expect(() => parseStrategyScope(scope)).toThrow(InvalidRecordError);

@@ -29,7 +29,11 @@ export const RECORD_LIMITS = {
   message: 4096,
   chartEntries: 16,
   chartName: 64,
-  scope: 512,
+  /**
+   * A strategy scope key: room for the longest documented one, `chamber/<tool>:<chamber>/recipe/<recipe>`
+   * with 128-character ids and a 256-character recipe (529 characters).
+   */
+  scope: 1024,
   /** Most scopes one `StrategyRepository.latest` call looks up. */
   strategyScopes: 16,
   svidName: 256,
