@@ -200,7 +200,7 @@ interface BackendResult {
   typical?: LatencyResult;
   heavy?: LatencyResult;
   throughput: ThroughputResult[];
-  memory: { phase: string; peakRssMb: number; heapMb?: number; externalMb?: number }[];
+  memory: { phase: string; peakRssMb: number; heapMb?: number; externalMb?: number; storeThreadMb?: number; heartbeatThreadMb?: number }[];
   hwmMb: number;
   profile?: ProfileSummary;
   /** Defenders running while pod-0 was profiled. */
@@ -233,7 +233,7 @@ class Bench {
   private phase = 'idle after start';
   readonly peaks = new Map<string, number>();
   /** pod-0's V8 heap (total) and external memory (ArrayBuffers, native) at the end of each phase, MiB. */
-  readonly heapAtEnd = new Map<string, { heapMb: number; externalMb: number }>();
+  readonly heapAtEnd = new Map<string, { heapMb: number; externalMb: number; storeThreadMb?: number; heartbeatThreadMb?: number }>();
   private sampler: NodeJS.Timeout | undefined;
   private js!: JetStreamClient;
   private seed = 1;
@@ -286,6 +286,8 @@ class Bench {
       this.heapAtEnd.set(phase, {
         heapMb: parseCounter(text, 'nodejs_heap_size_total_bytes') / 2 ** 20,
         externalMb: parseCounter(text, 'nodejs_external_memory_bytes') / 2 ** 20,
+        storeThreadMb: threadHeapMb(text, 'store'),
+        heartbeatThreadMb: threadHeapMb(text, 'heartbeat'),
       });
     } catch {
       // metrics unavailable: leave the cells empty
@@ -611,6 +613,14 @@ class Bench {
     );
     return res;
   }
+}
+
+/** A thread's committed V8 heap from `defender_thread_heap_bytes`, MiB; `undefined` without the series. */
+function threadHeapMb(metricsText: string, thread: string): number | undefined {
+  const line = metricsText
+    .split('\n')
+    .find((l) => l.startsWith('defender_thread_heap_bytes{') && l.includes(`thread="${thread}"`) && l.includes('kind="total"'));
+  return line === undefined ? undefined : Number(line.slice(line.lastIndexOf(' ') + 1)) / 2 ** 20;
 }
 
 function sumPrev(chambers: Chamber[], firstSeq: Map<string, number>): number {
@@ -1035,6 +1045,7 @@ function report(results: BackendResult[], started: number): { body: string; summ
       'phase',
       'peak VmRSS MB (max over defenders, sampled 5/s)',
       'pod-0 V8 heap / external MB at phase end',
+      "pod-0 other threads' V8 heaps MB: store / heartbeat",
       'target',
       'result',
     ],
@@ -1044,6 +1055,9 @@ function report(results: BackendResult[], started: number): { body: string; summ
         m.phase,
         f0(m.peakRssMb),
         m.heapMb !== undefined ? `${f0(m.heapMb)} / ${f0(m.externalMb ?? NaN)}` : '-',
+        m.storeThreadMb !== undefined || m.heartbeatThreadMb !== undefined
+          ? `${m.storeThreadMb !== undefined ? f0(m.storeThreadMb) : '-'} / ${m.heartbeatThreadMb !== undefined ? f0(m.heartbeatThreadMb) : '-'}`
+          : '-',
         `<= ${RSS_TARGET_MB} MB`,
         m.peakRssMb <= RSS_TARGET_MB ? 'PASS' : 'FAIL',
       ]),
@@ -1053,6 +1067,7 @@ function report(results: BackendResult[], started: number): { body: string; summ
               STORE_NAME[r.backend],
               'whole run: VmHWM (kernel peak RSS; pod-0 read before profiling)',
               f0(r.hwmMb),
+              '-',
               '-',
               `<= ${RSS_TARGET_MB} MB`,
               r.hwmMb <= RSS_TARGET_MB ? 'PASS' : 'FAIL',
@@ -1143,7 +1158,7 @@ function report(results: BackendResult[], started: number): { body: string; summ
         : '') +
       '"first commit s" is the time from the first publication to the first commit (a stall shows there). ' +
       '"CPU ms/run" is the defender\'s user+system CPU (from /proc) over the burst divided by its runs, i.e. the cost that bounds a defender on one core.',
-    "- Memory: VmRSS of the defender processes from /proc, sampled every 200 ms, peak per phase; VmHWM is the kernel's peak since start.",
+    "- Memory: VmRSS of the defender processes from /proc, sampled every 200 ms, peak per phase; VmHWM is the kernel's peak since start. At each phase's end pod-0's main V8 heap and external memory (Node's default metrics) and the committed V8 heaps of its SQLite store thread and heartbeat thread (`defender_thread_heap_bytes`, read every 5 s; each thread is an isolate of its own).",
     `- Load average (1 min) before -> after each backend: ${loads} on ${'2'} cores. Other jobs shared the machine; latencies include their interference.`,
     `- Whole bench: ${f0((performance.now() - started) / 1000)} s${QUICK ? ' (BENCH_QUICK=1: fewer runs)' : ''}.`,
     '',

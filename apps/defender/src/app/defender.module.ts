@@ -1,6 +1,7 @@
 import { Module } from '@nestjs/common';
 import { createRunEvaluator } from '@defender/pipeline';
 import { MallocTrimService } from './memory/malloc-trim.service';
+import { ThreadHeapService } from './memory/thread-heap.service';
 import { CHAMBER_WORK } from './membership/chamber-work';
 import { DefenderIdentity } from './membership/defender-identity';
 import { MembershipService, PROCESS_EXIT } from './membership/membership.service';
@@ -26,6 +27,7 @@ import { ProcessingService, RUN_EVALUATOR } from './processing/processing.servic
     // Every metric, and DefenderMetricsObserver: the one provider that moves them.
     ...defenderMetricsProviders,
     MallocTrimService,
+    ThreadHeapService,
   ],
 })
 export class DefenderModule {}

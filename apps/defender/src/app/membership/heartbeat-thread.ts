@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { Worker } from 'node:worker_threads';
+import type { HeapInfo } from 'node:v8';
 import type { HeartbeatSnapshot } from './heartbeat-beater';
 import {
   HEARTBEAT_THREAD_BUNDLE_FILE,
@@ -118,6 +119,16 @@ export class HeartbeatThread {
       return result;
     })();
     return this.stopped;
+  }
+
+  /** The thread's V8 heap (its own isolate); `undefined` once it stopped or cannot answer. */
+  async heapStatistics(): Promise<HeapInfo | undefined> {
+    if (this.stopped || this.ended) return undefined;
+    try {
+      return await this.worker.getHeapStatistics();
+    } catch {
+      return undefined; // it ended meanwhile
+    }
   }
 
   private post(msg: ToHeartbeatThread): void {

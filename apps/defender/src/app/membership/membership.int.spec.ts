@@ -110,6 +110,13 @@ describeWithInfra(['nats'], 'defender membership (real processes, real NATS)', (
     expect(metrics).toMatch(/defender_stable_id\{app="defender"\} 0/);
     expect(metrics).toMatch(/defender_assigned_chambers\{app="defender"\} 2/);
     expect(metrics).toMatch(/defender_subscription_added_total\{app="defender"\} 2/);
+    // The V8 heaps of the SQLite store's thread and the heartbeat thread (memory/thread-heap.service.ts).
+    const threadHeap = (text: string, thread: string) =>
+      Number(new RegExp(`^defender_thread_heap_bytes\\{[^}]*thread="${thread}"[^}]*kind="total"[^}]*\\} (\\d+)`, 'm').exec(text)?.[1] ?? 0);
+    await waitFor("the threads' heaps reported", async () => {
+      const text = (await getJson(`${a.url}/metrics`)).text;
+      return threadHeap(text, 'store') > 0 && threadHeap(text, 'heartbeat') > 0;
+    }, 30_000);
 
     // SIGTERM: heartbeat and claim removed at once, exit 0; the next process takes defender-0.
     expect(await a.p.stop('SIGTERM')).toEqual({ code: 0, signal: null });

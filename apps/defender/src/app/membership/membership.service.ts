@@ -7,6 +7,7 @@ import {
   Optional,
 } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
+import type { HeapInfo } from 'node:v8';
 import { performance } from 'node:perf_hooks';
 import { backoffDelayMs } from '@defender/backoff';
 import { AssignmentMap, DefenderState, LoadReport } from '@defender/contracts';
@@ -118,6 +119,11 @@ export class MembershipService implements OnApplicationBootstrap, BeforeApplicat
 
   onApplicationBootstrap(): void {
     void this.run().catch((err: unknown) => this.fatal(EXIT_MEMBERSHIP_FAILED, 'membership failed', err));
+  }
+
+  /** The heartbeat thread's V8 heap, while it runs (memory metrics). */
+  heartbeatThreadHeap(): Promise<HeapInfo | undefined> {
+    return this.heartbeatThread?.heapStatistics() ?? Promise.resolve(undefined);
   }
 
   async beforeApplicationShutdown(): Promise<void> {

@@ -41,7 +41,7 @@ describe('DefenderMetricsObserver', () => {
   it('owns every metric of the defender under its seed name (nothing else registers one)', async () => {
     const names = [...Object.values(PM), ...Object.values(M), ...Object.values(MM)].sort();
     expect((await register.getMetricsAsJSON()).map((x) => x.name).sort()).toEqual(names);
-    expect(names).toHaveLength(22 + 23 + 2);
+    expect(names).toHaveLength(22 + 23 + 3);
   });
 
   // Each event and the one set of metrics it moves.
@@ -88,6 +88,7 @@ describe('DefenderMetricsObserver', () => {
       (o) => o.mallocTrimmed({ released: true, after: { heapBytes: 4, inUseBytes: 3, freeBytes: 1, mmappedBytes: 2, releasableTopBytes: 0 } }),
       [MM.trims, MM.heap],
     ],
+    ['threadHeap', (o) => o.threadHeap('store', { total: 3, used: 2, external: 1 }), [MM.threadHeap]],
   ];
 
   it.each(events)('%s moves exactly its metrics', async (_name, event, metrics) => {
@@ -210,5 +211,16 @@ describe('DefenderMetricsObserver', () => {
     expect(await sample(MM.trims, { released: 'false' })).toBe(1);
     expect(await sample(MM.heap, { kind: 'in_use' })).toBe(300);
     expect(await sample(MM.heap, { kind: 'mmapped' })).toBe(200);
+  });
+
+  it("threads' heaps by thread and kind; a thread that stopped has no series", async () => {
+    m.threadHeap('store', { total: 30, used: 20, external: 10 });
+    m.threadHeap('heartbeat', { total: 9, used: 8, external: 7 });
+    expect(await sample(MM.threadHeap, { thread: 'store', kind: 'total' })).toBe(30);
+    expect(await sample(MM.threadHeap, { thread: 'store', kind: 'external' })).toBe(10);
+    expect(await sample(MM.threadHeap, { thread: 'heartbeat', kind: 'used' })).toBe(8);
+    m.threadHeap('heartbeat', undefined);
+    expect(await sample(MM.threadHeap, { thread: 'heartbeat', kind: 'used' })).toBeUndefined();
+    expect(await sample(MM.threadHeap, { thread: 'store', kind: 'used' })).toBe(20);
   });
 });

@@ -95,6 +95,7 @@ export class DefenderMetricsObserver {
     // The C heap (malloc-metrics.ts).
     @InjectMetric(MM.trims) private readonly trims: Counter,
     @InjectMetric(MM.heap) private readonly heap: Gauge,
+    @InjectMetric(MM.threadHeap) private readonly threadHeapGauge: Gauge,
   ) {}
 
   // --- Processing -------------------------------------------------------------------------------
@@ -290,6 +291,21 @@ export class DefenderMetricsObserver {
       this.heap.set({ kind: 'mmapped' }, r.after.mmappedBytes);
     }
   }
+
+  /** A thread's V8 heap; `undefined`: the thread is not running (its series are removed). */
+  threadHeap(thread: string, heap: ThreadHeap | undefined): void {
+    for (const kind of ['total', 'used', 'external'] as const) {
+      if (heap) this.threadHeapGauge.set({ thread, kind }, heap[kind]);
+      else this.threadHeapGauge.remove({ thread, kind });
+    }
+  }
+}
+
+/** A thread's V8 heap, bytes: committed (`total`), live objects (`used`), and external memory. */
+export interface ThreadHeap {
+  readonly total: number;
+  readonly used: number;
+  readonly external: number;
 }
 
 /** The defender's metric providers and their one adapter, for the module that registers them. */

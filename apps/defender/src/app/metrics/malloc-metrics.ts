@@ -1,9 +1,13 @@
 import { makeCounterProvider, makeGaugeProvider } from '@willsoto/nestjs-prometheus';
 
-/** The C heap's metrics (memory/malloc-trim.service.ts reports them through DefenderMetricsObserver). */
+/**
+ * Memory metrics beside Node's defaults: the C heap (memory/malloc-trim.service.ts) and the V8 heaps
+ * of the process's other threads (memory/thread-heap.service.ts), reported through DefenderMetricsObserver.
+ */
 export const MM = {
   trims: 'defender_malloc_trims_total',
   heap: 'defender_malloc_heap_bytes',
+  threadHeap: 'defender_thread_heap_bytes',
 } as const;
 
 export const mallocMetricProviders = [
@@ -12,5 +16,12 @@ export const mallocMetricProviders = [
     name: MM.heap,
     help: 'glibc heap after the last trim, bytes (kind: heap, in_use, free, mmapped)',
     labelNames: ['kind'],
+  }),
+  makeGaugeProvider({
+    name: MM.threadHeap,
+    help:
+      "V8 heap of a thread's own isolate, bytes (thread: store, heartbeat; kind: total, used, external); " +
+      "the main thread's is nodejs_heap_size_total_bytes",
+    labelNames: ['thread', 'kind'],
   }),
 ];

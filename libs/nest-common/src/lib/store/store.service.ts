@@ -1,6 +1,7 @@
 import { Inject, Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
+import type { HeapInfo } from 'node:v8';
 import { backoffDelayMs } from '@defender/backoff';
 import type { DefenderStore } from '@defender/contracts';
 import { openStore, StoreConfig, type StoreObserver, type StoreOperation } from '@defender/store';
@@ -14,9 +15,13 @@ export const EXIT_STORE_FAILED = 6;
 /** How often an open store is asked whether it failed for good. */
 const FAILURE_CHECK_MS = 1000;
 
-/** A store that can fail for good (the SQLite store's thread): `failure` says why. */
+/**
+ * A store that can fail for good (the SQLite store's thread): `failure` says why. A store with a
+ * thread of its own also tells that thread's V8 heap.
+ */
 interface MayFail {
   readonly failure?: Error;
+  heapStatistics?(): Promise<HeapInfo | undefined>;
 }
 
 /**
@@ -69,6 +74,11 @@ export class StoreService implements OnModuleInit, OnApplicationShutdown {
     this.closing = true;
     if (this.failureCheck) clearInterval(this.failureCheck);
     await this.store?.close();
+  }
+
+  /** The V8 heap of the store's own thread (the SQLite store); `undefined` for a store without one. */
+  threadHeap(): Promise<HeapInfo | undefined> {
+    return (this.store as MayFail | undefined)?.heapStatistics?.() ?? Promise.resolve(undefined);
   }
 
   /** Why the open store stopped working for good, if it did. */

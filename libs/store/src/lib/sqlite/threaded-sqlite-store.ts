@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { Worker } from 'node:worker_threads';
+import type { HeapInfo } from 'node:v8';
 import {
   InvalidRecordError,
   StoreClosedError,
@@ -220,6 +221,19 @@ export class ThreadedSqliteStore implements DefenderStore {
   /** Why the thread stopped serving (it is not restarted), or undefined while it works. */
   get failure(): StoreUnavailableError | undefined {
     return this.threadFailure;
+  }
+
+  /**
+   * The store thread's V8 heap (its own isolate), for memory metrics; `undefined` once the thread
+   * stopped or when it cannot answer.
+   */
+  async heapStatistics(): Promise<HeapInfo | undefined> {
+    if (this.closed || this.threadFailure) return undefined;
+    try {
+      return await this.worker.getHeapStatistics();
+    } catch {
+      return undefined; // the thread ended meanwhile
+    }
   }
 
   /**

@@ -1,0 +1,44 @@
+import { Injectable, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
+import type { HeapInfo } from 'node:v8';
+import { StoreService } from '@defender/nest-common';
+import { MembershipService } from '../membership/membership.service';
+import { DefenderMetricsObserver } from '../metrics/defender-metrics-observer';
+
+/** How often the threads' heaps are read (a message to each thread; microseconds of work). */
+export const THREAD_HEAP_INTERVAL_MS = 5_000;
+
+/**
+ * Reports the V8 heaps of the defender's other threads (`defender_thread_heap_bytes`): the SQLite
+ * store's thread and the heartbeat thread each run their own isolate, which Node's default metrics
+ * (the main thread's heap) do not show, so a memory budget can be split by thread.
+ */
+@Injectable()
+export class ThreadHeapService implements OnApplicationBootstrap, OnApplicationShutdown {
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly store: StoreService,
+    private readonly membership: MembershipService,
+    private readonly metrics: DefenderMetricsObserver,
+  ) {}
+
+  onApplicationBootstrap(): void {
+    this.timer = setInterval(() => void this.sample(), THREAD_HEAP_INTERVAL_MS);
+    this.timer.unref();
+  }
+
+  onApplicationShutdown(): void {
+    clearInterval(this.timer);
+  }
+
+  /** Reads each thread's heap once and reports it; a thread not running has no series. */
+  async sample(): Promise<void> {
+    const [store, heartbeat] = await Promise.all([this.store.threadHeap(), this.membership.heartbeatThreadHeap()]);
+    this.metrics.threadHeap('store', toThreadHeap(store));
+    this.metrics.threadHeap('heartbeat', toThreadHeap(heartbeat));
+  }
+}
+
+function toThreadHeap(h: HeapInfo | undefined) {
+  return h && { total: h.total_heap_size, used: h.used_heap_size, external: h.external_memory };
+}
