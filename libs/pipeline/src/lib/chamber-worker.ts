@@ -598,10 +598,14 @@ export class ChamberWorker {
     }
     const found = await this.outageRetry('strategy', () => this.deps.store.strategies.latest(scopes.map((s) => s.scope)));
     const record = found[0];
-    if (!record) return undefined;
+    if (!record) {
+      this.deps.observer?.strategyFound?.(this.key, undefined);
+      return undefined;
+    }
     const scope = scopes.find((s) => s.scope === record.scope);
     // The store answers for the scopes it was asked; anything else is a broken store, not a strategy.
     if (!scope) throw new Error(`the store returned a strategy of scope "${record.scope}", which was not asked for (${scopes.map((s) => s.scope).join(', ')})`);
+    this.deps.observer?.strategyFound?.(this.key, scope);
     return { record, scope };
   }
 

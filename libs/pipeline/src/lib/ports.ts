@@ -146,6 +146,12 @@ export interface PipelineObserver {
   stage?(stage: 'history' | 'trace' | 'evaluate' | 'commit', ms: number): void;
   /** A run's trace was read and checked: its samples (SVIDs x samples), for the load model's cost fit (ADR 0008). */
   traceSamples?(chamber: string, samples: number): void;
+  /**
+   * A run's strategy was looked up: the scope of its lookup order that holds the strategy judging it
+   * (`deprecated`: the legacy `<tool>:<chamber>` key), or `undefined` when no scope holds one (the
+   * built-in default). Once per attempt.
+   */
+  strategyFound?(chamber: string, scope: StrategyScopeInfo | undefined): void;
 }
 
 export type { DeadLetter };

@@ -41,7 +41,7 @@ describe('DefenderMetricsObserver', () => {
   it('owns every metric of the defender under its seed name (nothing else registers one)', async () => {
     const names = [...Object.values(PM), ...Object.values(M), ...Object.values(MM)].sort();
     expect((await register.getMetricsAsJSON()).map((x) => x.name).sort()).toEqual(names);
-    expect(names).toHaveLength(22 + 23 + 3);
+    expect(names).toHaveLength(23 + 23 + 3);
   });
 
   // Each event and the one set of metrics it moves.
@@ -89,6 +89,7 @@ describe('DefenderMetricsObserver', () => {
       [MM.trims, MM.heap],
     ],
     ['threadHeap', (o) => o.threadHeap('store', { total: 3, used: 2, external: 1 }), [MM.threadHeap]],
+    ['strategyLookup', (o) => o.strategyLookup('legacy_key'), [PM.strategyLookups]],
   ];
 
   it.each(events)('%s moves exactly its metrics', async (_name, event, metrics) => {

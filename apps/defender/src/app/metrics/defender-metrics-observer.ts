@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectMetric } from '@willsoto/nestjs-prometheus';
 import type { Counter, Gauge, Histogram } from 'prom-client';
-import type { DefenderState } from '@defender/contracts';
+import type { DefenderState, StrategyScopeKind } from '@defender/contracts';
 import type { TrimResult } from '@defender/malloc';
 import type { StoreObserver } from '@defender/store';
 import { M, membershipMetricProviders } from '../membership/defender-metrics';
@@ -67,6 +67,7 @@ export class DefenderMetricsObserver {
     @InjectMetric(PM.streamMissing) private readonly missing: Gauge,
     @InjectMetric(PM.chamberRuns) private readonly chamberRuns: Counter,
     @InjectMetric(PM.chamberAlarms) private readonly chamberAlarms: Counter,
+    @InjectMetric(PM.strategyLookups) private readonly strategyLookups: Counter,
     // Membership (defender-metrics.ts).
     @InjectMetric(M.state) private readonly stateGauge: Gauge,
     @InjectMetric(M.stableId) private readonly stableIdGauge: Gauge,
@@ -122,6 +123,11 @@ export class DefenderMetricsObserver {
     this.cacheHits.inc(counts.hits - base.hits);
     this.cacheMisses.inc(counts.misses - base.misses);
     this.exportedCache = { hits: counts.hits, misses: counts.misses };
+  }
+
+  /** A run attempt's strategy was found under a scope of this kind (contracts `strategyScopeKind`). */
+  strategyLookup(kind: StrategyScopeKind): void {
+    this.strategyLookups.inc({ scope: kind });
   }
 
   /** A notification was sent to `dc.dead.<reason>`. */

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
-import { notificationSubject, StoreUnavailableError, strategyScope, type JsonObject } from '@defender/contracts';
+import { notificationSubject, StoreUnavailableError, strategyScope, strategyScopeKind, type JsonObject } from '@defender/contracts';
 import { describeWithInfra, startSecuredNatsServer, waitFor } from '@defender/infra-harness';
 import { DEFAULT_STREAM_SETTINGS, ensureStreams, lastMessageId, NotificationReader, publishOnce, STREAMS, watchNotifications, type StreamSettings } from '@defender/nats-kv';
 import { ByteBudget, ChamberWorker, createRunEvaluator, RunEvaluator, Semaphore, WorkerDeps } from '@defender/pipeline';
@@ -542,8 +542,14 @@ describeWithInfra(['nats'], 'ChamberWorker strategy lookup order, against real N
       const reasons: string[] = [];
       const deps: WorkerDeps = {
         ...workerDeps({ nc, reader, cache, store, deadLetters, now: () => new Date() }),
-        observer: { deadLettered: (_key, _seq, reason, detail) => reasons.push(`${reason}: ${detail}`) },
+        observer: {
+          deadLettered: (_key, _seq, reason, detail) => reasons.push(`${reason}: ${detail}`),
+          strategyFound: (_key, scope) => {
+            if (kinds.at(-1) !== strategyScopeKind(scope)) kinds.push(strategyScopeKind(scope));
+          },
+        },
       };
+      const kinds: string[] = []; // the scope kinds that judged the runs, in turn (repeats folded)
       const worker = new ChamberWorker(chamber, 1, deps, { ownerId: 'defender-0', processTimeoutMs: 10_000, maxAttempts: 2, idlePollMs: 60_000, maxTracePoints: 1_000_000, maxOutageBackoffMs: 200 });
       const feed = await watchNotifications(nc, (_s, seq) => worker.notify(seq));
       worker.start(() => undefined);
@@ -599,6 +605,8 @@ describeWithInfra(['nats'], 'ChamberWorker strategy lookup order, against real N
       await put(strategyScope({ kind: 'chamber', chamber, recipe: 'R' }), doc('fixed', { chamber: 't1:c1', recipe: 'R' }));
       expect(await judgedBy()).toBe('R|fixed');
       expect(deadLetters.map((d) => d.split(':')[0])).toEqual(['dc.dead.invalid-strategy', 'dc.dead.invalid-strategy', 'dc.dead.invalid-strategy']);
+      // What the defender counts (defender_strategy_lookups_total) and warns about (the legacy key).
+      expect(kinds).toEqual(['builtin', 'default', 'recipe', 'legacy_key', 'chamber', 'chamber_recipe']);
       await worker.stop();
       await feed.stop();
     });

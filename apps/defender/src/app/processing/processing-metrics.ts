@@ -24,6 +24,7 @@ export const PM = {
   streamMissing: 'defender_stream_missing',
   chamberRuns: 'defender_chamber_runs_total',
   chamberAlarms: 'defender_chamber_alarms_total',
+  strategyLookups: 'defender_strategy_lookups_total',
 } as const;
 
 const LATENCY = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
@@ -54,6 +55,13 @@ export const processingMetricProviders = [
   // Per chamber (one series pair per chamber the defender has owned): its alarm rate against the budget.
   makeCounterProvider({ name: PM.chamberRuns, help: 'Runs applied, per chamber', labelNames: ['chamber'] }),
   makeCounterProvider({ name: PM.chamberAlarms, help: 'Run alarms published, per chamber (one per alarmed run)', labelNames: ['chamber'] }),
+  makeCounterProvider({
+    name: PM.strategyLookups,
+    help:
+      'Strategy lookups of run attempts by the scope that holds the strategy judging them: chamber_recipe, chamber, ' +
+      'legacy_key (the deprecated <tool>:<chamber> key: store it under chamber/<tool>:<chamber>), recipe, default, builtin (none stored)',
+    labelNames: ['scope'],
+  }),
   makeHistogramProvider({
     name: PM.traceGc,
     help: 'Young-generation GCs run after large trace reads (TRACE_GC_THRESHOLD_MB), seconds',

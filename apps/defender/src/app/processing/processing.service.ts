@@ -2,7 +2,7 @@ import { backoffDelayMs } from '@defender/backoff';
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import { performance } from 'node:perf_hooks';
 import type { NatsConnection } from '@nats-io/nats-core';
-import { ChamberRef, DeadLetter, deadLetterRecord, DefenderStore, LoadReport, parseNotificationSubject } from '@defender/contracts';
+import { ChamberRef, DeadLetter, deadLetterRecord, DefenderStore, LoadReport, parseNotificationSubject, strategyScopeKind } from '@defender/contracts';
 import { ensureStreams, lastMessageId, NotificationReader, publishOnce, StreamMissingError, STREAMS, watchNotifications } from '@defender/nats-kv';
 import { NatsConnectionService, StoreService } from '@defender/nest-common';
 import { boundedSource, ChamberSupervisor, FeedWatch, PipelineObserver, ByteBudget, RunEvaluator, Semaphore, StreamCheck, WorkerDeps, type WorkerState } from '@defender/pipeline';
@@ -67,6 +67,8 @@ export class ProcessingService implements ChamberWork, OnApplicationBootstrap, O
   private readonly youngGc: YoungGc | undefined;
   /** Chambers paused on a stream mismatch (ADR 0007), for the gauge's total. */
   private readonly mismatched = new Set<string>();
+  /** Chambers whose strategy came from the deprecated `<tool>:<chamber>` key, warned about once. */
+  private readonly legacyStrategyWarned = new Set<string>();
   /** The notification stream's identity and presence, checked every heartbeat interval. */
   private streamCheck: StreamCheck | undefined;
   private streamCheckTimer: NodeJS.Timeout | undefined;
@@ -395,6 +397,16 @@ export class ProcessingService implements ChamberWork, OnApplicationBootstrap, O
         else this.logger.debug({ msg: 'run applied', chamber, sequence, ms: Math.round(ms), outcome });
       },
       traceSamples: (_chamber, samples) => this.loadReporter.evaluated(samples),
+      strategyFound: (chamber, scope) => {
+        this.metrics.strategyLookup(strategyScopeKind(scope));
+        if (scope?.deprecated && !this.legacyStrategyWarned.has(chamber)) {
+          this.legacyStrategyWarned.add(chamber);
+          this.logger.warn({
+            msg: `strategy read from the deprecated key "${scope.scope}": store it under "chamber/${scope.scope}" (defenderctl strategy put), which takes precedence; warned once per chamber`,
+            chamber,
+          });
+        }
+      },
       deadLettered: (chamber, sequence, reason, detail) => {
         this.metrics.deadLetter(reason);
         this.logger.warn({ msg: 'dead-lettered', chamber, sequence, reason, detail });

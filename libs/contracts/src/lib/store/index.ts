@@ -61,6 +61,7 @@ export {
   parseStrategyScope,
   strategyScope,
   strategyScopeConflicts,
+  strategyScopeKind,
   strategyScopesForRun,
   validateBindStream,
   validateChamberRef,
@@ -76,6 +77,7 @@ export {
   validateStrategyScopes,
   validateTraceRecord,
   type StrategyScopeInfo,
+  type StrategyScopeKind,
   type StrategyScopeSpec,
 } from './validation';
 export { aggregateObservations, computeWeight, observeTrace, type AggregatedWeight } from './weights';

@@ -6,6 +6,7 @@ import {
   parseStrategyScope,
   strategyScope,
   strategyScopeConflicts,
+  strategyScopeKind,
   strategyScopesForRun,
   validateStrategyScopes,
   validateCommitRunInput,
@@ -155,6 +156,11 @@ describe('JSON helpers', () => {
 });
 
 describe('strategy scopes of a run', () => {
+  it('names the kind of each scope of the lookup order, and builtin for none', () => {
+    expect(strategyScopesForRun(chamber, 'ETCH-1').map(strategyScopeKind)).toEqual(['chamber_recipe', 'chamber', 'legacy_key', 'recipe', 'default']);
+    expect(strategyScopeKind(undefined)).toBe('builtin');
+  });
+
   it('looks up the most specific scope first, the legacy key as a deprecated chamber alias', () => {
     expect(strategyScopesForRun(chamber, 'ETCH-1')).toEqual([
       { scope: 'chamber/T1:C1/recipe/ETCH-1', chamber: 'T1:C1', recipe: 'ETCH-1', deprecated: false },

@@ -454,6 +454,20 @@ export function strategyScopesForRun(chamber: ChamberRef, recipe?: string): read
   return steps;
 }
 
+/** What kind of scope judged a run: {@link strategyScopeKind}. */
+export type StrategyScopeKind = 'chamber_recipe' | 'chamber' | 'legacy_key' | 'recipe' | 'default' | 'builtin';
+
+/**
+ * The kind of a scope of a run's lookup order (for metrics and logs): `legacy_key` for the deprecated
+ * `<tool>:<chamber>` key, `builtin` when no scope holds a strategy (`undefined`: the built-in default).
+ */
+export function strategyScopeKind(scope: StrategyScopeInfo | undefined): StrategyScopeKind {
+  if (scope === undefined) return 'builtin';
+  if (scope.deprecated) return 'legacy_key';
+  if (scope.chamber !== undefined) return scope.recipe !== undefined ? 'chamber_recipe' : 'chamber';
+  return scope.recipe !== undefined ? 'recipe' : 'default';
+}
+
 /**
  * Reads a scope key: one of the documented forms of {@link strategyScope}, or the deprecated legacy
  * key `<tool>:<chamber>`. In `chamber/<tool>:<chamber>/recipe/<recipe>` the recipe starts after the
