@@ -17,6 +17,7 @@ export { ChamberSupervisor, epochAfterFence, type AppliedMap, type SupervisorDep
 export type { StreamStatus, WorkerDeps, WorkerOptions } from './lib/chamber-worker';
 export { FeedWatch, type FeedWatchDeps, type FeedWatchObserver, type WatchedFeed } from './lib/feed-watch';
 export { StreamCheck, type StreamCheckDeps, type StreamCheckObserver } from './lib/stream-check';
+export { UnknownChamberDeadLetters, type UnknownChamberDeps, type UnknownChamberObserver } from './lib/unknown-chamber';
 export { eventMsgId, markAfter, publishedPrefix, runEvents, type RunEventContext } from './lib/outbox';
 export {
   CHART_KEYS,

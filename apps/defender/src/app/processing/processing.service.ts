@@ -2,10 +2,10 @@ import { backoffDelayMs } from '@defender/backoff';
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import { performance } from 'node:perf_hooks';
 import type { NatsConnection } from '@nats-io/nats-core';
-import { ChamberRef, DeadLetter, deadLetterRecord, DefenderStore, LoadReport, parseNotificationSubject, strategyScopeKind } from '@defender/contracts';
+import { ChamberRef, DefenderStore, LoadReport, parseNotificationSubject, strategyScopeKind } from '@defender/contracts';
 import { ensureStreams, lastMessageId, NotificationReader, publishOnce, StreamMissingError, STREAMS, watchNotifications } from '@defender/nats-kv';
 import { NatsConnectionService, StoreService } from '@defender/nest-common';
-import { boundedSource, ChamberSupervisor, FeedWatch, PipelineObserver, ByteBudget, RunEvaluator, Semaphore, StreamCheck, WorkerDeps, type WorkerState } from '@defender/pipeline';
+import { boundedSource, ChamberSupervisor, FeedWatch, PipelineObserver, ByteBudget, RunEvaluator, Semaphore, StreamCheck, UnknownChamberDeadLetters, WorkerDeps, type WorkerState } from '@defender/pipeline';
 import { releaseTraceMemory, UChartHistoryCache } from '@defender/store';
 import { DefenderConfig } from '../config';
 import { DEFENDER_CONFIG } from '../tokens';
@@ -67,6 +67,7 @@ export class ProcessingService implements ChamberWork, OnApplicationBootstrap, O
   private readonly youngGc: YoungGc | undefined;
   /** Chambers paused on a stream mismatch (ADR 0007), for the gauge's total. */
   private readonly mismatched = new Set<string>();
+  private unknownChambers: UnknownChamberDeadLetters | undefined;
   /** Chambers whose strategy came from the deprecated `<tool>:<chamber>` key, warned about once. */
   private readonly legacyStrategyWarned = new Set<string>();
   /** The notification stream's identity and presence, checked every heartbeat interval. */
@@ -227,32 +228,28 @@ export class ProcessingService implements ChamberWork, OnApplicationBootstrap, O
   }
 
   /**
-   * A notification for a chamber no defender owns (not in chamber_metadata, so not in the map).
-   * Kept in the stream: if the chamber is added later, its owner starts from the stream's beginning.
+   * A notification for a chamber no defender owns (not in chamber_metadata, so not in the map):
+   * dead-lettered by libs/pipeline `UnknownChamberDeadLetters`, kept in the stream.
    */
   private async deadLetterUnknown(subject: string, key: string, seq: number): Promise<void> {
     const nc = this.nc;
     const reader = this.reader;
     if (!nc || !reader) return;
-    try {
-      const msg = await reader.next(subject, seq);
-      if (!msg || msg.sequence !== seq) return;
-      const dl: DeadLetter = deadLetterRecord({
-        reason: 'unknown-chamber',
-        detail: `no defender owns ${key}: it is not in the assignment map (add it to chamber_metadata)`,
-        subject,
-        streamSequence: seq,
-        payload: msg.data,
-        defenderId: this.identity.defenderId() ?? 'unknown',
-        attempts: 1,
-        deadLetteredAt: new Date().toISOString(),
-      });
-      await publishOnce(nc, 'dc.dead.unknown-chamber', JSON.stringify(dl), `dead:${key}:${seq}`);
-      this.metrics.deadLetter('unknown-chamber');
-      this.logger.warn({ msg: 'dead-lettered', chamber: key, sequence: seq, reason: 'unknown-chamber' });
-    } catch (err) {
-      this.logger.warn({ msg: 'could not dead-letter an unknown chamber', chamber: key, sequence: seq, err: (err as Error).message });
-    }
+    this.unknownChambers ??= new UnknownChamberDeadLetters({
+      read: (subj, sequence) => reader.next(subj, sequence),
+      sink: { publish: async (subj, payload, msgId) => void (await publishOnce(nc, subj, payload, msgId)) },
+      defenderId: () => this.identity.defenderId(),
+      now: () => new Date(),
+      observer: {
+        deadLettered: (chamber, sequence) => {
+          this.metrics.deadLetter('unknown-chamber');
+          this.logger.warn({ msg: 'dead-lettered', chamber, sequence, reason: 'unknown-chamber' });
+        },
+        failed: (chamber, sequence, err) =>
+          this.logger.warn({ msg: 'could not dead-letter an unknown chamber', chamber, sequence, err: (err as Error).message }),
+      },
+    });
+    await this.unknownChambers.deadLetter(subject, key, seq);
   }
 
   async acquire(chambers: readonly string[], mapVersion: number): Promise<void> {
