@@ -46,8 +46,11 @@ export interface BucketOptions {
   applyLimit?: boolean;
 }
 
-/** What nats-server answers a stream create that lost the race to a create with another configuration. */
-const CREATED_MEANWHILE = /stream name already in use/i;
+/**
+ * What nats-server answers a stream create that lost the race to a create with another configuration
+ * (2.9 answers either, depending on which check meets the other stream first).
+ */
+const CREATED_MEANWHILE = /stream name already in use|subjects overlap with an existing stream/i;
 
 /**
  * Opens (creating when missing) a KV bucket with file storage. Safe to call from many processes at
