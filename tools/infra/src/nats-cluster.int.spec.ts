@@ -200,8 +200,9 @@ describeWithInfra(['nats'], 'a partitionable 3-node NATS cluster (routes through
     // Set-up calls wait as long as a busy machine needs (a stream of 3 replicas needs its peers' votes).
     await (await jetstreamManager(nc, { timeout: SETUP_TIMEOUT_MS })).streams.add({ name: 'PART', subjects: ['part.>'], num_replicas: 3, storage: StorageType.File });
     for (let i = 0; i < 5; i++) await jetstream(nc, { timeout: SETUP_TIMEOUT_MS }).publish('part.a', `m${i}`, { msgID: `p-${i}` });
-    const jsm = await jetstreamManager(nc);
-    const js = jetstream(nc);
+    // Set-up and read calls get the same hang guard: a busy machine may take seconds to answer one.
+    const jsm = await jetstreamManager(nc, { timeout: SETUP_TIMEOUT_MS });
+    const js = jetstream(nc, { timeout: SETUP_TIMEOUT_MS });
     await cluster.waitStreamCurrent(nc, 'PART');
     // Make n0 the leader first, so the partition takes the leader away.
     await waitFor(
@@ -248,7 +249,17 @@ describeWithInfra(['nats'], 'a partitionable 3-node NATS cluster (routes through
     // Right after the heal the answer may come from a view still applying the majority's log (a
     // fresh clone saw 5 once): wait for the 6th, then nothing lost and nothing doubled.
     await waitFor('the healed stream holds the 6 messages', async () => (await jsm.streams.info('PART')).state.messages >= 6, 30_000, 200).catch(() => undefined);
-    const info = await jsm.streams.info('PART');
+    // Exactly the majority's messages, in order: nothing lost, nothing doubled, nothing from the minority.
+    const info = await eventually('PART info', () => jsm.streams.info('PART'));
+    const bodies: string[] = [];
+    for (let seq = info.state.first_seq; seq <= info.state.last_seq; seq++) {
+      const m = await eventually(`PART seq ${seq}`, () => jsm.streams.getMessage('PART', { seq }).catch((err: unknown) => {
+        if (/no message found/i.test(String(err))) return null;
+        throw err;
+      }));
+      if (m) bodies.push(m.string());
+    }
+    expect(bodies).toEqual(['m0', 'm1', 'm2', 'm3', 'm4', 'during']);
     expect(info.state.messages).toBe(6);
     // The healed node caught up: it leads the stream again, or it is a current replica. (Right after
     // the wait above it may take the leadership back, and then it is not among the replicas.)
