@@ -31,6 +31,8 @@
 // FAB_SECTION=<name> (write the report into this docs/benchmarks.md section instead of fab-replay, for a
 // run with other parameters, e.g. a memory run with fewer warm-up runs), FAB_HEAP_SNAPSHOTS=<dir> (a V8 heap snapshot of each defender after the warm-up and after the last
 // step, for tools/bench/heap-summary.ts or Chrome DevTools; taking one pauses that defender).
+// FAB_OVERLOAD (1.5: after the search, one step at this multiple of the highest sustained speed, to see
+// overload degrade gracefully; 0: none).
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -47,6 +49,7 @@ import { handleBenchCommandLine } from './cli';
 import { BenchCluster, getJson, missingBundles } from './pipeline/cluster';
 import { cpuMsOf, envList, gaugesBy, histogramQuantile, loadAverage, memoryBreakdownOf, memoryOf, parseCounter, parseHistogram, heapSnapshotNodeOptions, takeHeapSnapshot, type MemoryBreakdown } from './pipeline/observe';
 import { judgeStep, nextSpeed, type StepVerdict } from './fab-replay/sustain';
+import { cpuBalance, judgeOverload } from './fab-replay/balance';
 import {
   cycleSeconds,
   fabOfChambers,
@@ -96,6 +99,7 @@ Parameters (environment):
   FAB_PEAK_DETAIL_MB            break a defender's memory down at each new peak from this VmRSS (200)
   FAB_SECTION=<name>            the docs/benchmarks.md section to write (fab-replay)
   FAB_HEAP_SNAPSHOTS=<dir>      a V8 heap snapshot of each defender after the warm-up and the last step
+  FAB_OVERLOAD                  after the search, one step at this multiple of the highest sustained speed (1.5; 0: none)
 
 Options:
   -h, --help                    this text
@@ -144,9 +148,13 @@ const P = {
   heapSnapshots: process.env['FAB_HEAP_SNAPSHOTS'],
   /** docs/benchmarks.md section: `fab-replay`, or another name for a run off the standard protocol. */
   section: process.env['FAB_SECTION'] ?? 'fab-replay',
+  /** After the search, one step at this multiple of the highest sustained speed (0: none). */
+  overload: num('FAB_OVERLOAD', QUICK ? 0 : 1.5),
 };
 const SPEED_TARGET = 10;
 const RSS_TARGET_MB = 300;
+/** Issue 23: each defender's CPU within ±10 % of the defenders' mean in every sustained step. */
+const CPU_BAND = 0.1;
 const SAMPLE_MS = 1000;
 const DEBUG_TOKEN = 'bench-fab-replay-debug-token';
 const POLL_MS = 200;
@@ -492,6 +500,10 @@ interface StepResult {
   /** Chambers per defender at the start and the end of the window (`defender_assigned_chambers`). */
   assignedAtStart?: string;
   assignedAtEnd?: string;
+  /** Runs published in the window and never committed (absent in results of older runs). */
+  lost?: number;
+  /** The overload step: offered at FAB_OVERLOAD x this sustained speed, outside the search. */
+  overloadOf?: number;
 }
 
 async function defenderCounters(cl: BenchCluster): Promise<{ dead: number; failed: number; assigned: string }> {
@@ -617,6 +629,7 @@ async function runStep(
     prewriteSeconds,
     assignedAtStart: c0.assigned,
     assignedAtEnd: c1.assigned,
+    lost: mine.length - committed.length,
   };
   log(
     `step ${k + 1}: speed ${speed}x: offered ${f1(res.offeredRate)} runs/s (scheduled ${f1(events.length / W)}), processed ${f1(res.processedRate)} runs/s, ` +
@@ -839,10 +852,23 @@ async function main(): Promise<void> {
     const steps: StepResult[] = [];
     const tried: { speed: number; sustained: boolean }[] = [];
     const search = { start: P.speedStart, max: P.speedMax, growth: P.growth, refine: P.refine, min: P.speedStart / 16 };
-    for (let speed = nextSpeed(tried, search); speed !== undefined; speed = nextSpeed(tried, search)) {
+    let overloadDone = false;
+    for (let speed = nextSpeed(tried, search); ; speed = nextSpeed(tried, search)) {
+      let overloadOf: number | undefined;
+      if (speed === undefined) {
+        // Issue 23: one step beyond capacity (FAB_OVERLOAD x the highest sustained speed) shows whether
+        // overload degrades gracefully: throughput plateaus, nobody is judged dead, memory stays bounded.
+        const best = steps.filter((x) => x.verdict.sustained).sort((a, b) => b.speed - a.speed)[0];
+        if (overloadDone || !best || !(P.overload > 0)) break;
+        overloadDone = true;
+        overloadOf = best.speed;
+        speed = Math.round(best.speed * P.overload * 100) / 100;
+        log(`overload step: ${speed}x (${P.overload} x the highest sustained ${best.speed}x)`);
+      }
       const s = await runStep(steps.length, speed, { replay: r, schedule, cluster: cl, watch, simClock, rtRate });
+      if (overloadOf !== undefined) s.overloadOf = overloadOf;
       steps.push(s);
-      tried.push({ speed, sustained: s.verdict.sustained });
+      if (overloadOf === undefined) tried.push({ speed, sustained: s.verdict.sustained });
       if (!Number.isFinite(s.drainSeconds)) {
         log('the backlog did not drain after the step: waiting up to 5 more minutes before the next one');
         const more = await r.drain(300_000, () => {
@@ -937,8 +963,9 @@ function envNote(q: Outcome['params'], imageEnv: Outcome['imageEnv']): string {
 function report(o: Outcome): string {
   const q = o.params;
   const ws = weightStats(o.fab);
-  const best = o.steps.filter((s) => s.verdict.sustained).sort((a, b) => b.speed - a.speed)[0];
-  const lowestFail = o.steps.filter((s) => !s.verdict.sustained && (!best || s.speed > best.speed)).sort((a, b) => a.speed - b.speed)[0];
+  const searched = o.steps.filter((s) => s.overloadOf === undefined);
+  const best = searched.filter((s) => s.verdict.sustained).sort((a, b) => b.speed - a.speed)[0];
+  const lowestFail = searched.filter((s) => !s.verdict.sustained && (!best || s.speed > best.speed)).sort((a, b) => a.speed - b.speed)[0];
   const defenderPeak = Math.max(...o.memory.filter((m) => m.name.startsWith('defender')).map((m) => Math.max(m.hwmMb, m.peakRssMb)));
   const cycles = o.fab.chambers.map(cycleSeconds);
   const verdicts: string[] = [];
@@ -953,6 +980,7 @@ function report(o: Outcome): string {
   verdicts.push(
     `Defender memory: peak RSS ${f0(defenderPeak)} MB over the whole run (VmHWM and sampled VmRSS, both defenders). Target <= ${RSS_TARGET_MB} MB: **${defenderPeak <= RSS_TARGET_MB ? 'met' : 'MISSED'}**.`,
   );
+  verdicts.push(...balanceVerdicts(o));
   if (o.fab.chambers.length !== 5000) verdicts.push(`Note: ${o.fab.chambers.length} chambers, not the target's 5,000 (FAB_CHAMBERS): the speed factor does not compare with the target.`);
   const firstChange = o.steps.findIndex((s) => s.mapChanges > 0);
   if (best && firstChange >= 0 && o.steps.indexOf(best) > firstChange) {
@@ -986,12 +1014,17 @@ function report(o: Outcome): string {
     `${s.deadLetters} / ${s.failedAttempts} / ${s.mapChanges}`,
     s.assignedAtStart ?? '-',
     f1(s.load),
-    s.verdict.sustained ? 'sustained' : `no: ${s.verdict.reasons.join('; ')}`,
+    (s.overloadOf !== undefined ? `overload (${f2(s.speed / s.overloadOf)} x ${s.overloadOf}x): ` : '') +
+      (s.verdict.sustained ? 'sustained' : `no: ${s.verdict.reasons.join('; ')}`),
   ]);
   const procNames = o.memory.map((m) => m.name);
+  const spread = (procs: ProcResult[]) => {
+    const b = cpuBalance(procs, CPU_BAND);
+    return Number.isFinite(b.maxDeviation) ? `${f1(b.maxDeviation * 100)} %` : '-';
+  };
   const cpuRows = [
-    ['warm-up (max speed)', ...procNames.map((n) => f0(o.warmup.procs.find((p) => p.name === n)?.cpuPct ?? NaN))],
-    ...o.steps.map((s) => [`${s.speed}x`, ...procNames.map((n) => f0(s.procs.find((p) => p.name === n)?.cpuPct ?? NaN))]),
+    ['warm-up (max speed)', ...procNames.map((n) => f0(o.warmup.procs.find((p) => p.name === n)?.cpuPct ?? NaN)), spread(o.warmup.procs)],
+    ...o.steps.map((s) => [`${s.speed}x${s.overloadOf !== undefined ? ' (overload)' : ''}`, ...procNames.map((n) => f0(s.procs.find((p) => p.name === n)?.cpuPct ?? NaN)), spread(s.procs)]),
   ];
   const rssRows = [
     ['warm-up (max speed)', ...procNames.map((n) => f0(o.warmup.procs.find((p) => p.name === n)?.peakRssMb ?? NaN))],
@@ -1041,7 +1074,7 @@ function report(o: Outcome): string {
     ...stepCharts(o.steps, o.memory.map((m) => m.name).filter((n) => n.startsWith('defender '))),
     '### CPU % per process (100 % = one core)',
     '',
-    table(['window', ...procNames], cpuRows),
+    table(['window', ...procNames, 'defenders: largest distance from their mean'], cpuRows),
     '',
     '### Memory per process (peak RSS MB)',
     '',
@@ -1050,6 +1083,46 @@ function report(o: Outcome): string {
     `Defender history caches at the end: ${o.cacheStats.map((c) => `\`${c}\``).join('; ') || '-'}`,
     ...peakDetailLines(o.peakDetail),
   ].join('\n');
+}
+
+/**
+ * Issue 23's verdicts: each defender's CPU within ±10 % of the defenders' mean in every sustained
+ * step, and the overload step (if run) degrading gracefully.
+ */
+function balanceVerdicts(o: Outcome): string[] {
+  const out: string[] = [];
+  const sustained = o.steps.filter((s) => s.verdict.sustained && s.overloadOf === undefined);
+  if (sustained.length > 0) {
+    const judged = sustained.map((s) => ({ s, b: cpuBalance(s.procs, CPU_BAND) }));
+    const worst = judged.reduce((a, x) => (!(x.b.maxDeviation <= a.b.maxDeviation) ? x : a));
+    const outside = judged.filter((x) => !x.b.within);
+    out.push(
+      `CPU per defender within ±${f0(CPU_BAND * 100)} % of the defenders' mean in every sustained step: **${outside.length === 0 ? 'met' : 'MISSED'}**` +
+        ` (largest distance ${f1(worst.b.maxDeviation * 100)} %, ${worst.b.furthest ?? '-'} at ${worst.s.speed}x` +
+        (outside.length > 0 ? `; outside the band at ${outside.map((x) => `${x.s.speed}x (${f1(x.b.maxDeviation * 100)} %)`).join(', ')}` : '') +
+        ').',
+    );
+  }
+  for (const s of o.steps.filter((x) => x.overloadOf !== undefined)) {
+    const base = o.steps.find((x) => x.overloadOf === undefined && x.speed === s.overloadOf && x.verdict.sustained);
+    if (!base) continue;
+    const peakRssMb = Math.max(0, ...s.procs.filter((p) => p.name.startsWith('defender')).map((p) => p.peakRssMb));
+    const v = judgeOverload({
+      processedRate: s.processedRate,
+      sustainedProcessedRate: base.processedRate,
+      mapChanges: s.mapChanges,
+      peakRssMb,
+      rssTargetMb: RSS_TARGET_MB,
+      deadLettered: s.deadLetters,
+      lost: s.lost ?? 0,
+    });
+    out.push(
+      `Overload (${f1(s.offeredRate)} runs/s offered at ${s.speed}x, ${f2(s.speed / base.speed)} x the sustained ${base.speed}x): processed ${f1(s.processedRate)} runs/s (sustained step ${f1(base.processedRate)}), ` +
+        `${s.mapChanges} maps published, defender peak RSS ${f0(peakRssMb)} MB in the window. Graceful (throughput at capacity, nobody judged dead, memory within target, nothing lost): **${v.graceful ? 'met' : 'MISSED'}**` +
+        (v.graceful ? '.' : ` (${v.reasons.join('; ')}).`),
+    );
+  }
+  return out;
 }
 
 /** `npm run bench:fab` with the FAB_* parameters this run was given (not where it put its files). */
