@@ -981,7 +981,14 @@ function report(o: Outcome): string {
     `Defender memory: peak RSS ${f0(defenderPeak)} MB over the whole run (VmHWM and sampled VmRSS, both defenders). Target <= ${RSS_TARGET_MB} MB: **${defenderPeak <= RSS_TARGET_MB ? 'met' : 'MISSED'}**.`,
   );
   verdicts.push(...balanceVerdicts(o));
-  if (o.fab.chambers.length !== 5000) verdicts.push(`Note: ${o.fab.chambers.length} chambers, not the target's 5,000 (FAB_CHAMBERS): the speed factor does not compare with the target.`);
+  if (o.fab.chambers.length !== 5000) {
+    // What the same runs/s would be for the target's fab (its real-time rate from the same simulator and seed).
+    const fullRate = realTimeRunsPerSecond(fabOfChambers(5000, q.seed));
+    verdicts.push(
+      `Note: ${o.fab.chambers.length} chambers, not the target's 5,000 (FAB_CHAMBERS): the speed factor does not compare with the target.` +
+        (best ? ` The ${f1(best.offeredRate)} runs/s sustained would be ${f1(best.offeredRate / fullRate)}x for the 5,000-chamber fab (${f2(fullRate)} runs/s in real time).` : ''),
+    );
+  }
   const firstChange = o.steps.findIndex((s) => s.mapChanges > 0);
   if (best && firstChange >= 0 && o.steps.indexOf(best) > firstChange) {
     const before = o.steps.slice(0, firstChange).filter((s) => s.verdict.sustained).sort((a, b) => b.speed - a.speed)[0];
