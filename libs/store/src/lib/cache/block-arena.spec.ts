@@ -128,4 +128,28 @@ describe('BlockArena', () => {
     for (let i = 1; i < slots.length; i += 2) expect(readBack(arena, slots[i]!)).toEqual(bytes(600, i));
     expect(readBack(arena, slots[0]!)).toEqual(bytes(600, 49 * 1000));
   });
+  it('copies a value held in consecutive blocks of one chunk at once, also after its blocks were released and reused', () => {
+    const arena = new BlockArena({ capacityBytes: 256 * 1024, blockBytes: 512, chunkBytes: 64 * 1024 });
+    const copy = jest.spyOn(Buffer.prototype, 'copy');
+    try {
+      const a = arena.write(bytes(40 * 512 + 100, 1))!; // 41 blocks of the first chunk
+      expect(copy).toHaveBeenCalledTimes(1);
+      copy.mockClear();
+      expect(readBack(arena, a)).toEqual(bytes(40 * 512 + 100, 1));
+      expect(copy).toHaveBeenCalledTimes(1);
+      // Released and written again: the blocks come back in ascending order, so still one copy each way.
+      arena.release(a);
+      copy.mockClear();
+      const b = arena.write(bytes(30 * 512, 2))!;
+      expect(readBack(arena, b)).toEqual(bytes(30 * 512, 2));
+      expect(copy).toHaveBeenCalledTimes(2);
+      // A value across the first chunk's end (128 blocks a chunk) is copied once per chunk.
+      const c = arena.write(bytes(120 * 512, 3))!;
+      copy.mockClear();
+      expect(readBack(arena, c)).toEqual(bytes(120 * 512, 3));
+      expect(copy.mock.calls.length).toBeLessThanOrEqual(3);
+    } finally {
+      copy.mockRestore();
+    }
+  });
 });
