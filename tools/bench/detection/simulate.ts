@@ -18,7 +18,7 @@ import {
   type FabSpec,
   type RunOutcome,
 } from '@defender/fab-sim';
-import { createRunEvaluator, type RunEvaluator } from '@defender/pipeline';
+import { createRunEvaluator, evaluateWithHistory, type RunEvaluator } from '@defender/pipeline';
 
 /** Settings of one benchmark run. */
 export interface DetectionBenchOptions {
@@ -148,18 +148,13 @@ class BenchChamber {
       trace: { store: 'default' },
       completedAt: at,
     };
-    const limit = Math.max(1, this.evaluator.historyRuns(this.strategy));
     const now = new Date(startSeconds * 1000);
-    const evaluation = this.evaluator.evaluate({
-      chamber: this.ref,
-      sequence,
-      notification,
-      trace,
-      history: this.sets.length > limit ? this.sets.slice(-limit) : this.sets,
-      limits: [...this.limits.values()],
-      strategy: this.strategy,
-      now,
-    });
+    // As a worker reads it: the steady state's history, more when the run asks for it.
+    const evaluation = evaluateWithHistory(
+      this.evaluator,
+      { chamber: this.ref, sequence, notification, trace, limits: [...this.limits.values()], strategy: this.strategy, now },
+      (limit) => (this.sets.length > limit ? this.sets.slice(-limit) : this.sets),
+    );
     for (const ls of evaluation.newLimitSets) this.limits.set(ls.indicatorKey, ls);
     this.sets.push({
       ...this.ref,
@@ -171,7 +166,8 @@ class BenchChamber {
       points: evaluation.points,
     });
     // Bounded memory: a defender's history cache keeps about this much.
-    if (this.sets.length > 4 * limit + 64) this.sets.splice(0, this.sets.length - 2 * limit);
+    const keep = this.evaluator.fullHistoryRuns(this.strategy);
+    if (this.sets.length > 4 * keep + 64) this.sets.splice(0, this.sets.length - 2 * keep);
     return evaluation;
   }
 }

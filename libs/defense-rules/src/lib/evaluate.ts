@@ -169,6 +169,61 @@ export function requiredHistoryRuns(strategy: DefenseStrategy): number {
   return n;
 }
 
+/**
+ * How many recent runs {@link evaluate} reads in a chamber's steady state, when every indicator has
+ * limits: the longest run-rule window and escalation window (at least 1). Phase I, a CUSUM
+ * excursion and a recipe whose runs are spread among other recipes' read further back:
+ * {@link historyShortfall} says when a history this deep is not enough.
+ */
+export function steadyHistoryRuns(strategy: DefenseStrategy): number {
+  let n = 1;
+  for (const ind of strategy.indicators) for (const r of ind.rules) n = Math.max(n, ruleWindow(r));
+  for (const e of strategy.escalation) n = Math.max(n, e.withinRuns);
+  return n;
+}
+
+/**
+ * Why `history` — the newest runs of a chamber whose older runs were not read — may be too short for
+ * {@link evaluate} to judge `readings` as it would with {@link requiredHistoryRuns} runs; undefined
+ * when it is enough. It is not when an indicator has no limits (Phase I reads back to the chart's
+ * start), when fewer earlier points of an indicator at its limits' version are in it than its chart
+ * reads (its run rules' window, the EWMA's or CUSUM's previous point, a CUSUM excursion's points), or
+ * when fewer runs are in it than the escalation rules count. An earlier point of another version ends
+ * a chart, so finding one is enough.
+ */
+export function historyShortfall(
+  history: ChamberHistory,
+  readings: readonly Reading[],
+  strategy: DefenseStrategy,
+): string | undefined {
+  let escalation = 1;
+  for (const e of strategy.escalation) escalation = Math.max(escalation, e.withinRuns);
+  if (history.runs.length < escalation - 1) return `escalation reads ${escalation - 1} earlier runs, ${history.runs.length} read`;
+  const configs = new Map(strategy.indicators.map((c) => [c.id, c]));
+  for (const reading of readings) {
+    const cfg = configs.get(reading.indicatorId);
+    if (!cfg || reading.value === undefined) continue;
+    const limits = history.limits[reading.key];
+    if (!limits) return `${reading.key} has no limits (Phase I reads back to its first point)`;
+    const chart = limits.chart;
+    let need = chart.type === 'ewma' || chart.type === 'cusum' ? 1 : Math.max(0, ...cfg.rules.map(ruleWindow)) - 1;
+    let found = 0;
+    for (let i = history.runs.length - 1; i >= 0 && found < need; i--) {
+      const p = history.runs[i].points[reading.key];
+      if (!p) continue;
+      if (p.limitsVersion !== limits.version) {
+        found = need;
+        break;
+      }
+      // The CUSUM's excursion so far is cited when it signals: its points are needed too.
+      if (found === 0 && chart.type === 'cusum' && p.cusum) need = Math.max(need, p.cusum.upperRun, p.cusum.lowerRun);
+      found++;
+    }
+    if (found < need) return `${reading.key}: ${found} of the ${need} earlier points its chart reads`;
+  }
+  return undefined;
+}
+
 /** Up to `max` earlier points of `key` judged against limits `version`, oldest first, with their run ids. */
 function priorPoints(
   runs: readonly RunRecord[],

@@ -26,6 +26,7 @@ import {
 } from '@defender/contracts';
 import { EventSink, HistoryProvider, NotificationMessage, NotificationSource, PipelineObserver, PipelineStore, RunEvaluator } from './ports';
 import { markAfter, publishedPrefix, runEvents } from './outbox';
+import { HistoryTooShortError } from './evaluator/errors';
 import { ByteBudget, Semaphore } from './semaphore';
 
 /** Settings of a {@link ChamberWorker}. */
@@ -485,9 +486,10 @@ export class ChamberWorker {
     return n;
   }
 
-  private async history(strategy: RunStrategy | undefined): Promise<RunPointSet[]> {
-    const limit = Math.max(1, this.deps.evaluator.historyRuns(strategy?.record.document, strategy?.scope));
-    return this.outageRetry('history', () => this.deps.cache.history(this.chamber, { limit, highWaterMark: this.highWaterMark }));
+  /** The newest committed runs of the chamber, `limit` of them (default: what the strategy needs in the steady state). */
+  private async history(strategy: RunStrategy | undefined, limit?: number): Promise<{ runs: RunPointSet[]; limit: number }> {
+    const runs = limit ?? Math.max(1, this.deps.evaluator.historyRuns(strategy?.record.document, strategy?.scope));
+    return { runs: await this.outageRetry('history', () => this.deps.cache.history(this.chamber, { limit: runs, highWaterMark: this.highWaterMark })), limit: runs };
   }
 
   /** Reads the run's trace; a missing or unreadable one is bad input (dead-lettered). */
@@ -509,13 +511,14 @@ export class ChamberWorker {
    * what the reservation (`reserved` bytes) does not cover is charged to the trace budget while the
    * trace is held.
    */
-  private evaluateTrace(
+  private async evaluateTrace(
     msg: NotificationMessage,
     n: RunNotification,
     read: { trace: TraceRecord; readMs: number },
-    ctx: Pick<Parameters<RunEvaluator['evaluate']>[0], 'history' | 'limits' | 'strategy' | 'strategyScope'>,
+    ctx: Pick<Parameters<RunEvaluator['evaluate']>[0], 'history' | 'historyLimit' | 'limits' | 'strategy' | 'strategyScope'>,
     reserved: number,
-  ): { evaluation: ReturnType<RunEvaluator['evaluate']>; observation: ReturnType<typeof observeTrace> } {
+    moreHistory: (runs: number) => Promise<{ runs: RunPointSet[]; limit: number }>,
+  ): Promise<{ evaluation: ReturnType<RunEvaluator['evaluate']>; observation: ReturnType<typeof observeTrace> }> {
     const { trace } = read;
     const extra = traceBytes(trace) - reserved;
     const release = extra > 0 ? this.deps.traceBudget?.charge(extra) : undefined;
@@ -529,22 +532,35 @@ export class ChamberWorker {
       this.deps.observer?.stage?.('trace', read.readMs);
       this.deps.observer?.traceSamples?.(this.key, samples);
 
-      const t2 = this.deps.monotonic();
+      let evaluationMs = 0;
+      const judge = (history: Pick<typeof ctx, 'history' | 'historyLimit'>) => {
+        const t2 = this.deps.monotonic();
+        try {
+          // The run's own completion time stamps what it creates (limit sets, models): an attempt retried
+          // after a timeout that left some of them written creates the same records (idempotent writes),
+          // where the clock would make them conflict with the ones already stored.
+          return this.deps.evaluator.evaluate({ chamber: this.chamber, sequence: msg.sequence, notification: n, trace, ...ctx, ...history, now: new Date(n.completedAt) });
+        } catch (err) {
+          // Input the evaluator can never use (e.g. a malformed trace) is dead-lettered at once, not retried.
+          const reason = (err as { deadLetterReason?: unknown } | null)?.deadLetterReason;
+          if (typeof reason === 'string' && (DEAD_LETTER_REASONS as readonly string[]).includes(reason)) {
+            throw new DeadLetterSignal(reason as DeadLetterReason, (err as Error).message, n.runId);
+          }
+          throw err;
+        } finally {
+          evaluationMs += this.deps.monotonic() - t2;
+        }
+      };
       let evaluation;
       try {
-        // The run's own completion time stamps what it creates (limit sets, models): an attempt retried
-        // after a timeout that left some of them written creates the same records (idempotent writes),
-        // where the clock would make them conflict with the ones already stored.
-        evaluation = this.deps.evaluator.evaluate({ chamber: this.chamber, sequence: msg.sequence, notification: n, trace, ...ctx, now: new Date(n.completedAt) });
+        evaluation = judge(ctx);
       } catch (err) {
-        // Input the evaluator can never use (e.g. a malformed trace) is dead-lettered at once, not retried.
-        const reason = (err as { deadLetterReason?: unknown } | null)?.deadLetterReason;
-        if (typeof reason === 'string' && (DEAD_LETTER_REASONS as readonly string[]).includes(reason)) {
-          throw new DeadLetterSignal(reason as DeadLetterReason, (err as Error).message, n.runId);
-        }
-        throw err;
+        // The steady state's history was not enough for this run (Phase I completes, a chart reads
+        // further back): read as much as it asks for and judge it again.
+        if (!(err instanceof HistoryTooShortError)) throw err;
+        const more = await moreHistory(err.runs);
+        evaluation = judge({ history: more.runs, historyLimit: more.limit });
       }
-      const evaluationMs = this.deps.monotonic() - t2;
       if (this.currentAttempt) this.currentAttempt.evaluationMs += evaluationMs;
       this.deps.observer?.stage?.('evaluate', evaluationMs);
       return { evaluation, observation: observeTrace(trace, this.deps.now()) };
@@ -624,7 +640,7 @@ export class ChamberWorker {
     n: RunNotification,
     reads: {
       strategyP: Promise<RunStrategy | undefined>;
-      historyP: Promise<RunPointSet[]>;
+      historyP: Promise<{ runs: RunPointSet[]; limit: number }>;
       limitsP: Promise<Awaited<ReturnType<PipelineStore['uchart']['currentLimitSets']>>>;
       metaP: Promise<Awaited<ReturnType<PipelineStore['chamberMetadata']['get']>>>;
       traceP: Promise<{ trace: TraceRecord; readMs: number }>;
@@ -638,12 +654,19 @@ export class ChamberWorker {
     // age) is skipped before it is evaluated (which could write limit sets); the commit decides.
     const appliedAt = await appliedP;
     if (appliedAt !== undefined && appliedAt !== msg.sequence) return this.skipDuplicate(msg, n);
-    const [strategy, history, limits] = await Promise.all([strategyP, historyP, limitsP]);
+    const [strategy, read, limits] = await Promise.all([strategyP, historyP, limitsP]);
     this.deps.observer?.stage?.('history', this.deps.monotonic() - t0);
     const meta = await metaP;
     if (!meta) throw new DeadLetterSignal('unknown-chamber', `${this.key} has no chamber metadata`, n.runId);
 
-    const { evaluation, observation } = this.evaluateTrace(msg, n, await traceP, { history, limits, strategy: strategy?.record.document, ...(strategy ? { strategyScope: strategy.scope } : {}) }, reserved);
+    const { evaluation, observation } = await this.evaluateTrace(
+      msg,
+      n,
+      await traceP,
+      { history: read.runs, historyLimit: read.limit, limits, strategy: strategy?.record.document, ...(strategy ? { strategyScope: strategy.scope } : {}) },
+      reserved,
+      (runs) => this.history(strategy, runs),
+    );
     if (evaluation.points.length === 0 && evaluation.skipped.length > 0) {
       throw new DeadLetterSignal(
         'no-indicators',

@@ -105,16 +105,32 @@ export interface EvaluationInput {
    * `completedAt`, so that evaluating the same run again creates the same records.
    */
   readonly now: Date;
+  /**
+   * The limit `history` was read with (its newest runs): when it holds that many, older runs may
+   * exist, and `evaluate` throws `HistoryTooShortError` when this run needs them. Without it, `history`
+   * is all the evaluator may look at.
+   */
+  readonly historyLimit?: number;
 }
 
 /** Turns a run into U-chart points, alarms and a hold (U-chart engine + defense rules). */
 export interface RunEvaluator {
   /**
-   * How many committed runs of history the evaluator needs to judge a run by `strategy` (a stored
-   * document, or undefined for the default), found under `strategyScope` when given (see
-   * {@link EvaluationInput.strategyScope}).
+   * How many committed runs of history to read for a run judged by `strategy` (a stored document, or
+   * undefined for the default), found under `strategyScope` when given (see
+   * {@link EvaluationInput.strategyScope}): enough in a chamber's steady state; pass it as
+   * {@link EvaluationInput.historyLimit} so that a run that needs more says so.
    */
   historyRuns(strategy: unknown, strategyScope?: StrategyScopeInfo): number;
+  /**
+   * The most committed runs an evaluation by `strategy` reads (Phase I, the monitor's Phase I
+   * extension): what `HistoryTooShortError.runs` asks for when `historyRuns` was not enough.
+   */
+  fullHistoryRuns(strategy: unknown, strategyScope?: StrategyScopeInfo): number;
+  /**
+   * @throws HistoryTooShortError when `input.historyLimit` is given, `input.history` holds that many
+   *   runs and this run needs older ones: evaluate it again with the newest `runs` runs.
+   */
   evaluate(input: EvaluationInput): RunEvaluation;
 }
 

@@ -97,7 +97,7 @@ describe('the chamber monitor on the chamber page (evaluator records in a real S
         sequence,
         notification: notificationOf(trace, now),
         trace,
-        history: await store.uchart.history(chamber, { limit: evaluator.historyRuns(strategy) }),
+        history: await store.uchart.history(chamber, { limit: evaluator.fullHistoryRuns(strategy) }),
         limits: await store.uchart.currentLimitSets(chamber),
         strategy,
         now,

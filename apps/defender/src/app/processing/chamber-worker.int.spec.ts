@@ -10,6 +10,7 @@ import { describeWithInfra, startSecuredNatsServer, waitFor } from '@defender/in
 import { DEFAULT_STREAM_SETTINGS, ensureStreams, lastMessageId, NotificationReader, publishOnce, STREAMS, watchNotifications, type StreamSettings } from '@defender/nats-kv';
 import { ByteBudget, ChamberWorker, createRunEvaluator, RunEvaluator, Semaphore, WorkerDeps } from '@defender/pipeline';
 import { releaseTraceMemory, SqliteStore, UChartHistoryCache } from '@defender/store';
+import { normalDeviate, seededRandom } from '@defender/hashing';
 
 const chamber = { toolId: 't1', chamberId: 'c1' };
 const SVIDS = ['pressure'];
@@ -181,6 +182,7 @@ describeWithInfra(['nats'], 'ChamberWorker trace memory budget against real NATS
       const evaluator = createRunEvaluator();
       const countingEvaluator: RunEvaluator = {
         historyRuns: (s) => evaluator.historyRuns(s),
+        fullHistoryRuns: (s) => evaluator.fullHistoryRuns(s),
         evaluate: (input) => {
           try {
             return evaluator.evaluate(input);
@@ -397,6 +399,7 @@ async function runWithRelease(
     const evaluated: { runId: string; samples: number }[] = [];
     const evaluator: RunEvaluator = {
       historyRuns: (strategy, scope) => base.historyRuns(strategy, scope),
+      fullHistoryRuns: (strategy, scope) => base.fullHistoryRuns(strategy, scope),
       evaluate: (input) => {
         evaluated.push({ runId: input.notification.runId, samples: input.trace.svids.get(SVIDS[0]!)?.length ?? -1 });
         return base.evaluate(input);
@@ -618,6 +621,7 @@ function alarmingEvaluator(alarmed: ReadonlySet<string>): RunEvaluator {
   const base = createRunEvaluator();
   return {
     historyRuns: (strategy) => base.historyRuns(strategy),
+    fullHistoryRuns: (strategy) => base.fullHistoryRuns(strategy),
     evaluate: (input) => {
       const r = base.evaluate(input);
       const runId = input.notification.runId;
@@ -910,4 +914,64 @@ describeWithInfra(['nats'], 'ChamberWorker after NATS lost its store, against re
       rmSync(dir, { recursive: true, force: true });
     }
   }, 120_000);
+});
+
+/**
+ * The history a worker reads: the steady state's (25 runs for the default strategy, as many as the
+ * defender's cache keeps), and, for the run that completes Phase I (30 runs), as many as it asks for
+ * (HistoryTooShortError): read past the cache from the store, and the run judged again with them.
+ */
+describeWithInfra(['nats'], 'ChamberWorker reading more history when a run needs it, against real NATS and SQLite', () => {
+  it('completes Phase I with the 30 runs read from the store, every other run with the cached 25', async () => {
+    await withChamber('worker-history-', async ({ nc, store, reader }) => {
+      const base = createRunEvaluator();
+      const calls = new Map<string, number[]>();
+      const evaluator: RunEvaluator = {
+        historyRuns: (s, sc) => base.historyRuns(s, sc),
+        fullHistoryRuns: (s, sc) => base.fullHistoryRuns(s, sc),
+        evaluate: (input) => {
+          calls.set(input.notification.runId, [...(calls.get(input.notification.runId) ?? []), input.history.length]);
+          return base.evaluate(input);
+        },
+      };
+      const cache = new UChartHistoryCache({ source: store.uchart, sizeMb: 8, runsPerChamber: base.historyRuns(undefined) });
+      const deadLetters: string[] = [];
+      const worker = new ChamberWorker(chamber, 1, { ...workerDeps({ nc, reader, cache, store, deadLetters, now: () => new Date() }), evaluator }, {
+        processTimeoutMs: 30_000,
+        maxAttempts: 3,
+        idlePollMs: 60_000,
+        maxTracePoints: 1_000_000,
+        maxOutageBackoffMs: 1000,
+        ownerId: 'defender-0',
+      });
+      const feed = await watchNotifications(nc, (_s, seq) => worker.notify(seq));
+      worker.start(() => undefined);
+      const rand = seededRandom(5);
+      let last = 0;
+      for (let k = 0; k < 33; k++) {
+        // A run offset shared by the whole trace, and per-sample noise: a baseline the monitor accepts.
+        const offset = normalDeviate(rand);
+        const values = new Float64Array(60).map(() => 50 + offset + 0.1 * normalDeviate(rand));
+        await store.traces.write({ ...chamber, runId: `r${k}`, timing: { kind: 'regular', startSeconds: 1_800_000_000 + k * 60, frequencyHz: 1 }, svids: new Map([[SVIDS[0]!, values]]), steps: [] });
+        const start = new Date(Date.UTC(2026, 10, 25, 0, k)).toISOString();
+        const body = { schema: 1, ...chamber, runId: `r${k}`, recipe: 'R', contextWindow: { start, end: start }, svids: SVIDS, trace: { store: 'default' }, completedAt: start };
+        last = (await jetstream(nc).publish(notificationSubject(chamber.toolId, chamber.chamberId), JSON.stringify(body))).seq;
+      }
+      await waitFor('all 33 runs applied', async () => worker.mark === last, 60_000);
+      await worker.stop();
+      await feed.stop();
+      cache.close();
+
+      expect(deadLetters).toEqual([]);
+      const model = (await store.uchart.currentLimitSets(chamber)).find((l) => l.indicatorKey === 'R|m:model');
+      expect(model?.version).toBe(1);
+      expect(model?.baseline.runIds).toEqual(Array.from({ length: 30 }, (_, k) => `r${k}`));
+      // r29 completed Phase I: judged first with the 25 runs read, then again with all 29 before it.
+      expect(calls.get('r29')).toEqual([25, 29]);
+      for (const [runId, lengths] of calls) if (runId !== 'r29') expect({ runId, reads: lengths.length }).toEqual({ runId, reads: 1 });
+      expect(calls.get('r32')).toEqual([25]);
+      const runs = await store.uchart.history(chamber, { limit: 3 });
+      expect(runs.map((r) => r.points.find((p) => p.indicatorKey === 'R|m:model')?.limitsVersion)).toEqual([1, 1, 1]);
+    });
+  });
 });

@@ -5,6 +5,7 @@ import type { NatsConnection } from '@nats-io/nats-core';
 import { ChamberRef, DefenderStore, LoadReport, parseNotificationSubject, strategyScopeKind } from '@defender/contracts';
 import { ensureStreams, lastMessageId, NotificationReader, publishOnce, StreamMissingError, STREAMS, watchNotifications } from '@defender/nats-kv';
 import { NatsConnectionService, StoreService } from '@defender/nest-common';
+import { STRATEGY_PRESETS } from '@defender/defense-rules';
 import { boundedSource, ChamberSupervisor, FeedWatch, PipelineObserver, ByteBudget, RunEvaluator, Semaphore, StreamCheck, UnknownChamberDeadLetters, WorkerDeps, type WorkerState } from '@defender/pipeline';
 import { releaseTraceMemory, UChartHistoryCache } from '@defender/store';
 import { DefenderConfig } from '../config';
@@ -180,9 +181,14 @@ export class ProcessingService implements ChamberWork, OnApplicationBootstrap, O
         const check = this.streamCheck;
         this.streamCheckTimer ??= setInterval(() => void check.check(), this.config.HEARTBEAT_INTERVAL_SECONDS * 1000);
         this.streamCheckTimer.unref();
-        // The cache keeps as many runs per chamber as the default strategy reads (a history call asking
-        // for more bypasses it and decodes every point of every run from the store).
-        this.cache ??= new UChartHistoryCache({ source: store.uchart, sizeMb: this.config.CACHE_SIZE_MB, runsPerChamber: this.evaluator.historyRuns(undefined) });
+        // The cache keeps as many runs per chamber as the product's strategies read in a chamber's steady
+        // state (a history call asking for more, a run completing Phase I for example, bypasses it and
+        // decodes every point of every run it reads from the store).
+        this.cache ??= new UChartHistoryCache({
+          source: store.uchart,
+          sizeMb: this.config.CACHE_SIZE_MB,
+          runsPerChamber: Math.max(this.evaluator.historyRuns(undefined), ...STRATEGY_PRESETS.map((p) => this.evaluator.historyRuns(p.document))),
+        });
         if (!this.supervisor) {
           this.supervisor = this.createSupervisor(nc, this.reader, this.cache);
           // A map applied before processing was ready: its workers start through acquire().

@@ -9,9 +9,9 @@ export {
   encodePoint,
   type DecodedLimits,
 } from './codec';
-export { EvaluatorConfigError, InvalidStrategyDocumentError, InvalidTraceError } from './errors';
+export { EvaluatorConfigError, HistoryTooShortError, InvalidStrategyDocumentError, InvalidTraceError } from './errors';
 export { describeFlags, POINT_FLAGS, ruleFlag, type PointFlag } from './flags';
-export { createRunEvaluator, storeIndicatorKey, type RunEvaluatorOptions } from './run-evaluator';
+export { createRunEvaluator, evaluateWithHistory, storeIndicatorKey, type RunEvaluatorOptions } from './run-evaluator';
 export {
   PENDING_BASELINE_CHART_TYPE,
   pendingBaselineOf,
@@ -19,5 +19,5 @@ export {
   type PendingBaseline,
   type RebaselineRequest,
 } from './rebaseline';
-export { MONITOR_CHART_TYPE } from './monitor-stage';
+export { MONITOR_CHART_TYPE, MONITOR_COUNT_KEYS } from './monitor-stage';
 export { MONITOR_PART_CHART_TYPE } from './chart-types';

@@ -131,8 +131,44 @@ describe('chamber monitor in the run evaluator', () => {
     expect(points.some((p) => p.indicatorKey === 'R1|m/Flow@*:offset')).toBe(true);
     // The same run judged with the whole history and with only the run before it: the same records.
     const judged = chamber.process(drifting(70), 'R1', extending);
-    expect(judged.input.history.length).toBeGreaterThan(40);
-    expect(evaluator.evaluate({ ...judged.input, history: judged.input.history.slice(-1) })).toEqual(judged.evaluation);
+    // A worker read the steady state's history (escalation's 5 runs + 20) and needed no more.
+    const { historyLimit, ...read } = judged.input;
+    expect(historyLimit).toBe(25);
+    expect(read.history).toHaveLength(25);
+    const whole = { ...read, history: chamber.committed.slice(0, -1) };
+    expect(whole.history).toHaveLength(70);
+    expect(evaluator.evaluate(whole)).toEqual(judged.evaluation);
+    expect(evaluator.evaluate({ ...whole, history: whole.history.slice(-1) })).toEqual(judged.evaluation);
+  });
+
+  it('reads the steady state\'s history and more only when a run needs it, judging every run as with the whole history', () => {
+    const rand = seededRandom(23);
+    const extending = { ...doc, monitor: { baseline: { minRuns: 30, extendTo: 40 }, mewma: false } };
+    const base = createRunEvaluator();
+    // The reference reads as many runs as any run may need, every time.
+    const whole = new SimulatedChamber({ historyRuns: (d, sc) => base.fullHistoryRuns(d, sc), fullHistoryRuns: (d, sc) => base.fullHistoryRuns(d, sc), evaluate: (i) => base.evaluate(i) });
+    const steady = new SimulatedChamber(base);
+    const faults = new Set([52, 53, 54, 80, 150]);
+    let longBefore = 0;
+    const longAt: number[] = [];
+    // Two recipes in turn with a third now and then, faults that alarm and hold, a run with no value.
+    for (let i = 0; i < 170; i++) {
+      const recipe = i % 7 === 6 ? 'R3' : i % 2 === 0 ? 'R1' : 'R2';
+      const trace = i === 70 ? traceOf(`run-${i}`, { Pressure: [NaN], Flow: [NaN], SP_001: [NaN] }) : run(i, rand, faults.has(i) ? { pressureStep: 3 } : undefined);
+      const a = whole.process(trace, recipe, extending);
+      const b = steady.process(trace, recipe, extending);
+      expect({ run: i, ...b.evaluation }).toEqual({ run: i, ...a.evaluation });
+      if (steady.longReads > longBefore) longAt.push(i);
+      longBefore = steady.longReads;
+    }
+    const models = steady.limits.filter((l) => l.chartType === MONITOR_CHART_TYPE).map((l) => `${l.indicatorKey} v${l.version}`);
+    // R3 runs too rarely for its Phase I to fit in the history any run reads: it keeps collecting.
+    expect(models.sort()).toEqual(['R1|m:model v2', 'R2|m:model v2']);
+    expect(whole.longReads).toBe(0);
+    // More than the steady state's 25 runs only where Phase I completes (R1, R2) and where the
+    // extension may be due, until it is (6 of 170 runs here).
+    expect(longAt.length).toBeGreaterThanOrEqual(4);
+    expect(longAt.length).toBeLessThanOrEqual(10);
   });
 
   it('stores a model too large for one limit set in parts (head last), reads it back whole, and refuses a missing part', () => {

@@ -264,6 +264,28 @@ function modelPointIn(points: readonly UChartPoint[], modelKey: string): UChartP
 }
 
 /**
+ * Chart entries of the model's point that carry counts from run to run, so that a run read with a
+ * short history knows whether Phase I or its extension may be due (see {@link runMonitorStage}):
+ * a Phase I point counts the recipe's Phase I runs so far, a judged point the runs judged by its
+ * model version so far (both including its own run).
+ */
+export const MONITOR_COUNT_KEYS = { phaseOneRuns: 'phaseOneRuns', judgedRuns: 'judgedRuns' } as const;
+
+/** Phase I runs up to and including `p`'s run (0 when `p` was judged); undefined when `p` does not say. */
+function phaseOneRunsOf(p: UChartPoint): number | undefined {
+  if (p.limitsVersion !== undefined) return 0;
+  const n = p.chart?.[MONITOR_COUNT_KEYS.phaseOneRuns];
+  return n !== undefined && Number.isSafeInteger(n) && n >= 1 ? n : undefined;
+}
+
+/** Runs judged by model `version` up to and including `p`'s run (0 when `p` was not); undefined when `p` does not say. */
+function judgedRunsOf(p: UChartPoint, version: number): number | undefined {
+  if (p.limitsVersion !== version) return 0;
+  const n = p.chart?.[MONITOR_COUNT_KEYS.judgedRuns];
+  return n !== undefined && Number.isSafeInteger(n) && n >= 1 ? n : undefined;
+}
+
+/**
  * The points of history runs, each decoded at most once per evaluation (a cached run decodes its
  * points anew on every read of `points`, and a run of a chamber with a hundred sensors has thousands).
  */
@@ -282,6 +304,31 @@ class DecodedHistory {
   modelPoint(set: RunPointSet, modelKey: string): UChartPoint | undefined {
     return modelPointIn(this.points(set), modelKey);
   }
+}
+
+/**
+ * Runs judged by model `version` including this one: 1 for a version fitted by this run, else the
+ * previous run's count + 1 — counted in the history read when that run carries none (points stored
+ * before the counts were).
+ */
+function judgedRunsNow(
+  version: number,
+  fittedNow: boolean,
+  prevPoint: UChartPoint | undefined,
+  history: readonly RunPointSet[],
+  recipe: string | undefined,
+  modelKey: string,
+  decoded: DecodedHistory,
+): number {
+  if (fittedNow) return 1;
+  const carried = prevPoint ? judgedRunsOf(prevPoint, version) : 0;
+  if (carried !== undefined) return carried + 1;
+  let n = 1;
+  for (const set of history) {
+    if (recipe !== undefined && set.recipe !== undefined && set.recipe !== recipe) continue;
+    if (decoded.modelPoint(set, modelKey)?.limitsVersion === version) n++;
+  }
+  return n;
 }
 
 /** Store key suffix of an SVID's level offset (the adaptive centre's state), a point of every judged run. */
@@ -318,6 +365,12 @@ export function runMonitorStage(args: {
   readonly now: Date;
   /** The run's recipe: history runs of other recipes are skipped without decoding them. */
   readonly recipe?: string;
+  /**
+   * Given when `history` is the newest runs of a longer history: throws (`HistoryTooShortError`) when
+   * this run may need older runs — no earlier run of the recipe among them, Phase I may complete, or
+   * its extension may be due (the counts the model's points carry say so).
+   */
+  readonly historyCut?: (reason: string) => never;
 }): MonitorStageResult {
   const cfg = args.strategy.monitor;
   const skipped: { indicatorKey: string; reason: string }[] = [];
@@ -361,7 +414,26 @@ export function runMonitorStage(args: {
   }
 
   const decoded = new DecodedHistory();
+  // The newest earlier run of the recipe with a model point: its state and counts carry forward.
+  let prev: { set: RunPointSet; point: UChartPoint } | undefined;
+  for (let i = args.history.length - 1; i >= 0 && !prev; i--) {
+    const set = args.history[i] as RunPointSet;
+    if (args.recipe !== undefined && set.recipe !== undefined && set.recipe !== args.recipe) continue;
+    const point = decoded.modelPoint(set, modelKey);
+    if (point) prev = { set, point };
+  }
+  const cut: ((reason: string) => never) | undefined = args.historyCut;
+  if (cut && !prev) cut('no earlier run of the recipe in the history read');
+  const minRuns = pending?.minRuns ?? cfg.baseline.minRuns;
+  const phaseBefore = prev ? phaseOneRunsOf(prev.point) : 0;
   let newLimitSets: LimitSetRecord[] = [];
+  if (!model && !unreadable && cut) {
+    if (pending) cut('the model is re-baselined');
+    if (phaseBefore === undefined) cut('the earlier run does not count its Phase I runs');
+    else if (phaseBefore + 1 >= minRuns) cut(`Phase I may complete (run ${phaseBefore + 1} of ${minRuns})`);
+  }
+  // This run's Phase I count when it is not judged (the runs of the phase, as far as they are read, without the count).
+  let phaseRuns = phaseBefore === undefined ? 1 : phaseBefore + 1;
   if (!model && !unreadable) {
     // Phase I: this run and the earlier runs of the recipe with a model point judged by no model.
     // After a re-baseline request, only the runs after it (judged by no model) and not excluded.
@@ -375,7 +447,7 @@ export function runMonitorStage(args: {
       if (!pending?.excludeRunIds.includes(set.runId)) phase.push(set);
     }
     phase.reverse();
-    const minRuns = pending?.minRuns ?? cfg.baseline.minRuns;
+    if (phaseBefore === undefined) phaseRuns = phase.length + 1;
     if (phase.length + 1 >= minRuns) {
       const keys = [...values.keys()];
       const index = new Map(keys.map((k, j) => [k, j]));
@@ -408,6 +480,12 @@ export function runMonitorStage(args: {
   const extendTo = cfg.baseline.extendTo;
   if (model && newLimitSets.length === 0 && extendTo !== false && model.baselineRunIds.length < extendTo) {
     const current = model;
+    if (cut) {
+      // Its usable runs are at most its Phase I runs and the runs it judged.
+      const judged = prev ? judgedRunsOf(prev.point, current.version) : 0;
+      if (judged === undefined) cut('the earlier run does not count its judged runs');
+      else if (current.baselineRunIds.length + judged >= extendTo) cut(`the Phase I extension may be due (${current.baselineRunIds.length} + ${judged} of ${extendTo} runs)`);
+    }
     const phaseOne = new Set(current.baselineRunIds);
     // Runs of the recipe after the model's last Phase I run were judged by it (a newer version would
     // be the current model). Counting the ones without an alarm needs no decoding when the history
@@ -455,24 +533,15 @@ export function runMonitorStage(args: {
   const points: MonitorStageResult['points'] = [];
   if (!model) {
     for (const [key, value] of values) points.push({ key, value });
-    points.push({ key: modelKey, value: 0 });
+    points.push({ key: modelKey, value: 0, chart: { [MONITOR_COUNT_KEYS.phaseOneRuns]: phaseRuns } });
     return { modelKey, points, violations: [], model: null, newLimitSets, skipped, t2: null, spe: null };
   }
 
   // The previous run of the recipe judged by this model: its model point carries the MEWMA state and
   // its level points the adaptive centre's state (runs judged by an older version start afresh).
   const judgedModel = model;
-  const previousPoints = (() => {
-    for (let i = args.history.length - 1; i >= 0; i--) {
-      const set = args.history[i] as RunPointSet;
-      if (args.recipe !== undefined && set.recipe !== undefined && set.recipe !== args.recipe) continue;
-      const pts = decoded.points(set);
-      const p = modelPointIn(pts, modelKey);
-      if (p) return p.limitsVersion === judgedModel.version ? pts : undefined;
-    }
-    return undefined;
-  })();
-  const previous = previousPoints ? modelPointIn(previousPoints, modelKey) : undefined;
+  const previousPoints = prev && prev.point.limitsVersion === judgedModel.version ? decoded.points(prev.set) : undefined;
+  const previous = previousPoints ? prev?.point : undefined;
   const prevState = model.mewma && previous?.chart
     ? model.mewma.scoreScale.map((_, a) => previous.chart?.[`z${a}`] ?? 0)
     : null;
@@ -501,6 +570,7 @@ export function runMonitorStage(args: {
   if (score.spe !== null) chart['spe'] = score.spe;
   if (score.mewma !== null) chart['mewma'] = score.mewma;
   score.mewmaState?.forEach((z, a) => (chart[`z${a}`] = z));
+  chart[MONITOR_COUNT_KEYS.judgedRuns] = judgedRunsNow(judgedModel.version, newLimitSets.length > 0, prev?.point, args.history, args.recipe, modelKey, decoded);
   points.push({ key: modelKey, value: score.t2 ?? 0, limitsVersion: model.version, chart });
   if (score.missing > 0) skipped.push({ indicatorKey: modelKey, reason: `missing-indicators: ${score.missing} charted indicator(s) missing, judged at their Phase I mean` });
   return {

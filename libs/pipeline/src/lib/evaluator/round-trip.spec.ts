@@ -288,7 +288,7 @@ function replay(doc: object, plan: RunPlan, window: 'evaluator' | 'unbounded', o
   const evaluator = createRunEvaluator(options);
   const strategy = parseStrategy(doc);
   const chamber = new SimulatedChamber(evaluator);
-  const reference = new ReferenceChamber(strategy, window === 'evaluator' ? evaluator.historyRuns(doc) : undefined);
+  const reference = new ReferenceChamber(strategy, window === 'evaluator' ? evaluator.fullHistoryRuns(doc) : undefined);
   const stats = { runs: 0, alarms: 0, holds: 0, baselines: 0, dead: 0 };
   for (const { trace, recipe } of plannedRuns(plan)) {
     const stored = chamber.process(trace, recipe, doc);

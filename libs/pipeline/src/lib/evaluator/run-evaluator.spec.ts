@@ -247,7 +247,7 @@ describe('createRunEvaluator: history decoded only as far back as the rules read
       const mean = i < 5 ? PHASE_ONE[i]! : i % 17 === 0 || i % 17 === 2 ? 13 : 10 + ((i * 7) % 5) / 50 - 0.04;
       chamber.process(pressureRun(`run-${i + 1}`, mean), RECIPE, doc);
     }
-    const history = chamber.committed.slice(-evaluator.historyRuns(doc));
+    const history = chamber.committed.slice(-evaluator.fullHistoryRuns(doc));
     expect(history).toHaveLength(100);
     const input = (h: RunPointSet[], runId: string, mean: number) => ({
       chamber: CHAMBER,
@@ -373,8 +373,11 @@ describe('createRunEvaluator: strategy documents', () => {
     expect(err.cause).toBeInstanceOf(StrategyValidationError);
     expect(() => chamber.process(trace, RECIPE, { schemaVersion: 2 })).toThrow(/unsupported version 2/);
     // The history a worker reads before evaluating: enough for any strategy the chamber may get once fixed.
-    expect(evaluator.historyRuns(invalid)).toBe(90 + 20);
-    expect(evaluator.historyRuns(strategy())).toBe(8 + 20); // WE4 looks at 8 runs
+    expect(evaluator.fullHistoryRuns(invalid)).toBe(90 + 20);
+    expect(evaluator.fullHistoryRuns(strategy())).toBe(8 + 20);
+    // Read first: what the steady state needs (escalation's 5 runs; WE4 looks at 8), plus 20.
+    expect(evaluator.historyRuns(invalid)).toBe(5 + 20);
+    expect(evaluator.historyRuns(strategy())).toBe(8 + 20);
   });
 
   it('gives no point for a run whose every sample is missing under the default strategy (a worker dead-letters it)', () => {
@@ -400,13 +403,18 @@ describe('createRunEvaluator: strategy documents', () => {
     expect(keys(scoped, 'OTHER')).toEqual(['OTHER|x']);
     // A scoped document may leave some runs to the default strategy: enough history for both (the
     // monitor extends its Phase I to 90 runs).
-    expect(evaluator.historyRuns(own)).toBe(20 + 20);
-    expect(evaluator.historyRuns({ ...own, indicators: [{ ...own.indicators[0], baseline: { minRuns: 5 } }] })).toBe(8 + 20);
-    expect(evaluator.historyRuns({ ...scoped, indicators: [{ ...own.indicators[0], baseline: { minRuns: 5 } }] })).toBe(90 + 20);
-    expect(createRunEvaluator({ extraHistoryRuns: 0, minHistoryRuns: 1 }).historyRuns(undefined)).toBe(90);
+    expect(evaluator.fullHistoryRuns(own)).toBe(20 + 20);
+    expect(evaluator.fullHistoryRuns({ ...own, indicators: [{ ...own.indicators[0], baseline: { minRuns: 5 } }] })).toBe(8 + 20);
+    expect(evaluator.fullHistoryRuns({ ...scoped, indicators: [{ ...own.indicators[0], baseline: { minRuns: 5 } }] })).toBe(90 + 20);
+    expect(createRunEvaluator({ extraHistoryRuns: 0, minHistoryRuns: 1 }).fullHistoryRuns(undefined)).toBe(90);
     // By default at least 100 runs, so that each of several recipes finds its Phase I points.
-    expect(createRunEvaluator().historyRuns(own)).toBe(100);
-    expect(createRunEvaluator().historyRuns(undefined)).toBe(110);
+    expect(createRunEvaluator().fullHistoryRuns(own)).toBe(100);
+    expect(createRunEvaluator().fullHistoryRuns(undefined)).toBe(110);
+    // The steady state's: the longest rule or escalation window, plus 20 (never more than the most).
+    expect(evaluator.historyRuns(own)).toBe(8 + 20);
+    expect(evaluator.historyRuns({ ...scoped, indicators: [{ ...own.indicators[0], baseline: { minRuns: 5 } }] })).toBe(8 + 20);
+    expect(createRunEvaluator({ extraHistoryRuns: 0, minHistoryRuns: 1 }).historyRuns(undefined)).toBe(5);
+    expect(createRunEvaluator().historyRuns(undefined)).toBe(25);
   });
 
   it('judges a run by the document found under a scope key of its lookup order, refused when its own scope disagrees with the key', () => {
@@ -449,11 +457,14 @@ describe('createRunEvaluator: strategy documents', () => {
     const [, chamberOnly] = strategyScopesForRun(CHAMBER, RECIPE) as StrategyScopeInfo[];
     const own = { schemaVersion: 1, name: 'own', scope: { chamber: 'ETCH01:PM2' }, indicators: [{ id: 'x', svid: 'b', statistic: 'max', baseline: { minRuns: 5 } }] };
     // Found under its key it judges every run it is looked up for: WE4's 8 runs, not the monitor's 90.
+    expect(evaluator.fullHistoryRuns(own, chamberOnly)).toBe(8);
     expect(evaluator.historyRuns(own, chamberOnly)).toBe(8);
     // As a bare scoped document, the default strategy may judge some runs instead.
-    expect(evaluator.historyRuns(own)).toBe(90);
-    expect(evaluator.historyRuns(undefined, undefined)).toBe(90);
-    expect(evaluator.historyRuns(invalid, chamberOnly)).toBe(90);
+    expect(evaluator.fullHistoryRuns(own)).toBe(90);
+    expect(evaluator.fullHistoryRuns(undefined, undefined)).toBe(90);
+    expect(evaluator.fullHistoryRuns(invalid, chamberOnly)).toBe(90);
+    expect(evaluator.historyRuns(own)).toBe(8);
+    expect(evaluator.historyRuns(undefined, undefined)).toBe(5);
   });
 
   it('rejects options out of their domain', () => {

@@ -3,6 +3,7 @@ import {
   RECORD_LIMITS,
   type ChamberRef,
   type LimitSetRecord,
+  type RunPointSet,
   type StrategyScopeInfo,
   type TraceRecord,
   type UChartPoint,
@@ -10,6 +11,7 @@ import {
 import {
   escalationReasons,
   evaluate,
+  historyShortfall,
   maybeEstablishBaseline,
   readingsFromTrace,
   StrategyValidationError,
@@ -31,9 +33,9 @@ import { holdFor, holdIdOf, runAlarm, type RunIdentity } from './alarms';
 import { monitorPoint, runMonitorStage, type MonitorStageResult } from './monitor-stage';
 import { pendingBaselineOf, type PendingBaseline } from './rebaseline';
 import { decodeHistory, decodeLimits, encodeLimits, encodePoint } from './codec';
-import { EvaluatorConfigError, InvalidStrategyDocumentError, InvalidTraceError } from './errors';
+import { EvaluatorConfigError, HistoryTooShortError, InvalidStrategyDocumentError, InvalidTraceError } from './errors';
 import { POINT_FLAGS, ruleFlag } from './flags';
-import { requiredRuns, scopeIssues, StrategyCache, strategyForRun } from './strategy';
+import { requiredRuns, scopeIssues, steadyRuns, StrategyCache, strategyForRun } from './strategy';
 
 /** Options of {@link createRunEvaluator}. */
 export interface RunEvaluatorOptions {
@@ -112,6 +114,11 @@ class DefenseRunEvaluator implements RunEvaluator {
   }
 
   historyRuns(strategyDoc: unknown, strategyScope?: StrategyScopeInfo): number {
+    const steady = steadyRuns(this.strategies.get(strategyDoc), strategyScope !== undefined) + this.extraHistoryRuns;
+    return Math.min(steady, this.fullHistoryRuns(strategyDoc, strategyScope));
+  }
+
+  fullHistoryRuns(strategyDoc: unknown, strategyScope?: StrategyScopeInfo): number {
     return Math.max(this.minHistoryRuns, requiredRuns(this.strategies.get(strategyDoc), strategyScope !== undefined) + this.extraHistoryRuns);
   }
 
@@ -171,6 +178,18 @@ class DefenseRunEvaluator implements RunEvaluator {
       }
     }
     const history: ChamberHistory = { runs: decodeHistory(input.history, keys), limits };
+    // A history read with a limit that it reaches may lack runs this one needs: ask for all of them.
+    const full = this.fullHistoryRuns(input.strategy, input.strategyScope);
+    const historyCut =
+      input.historyLimit !== undefined && input.historyLimit < full && input.history.length >= input.historyLimit
+        ? (reason: string): never => {
+            throw new HistoryTooShortError(full, reason);
+          }
+        : undefined;
+    if (historyCut) {
+      const shortfall = pending.size > 0 ? 'an indicator is re-baselined' : historyShortfall(history, readings, strategy);
+      if (shortfall !== undefined) historyCut(shortfall);
+    }
 
     const newLimitSets: LimitSetRecord[] = [];
     const fresh = new Set<string>();
@@ -222,6 +241,7 @@ class DefenseRunEvaluator implements RunEvaluator {
         keyPrefix: storeKeyPrefix(recipe),
         now: input.now,
         recipe,
+        ...(historyCut ? { historyCut } : {}),
       });
       skipped.push(...monitor.skipped);
       newLimitSets.push(...monitor.newLimitSets);
@@ -320,4 +340,23 @@ class DefenseRunEvaluator implements RunEvaluator {
  */
 export function createRunEvaluator(options: RunEvaluatorOptions = {}): RunEvaluator {
   return new DefenseRunEvaluator(options);
+}
+
+/**
+ * Evaluates a run as a worker does: with the newest `historyRuns` committed runs (`read(limit)`, oldest
+ * first) and, when the run needs older ones ({@link HistoryTooShortError}), again with as many as it
+ * asks for. For callers that hold a chamber's history themselves (tests, benchmarks).
+ */
+export function evaluateWithHistory(
+  evaluator: RunEvaluator,
+  input: Omit<EvaluationInput, 'history' | 'historyLimit'>,
+  read: (limit: number) => readonly RunPointSet[],
+): RunEvaluation {
+  const limit = Math.max(1, evaluator.historyRuns(input.strategy, input.strategyScope));
+  try {
+    return evaluator.evaluate({ ...input, history: read(limit), historyLimit: limit });
+  } catch (err) {
+    if (!(err instanceof HistoryTooShortError)) throw err;
+    return evaluator.evaluate({ ...input, history: read(err.runs), historyLimit: err.runs });
+  }
 }

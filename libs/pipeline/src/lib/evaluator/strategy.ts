@@ -3,6 +3,7 @@ import {
   DEFAULT_STRATEGY,
   requiredHistoryRuns,
   resolveStrategy,
+  steadyHistoryRuns,
   validateStrategy,
   type DefenseStrategy,
   type StrategyIssue,
@@ -92,4 +93,16 @@ export function requiredRuns(stored: StoredStrategy, keyed = false): number {
 export function scopeIssues(stored: StoredStrategy, strategyScope: StrategyScopeInfo | undefined): StrategyIssue[] {
   if (stored.kind !== 'valid' || strategyScope === undefined) return [];
   return strategyScopeConflicts(stored.strategy.scope, strategyScope);
+}
+
+/**
+ * Runs of history a run of the chamber needs in its steady state (defense-rules `steadyHistoryRuns`),
+ * for the same strategies as {@link requiredRuns}: the history read first; an evaluation that needs
+ * more (Phase I, the monitor's extension, a chart reaching further back) asks for {@link requiredRuns}.
+ */
+export function steadyRuns(stored: StoredStrategy, keyed = false): number {
+  if (stored.kind !== 'valid') return steadyHistoryRuns(DEFAULT_STRATEGY);
+  const own = steadyHistoryRuns(stored.strategy);
+  const { chamber, recipe } = stored.strategy.scope;
+  return keyed || (chamber === undefined && recipe === undefined) ? own : Math.max(own, steadyHistoryRuns(DEFAULT_STRATEGY));
 }

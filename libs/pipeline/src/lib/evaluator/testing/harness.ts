@@ -16,6 +16,7 @@ import {
   type TraceStep,
 } from '@defender/contracts';
 import type { EvaluationInput, RunEvaluation, RunEvaluator } from '../../ports';
+import { HistoryTooShortError } from '../errors';
 
 export const CHAMBER: ChamberRef = { toolId: 'ETCH01', chamberId: 'PM2' };
 export const T0 = Date.UTC(2024, 4, 1);
@@ -89,6 +90,8 @@ export class SimulatedChamber {
   private readonly sets: RunPointSet[] = [];
   private readonly limitSets = new Map<string, LimitSetRecord>();
   private sequence = 0;
+  /** Runs that asked for more history than the steady state's (HistoryTooShortError) and were judged again. */
+  longReads = 0;
 
   constructor(
     private readonly evaluator: RunEvaluator,
@@ -113,18 +116,27 @@ export class SimulatedChamber {
     const sequence = ++this.sequence;
     const now = new Date(T0 + sequence * 60_000);
     const limit = Math.max(1, this.evaluator.historyRuns(strategy, strategyScope));
-    const input: EvaluationInput = {
+    const base = {
       chamber: this.chamber,
       sequence,
       notification: notificationOf(trace, recipe),
       trace,
-      history: this.sets.slice(-limit),
       limits: this.limits,
       strategy: strategy === undefined ? undefined : JSON.parse(JSON.stringify(strategy)),
       ...(strategyScope ? { strategyScope } : {}),
       now,
     };
-    const evaluation = this.evaluator.evaluate(input);
+    // As a worker does: the steady state's history first, more when the run asks for it.
+    let input: EvaluationInput = { ...base, history: this.sets.slice(-limit), historyLimit: limit };
+    let evaluation;
+    try {
+      evaluation = this.evaluator.evaluate(input);
+    } catch (err) {
+      if (!(err instanceof HistoryTooShortError)) throw err;
+      this.longReads++;
+      input = { ...base, history: this.sets.slice(-err.runs), historyLimit: err.runs };
+      evaluation = this.evaluator.evaluate(input);
+    }
     const deadLettered = evaluation.points.length === 0 && evaluation.skipped.length > 0;
     const set: RunPointSet = {
       ...this.chamber,
