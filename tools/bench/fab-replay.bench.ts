@@ -32,7 +32,8 @@
 // run with other parameters, e.g. a memory run with fewer warm-up runs), FAB_HEAP_SNAPSHOTS=<dir> (a V8 heap snapshot of each defender after the warm-up and after the last
 // step, for tools/bench/heap-summary.ts or Chrome DevTools; taking one pauses that defender).
 // FAB_OVERLOAD (1.5: after the search, one step at this multiple of the highest sustained speed, to see
-// overload degrade gracefully; 0: none).
+// overload degrade gracefully; 0: none). FAB_PROFILE=<dir> (a CPU profile of pod-0 over each step's
+// window, <dir>/pod-0-step<k>-<speed>x.cpuprofile, its top areas and functions logged).
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -46,7 +47,8 @@ import { SqliteStore } from '@defender/store';
 import { percentile, table, writeBenchmarkSection } from './report';
 import { stepCharts } from './fab-replay/charts';
 import { handleBenchCommandLine } from './cli';
-import { BenchCluster, getJson, missingBundles } from './pipeline/cluster';
+import { BenchCluster, bundleOf, getJson, missingBundles } from './pipeline/cluster';
+import { summariseProfile, type CpuProfile } from './pipeline/profile';
 import { cpuMsOf, envList, gaugesBy, histogramQuantile, loadAverage, memoryBreakdownOf, memoryOf, parseCounter, parseHistogram, heapSnapshotNodeOptions, takeHeapSnapshot, type MemoryBreakdown } from './pipeline/observe';
 import { judgeStep, nextSpeed, type StepVerdict } from './fab-replay/sustain';
 import { cpuBalance, judgeOverload } from './fab-replay/balance';
@@ -100,6 +102,7 @@ Parameters (environment):
   FAB_SECTION=<name>            the docs/benchmarks.md section to write (fab-replay)
   FAB_HEAP_SNAPSHOTS=<dir>      a V8 heap snapshot of each defender after the warm-up and the last step
   FAB_OVERLOAD                  after the search, one step at this multiple of the highest sustained speed (1.5; 0: none)
+  FAB_PROFILE=<dir>             a CPU profile of pod-0 over each step's window, kept in <dir> (the top of it logged)
 
 Options:
   -h, --help                    this text
@@ -148,6 +151,7 @@ const P = {
   heapSnapshots: process.env['FAB_HEAP_SNAPSHOTS'],
   /** docs/benchmarks.md section: `fab-replay`, or another name for a run off the standard protocol. */
   section: process.env['FAB_SECTION'] ?? 'fab-replay',
+  profileDir: process.env['FAB_PROFILE'],
   /** After the search, one step at this multiple of the highest sustained speed (0: none). */
   overload: num('FAB_OVERLOAD', QUICK ? 0 : 1.5),
 };
@@ -545,6 +549,7 @@ async function runStep(
   }
   replay.deferDeletes = true;
   watch.begin();
+  const profiling = P.profileDir ? profileWindow(cluster, k, speed, Math.max(1, W - 2)) : undefined;
   const wall0 = Date.now();
   const deadline = wall0 + W * 1000;
   const backlog: { t: number; runs: number }[] = [];
@@ -572,6 +577,7 @@ async function runStep(
   } finally {
     clearInterval(sampler);
   }
+  await profiling;
   // Runs the publisher did not get out in the window are dropped from the replay (never published).
   const wallEnd = Date.now();
   const procs = watch.end();
@@ -700,6 +706,33 @@ async function controllerMaps(cl: BenchCluster): Promise<ControllerMaps | undefi
     lastBytes: bytes.get('total') ?? 0,
     largestValueBytes: bytes.get('largest_value') ?? 0,
   };
+}
+
+/**
+ * With FAB_PROFILE: pod-0's CPU profile over `seconds` of step `k`'s window, kept as a .cpuprofile and
+ * summarised in the log (self time by area and by function). A failure is logged, never fatal.
+ */
+async function profileWindow(cl: BenchCluster, k: number, speed: number, seconds: number): Promise<void> {
+  const d = cl.defenders()[0];
+  if (!d || !P.profileDir) return;
+  try {
+    const res = await fetch(`${d.url}/debug/cpu-profile`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${DEBUG_TOKEN}`, 'x-profile-seconds': String(Math.round(seconds)) },
+    });
+    if (!res.ok) throw new Error(`HTTP ${res.status} ${await res.text()}`);
+    const profile = (await res.json()) as CpuProfile;
+    mkdirSync(P.profileDir, { recursive: true });
+    const file = join(P.profileDir, `${d.name}-step${k + 1}-${speed}x.cpuprofile`);
+    writeFileSync(file, JSON.stringify(profile));
+    const sum = summariseProfile(profile, bundleOf('defender'));
+    const pct = (ms: number) => `${f1((100 * ms) / Math.max(1, sum.busyMs))} %`;
+    log(`step ${k + 1}: ${d.name} profiled ${f1(sum.totalMs / 1000)} s, ${f0((100 * sum.busyMs) / Math.max(1, sum.totalMs))} % busy -> ${file}`);
+    log(`  areas: ${sum.areas.slice(0, 8).map((a) => `${a.area} ${pct(a.ms)}`).join(', ')}`);
+    log(`  functions: ${sum.functions.slice(0, 12).map((f) => `${f.fn} (${f.where}) ${pct(f.ms)}`).join(', ')}`);
+  } catch (err) {
+    log(`step ${k + 1}: profiling ${d.name} failed: ${(err as Error).message}`);
+  }
 }
 
 /** With FAB_HEAP_SNAPSHOTS, a defender's NODE_OPTIONS (its own or its image's) also let the bench ask for heap snapshots. */
