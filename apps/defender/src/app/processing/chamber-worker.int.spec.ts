@@ -917,12 +917,12 @@ describeWithInfra(['nats'], 'ChamberWorker after NATS lost its store, against re
 });
 
 /**
- * The history a worker reads: the steady state's (25 runs for the default strategy, as many as the
+ * The history a worker reads: the steady state's (10 runs for the default strategy, as many as the
  * defender's cache keeps), and, for the run that completes Phase I (30 runs), as many as it asks for
  * (HistoryTooShortError): read past the cache from the store, and the run judged again with them.
  */
 describeWithInfra(['nats'], 'ChamberWorker reading more history when a run needs it, against real NATS and SQLite', () => {
-  it('completes Phase I with the 30 runs read from the store, every other run with the cached 25', async () => {
+  it('completes Phase I with the 30 runs read from the store, every other run with the cached 10', async () => {
     await withChamber('worker-history-', async ({ nc, store, reader }) => {
       const base = createRunEvaluator();
       const calls = new Map<string, number[]>();
@@ -966,10 +966,10 @@ describeWithInfra(['nats'], 'ChamberWorker reading more history when a run needs
       const model = (await store.uchart.currentLimitSets(chamber)).find((l) => l.indicatorKey === 'R|m:model');
       expect(model?.version).toBe(1);
       expect(model?.baseline.runIds).toEqual(Array.from({ length: 30 }, (_, k) => `r${k}`));
-      // r29 completed Phase I: judged first with the 25 runs read, then again with all 29 before it.
-      expect(calls.get('r29')).toEqual([25, 29]);
+      // r29 completed Phase I: judged first with the 10 runs read, then again with all 29 before it.
+      expect(calls.get('r29')).toEqual([10, 29]);
       for (const [runId, lengths] of calls) if (runId !== 'r29') expect({ runId, reads: lengths.length }).toEqual({ runId, reads: 1 });
-      expect(calls.get('r32')).toEqual([25]);
+      expect(calls.get('r32')).toEqual([10]);
       const runs = await store.uchart.history(chamber, { limit: 3 });
       expect(runs.map((r) => r.points.find((p) => p.indicatorKey === 'R|m:model')?.limitsVersion)).toEqual([1, 1, 1]);
     });

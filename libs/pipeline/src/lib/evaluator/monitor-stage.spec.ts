@@ -131,10 +131,10 @@ describe('chamber monitor in the run evaluator', () => {
     expect(points.some((p) => p.indicatorKey === 'R1|m/Flow@*:offset')).toBe(true);
     // The same run judged with the whole history and with only the run before it: the same records.
     const judged = chamber.process(drifting(70), 'R1', extending);
-    // A worker read the steady state's history (escalation's 5 runs + 20) and needed no more.
+    // A worker read the steady state's history (escalation's 5 runs + 5) and needed no more.
     const { historyLimit, ...read } = judged.input;
-    expect(historyLimit).toBe(25);
-    expect(read.history).toHaveLength(25);
+    expect(historyLimit).toBe(10);
+    expect(read.history).toHaveLength(10);
     const whole = { ...read, history: chamber.committed.slice(0, -1) };
     expect(whole.history).toHaveLength(70);
     expect(evaluator.evaluate(whole)).toEqual(judged.evaluation);
@@ -165,7 +165,7 @@ describe('chamber monitor in the run evaluator', () => {
     // R3 runs too rarely for its Phase I to fit in the history any run reads: it keeps collecting.
     expect(models.sort()).toEqual(['R1|m:model v2', 'R2|m:model v2']);
     expect(whole.longReads).toBe(0);
-    // More than the steady state's 25 runs only where Phase I completes (R1, R2) and where the
+    // More than the steady state's 10 runs only where Phase I completes (R1, R2) and where the
     // extension may be due, until it is (6 of 170 runs here).
     expect(longAt.length).toBeGreaterThanOrEqual(4);
     expect(longAt.length).toBeLessThanOrEqual(10);

@@ -375,9 +375,9 @@ describe('createRunEvaluator: strategy documents', () => {
     // The history a worker reads before evaluating: enough for any strategy the chamber may get once fixed.
     expect(evaluator.fullHistoryRuns(invalid)).toBe(90 + 20);
     expect(evaluator.fullHistoryRuns(strategy())).toBe(8 + 20);
-    // Read first: what the steady state needs (escalation's 5 runs; WE4 looks at 8), plus 20.
-    expect(evaluator.historyRuns(invalid)).toBe(5 + 20);
-    expect(evaluator.historyRuns(strategy())).toBe(8 + 20);
+    // Read first: what the steady state needs (escalation's 5 runs; WE4 looks at 8), plus 5.
+    expect(evaluator.historyRuns(invalid)).toBe(5 + 5);
+    expect(evaluator.historyRuns(strategy())).toBe(8 + 5);
   });
 
   it('gives no point for a run whose every sample is missing under the default strategy (a worker dead-letters it)', () => {
@@ -410,11 +410,12 @@ describe('createRunEvaluator: strategy documents', () => {
     // By default at least 100 runs, so that each of several recipes finds its Phase I points.
     expect(createRunEvaluator().fullHistoryRuns(own)).toBe(100);
     expect(createRunEvaluator().fullHistoryRuns(undefined)).toBe(110);
-    // The steady state's: the longest rule or escalation window, plus 20 (never more than the most).
-    expect(evaluator.historyRuns(own)).toBe(8 + 20);
-    expect(evaluator.historyRuns({ ...scoped, indicators: [{ ...own.indicators[0], baseline: { minRuns: 5 } }] })).toBe(8 + 20);
-    expect(createRunEvaluator({ extraHistoryRuns: 0, minHistoryRuns: 1 }).historyRuns(undefined)).toBe(5);
-    expect(createRunEvaluator().historyRuns(undefined)).toBe(25);
+    // The steady state's: the longest rule or escalation window, plus 5 (never more than the most).
+    expect(evaluator.historyRuns(own)).toBe(8 + 5);
+    expect(evaluator.historyRuns({ ...scoped, indicators: [{ ...own.indicators[0], baseline: { minRuns: 5 } }] })).toBe(8 + 5);
+    expect(createRunEvaluator({ steadyExtraHistoryRuns: 0, minHistoryRuns: 1 }).historyRuns(undefined)).toBe(5);
+    expect(createRunEvaluator({ steadyExtraHistoryRuns: 30 }).historyRuns(undefined)).toBe(35);
+    expect(createRunEvaluator().historyRuns(undefined)).toBe(10);
   });
 
   it('judges a run by the document found under a scope key of its lookup order, refused when its own scope disagrees with the key', () => {
@@ -463,12 +464,13 @@ describe('createRunEvaluator: strategy documents', () => {
     expect(evaluator.fullHistoryRuns(own)).toBe(90);
     expect(evaluator.fullHistoryRuns(undefined, undefined)).toBe(90);
     expect(evaluator.fullHistoryRuns(invalid, chamberOnly)).toBe(90);
-    expect(evaluator.historyRuns(own)).toBe(8);
-    expect(evaluator.historyRuns(undefined, undefined)).toBe(5);
+    expect(evaluator.historyRuns(own)).toBe(8 + 5);
+    expect(evaluator.historyRuns(undefined, undefined)).toBe(5 + 5);
   });
 
   it('rejects options out of their domain', () => {
     expect(() => createRunEvaluator({ extraHistoryRuns: -1 })).toThrow(EvaluatorConfigError);
+    expect(() => createRunEvaluator({ steadyExtraHistoryRuns: 1.5 })).toThrow('steadyExtraHistoryRuns must be an integer >= 0, got 1.5');
     expect(() => createRunEvaluator({ minHistoryRuns: 0 })).toThrow('minHistoryRuns must be an integer >= 1, got 0');
     expect(() => createRunEvaluator({ strategyCacheSize: 0 })).toThrow('strategyCacheSize must be an integer >= 1, got 0');
   });

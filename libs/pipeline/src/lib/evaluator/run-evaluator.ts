@@ -46,6 +46,13 @@ export interface RunEvaluatorOptions {
    */
   readonly extraHistoryRuns?: number;
   /**
+   * Runs read beyond the steady state's need (defense-rules `steadyHistoryRuns`; integer >= 0,
+   * default 5): room for dead-lettered runs and other recipes' runs among the runs read first. A run
+   * that finds too few of its own among them asks for the full history (`HistoryTooShortError`), so
+   * this trades the cache's runs per chamber against how often a run reads from the store.
+   */
+  readonly steadyExtraHistoryRuns?: number;
+  /**
    * Fewest runs of history requested (integer >= 1, default 100, the history cache's default runs per
    * chamber). Charts are per recipe but history is the chamber's last runs: a chamber running k
    * recipes in turn has about 1/k of its history per recipe, and a recipe's Phase I needs
@@ -75,6 +82,7 @@ export function storeKeyPrefix(recipe: string): string {
 
 const DEFAULT_EXTRA_HISTORY_RUNS = 20;
 const DEFAULT_MIN_HISTORY_RUNS = 100;
+const DEFAULT_STEADY_EXTRA_HISTORY_RUNS = 5;
 
 function toTrace(rec: TraceRecord, chamber: ChamberRef, runId: string): Trace {
   if (rec.runId !== runId || rec.toolId !== chamber.toolId || rec.chamberId !== chamber.chamberId) {
@@ -92,12 +100,17 @@ class DefenseRunEvaluator implements RunEvaluator {
   private readonly calculator: IndicatorCalculator;
   private readonly strategies: StrategyCache;
   private readonly extraHistoryRuns: number;
+  private readonly steadyExtraHistoryRuns: number;
   private readonly minHistoryRuns: number;
 
   constructor(options: RunEvaluatorOptions) {
     const extra = options.extraHistoryRuns ?? DEFAULT_EXTRA_HISTORY_RUNS;
     if (!(Number.isSafeInteger(extra) && extra >= 0)) {
       throw new EvaluatorConfigError(`extraHistoryRuns must be an integer >= 0, got ${extra}`);
+    }
+    const steadyExtra = options.steadyExtraHistoryRuns ?? DEFAULT_STEADY_EXTRA_HISTORY_RUNS;
+    if (!(Number.isSafeInteger(steadyExtra) && steadyExtra >= 0)) {
+      throw new EvaluatorConfigError(`steadyExtraHistoryRuns must be an integer >= 0, got ${steadyExtra}`);
     }
     const min = options.minHistoryRuns ?? DEFAULT_MIN_HISTORY_RUNS;
     if (!(Number.isSafeInteger(min) && min >= 1)) {
@@ -108,13 +121,14 @@ class DefenseRunEvaluator implements RunEvaluator {
       throw new EvaluatorConfigError(`strategyCacheSize must be an integer >= 1, got ${cacheSize}`);
     }
     this.extraHistoryRuns = extra;
+    this.steadyExtraHistoryRuns = steadyExtra;
     this.minHistoryRuns = min;
     this.calculator = options.calculator ?? new IndicatorCalculator();
     this.strategies = new StrategyCache(cacheSize);
   }
 
   historyRuns(strategyDoc: unknown, strategyScope?: StrategyScopeInfo): number {
-    const steady = steadyRuns(this.strategies.get(strategyDoc), strategyScope !== undefined) + this.extraHistoryRuns;
+    const steady = steadyRuns(this.strategies.get(strategyDoc), strategyScope !== undefined) + this.steadyExtraHistoryRuns;
     return Math.min(steady, this.fullHistoryRuns(strategyDoc, strategyScope));
   }
 
