@@ -35,7 +35,7 @@ import { pendingBaselineOf, type PendingBaseline } from './rebaseline';
 import { decodeHistory, decodeLimits, encodeLimits, encodePoint } from './codec';
 import { EvaluatorConfigError, HistoryTooShortError, InvalidStrategyDocumentError, InvalidTraceError } from './errors';
 import { POINT_FLAGS, ruleFlag } from './flags';
-import { requiredRuns, scopeIssues, steadyRuns, StrategyCache, strategyForRun } from './strategy';
+import { requiredRuns, scopeIssues, steadyRuns, StrategyCache, strategyForRun, type StoredStrategy } from './strategy';
 
 /** Options of {@link createRunEvaluator}. */
 export interface RunEvaluatorOptions {
@@ -128,12 +128,17 @@ class DefenseRunEvaluator implements RunEvaluator {
   }
 
   historyRuns(strategyDoc: unknown, strategyScope?: StrategyScopeInfo): number {
-    const steady = steadyRuns(this.strategies.get(strategyDoc), strategyScope !== undefined) + this.steadyExtraHistoryRuns;
-    return Math.min(steady, this.fullHistoryRuns(strategyDoc, strategyScope));
+    const stored = this.strategies.get(strategyDoc);
+    const keyed = strategyScope !== undefined;
+    return Math.min(steadyRuns(stored, keyed) + this.steadyExtraHistoryRuns, this.fullRuns(stored, keyed));
   }
 
   fullHistoryRuns(strategyDoc: unknown, strategyScope?: StrategyScopeInfo): number {
-    return Math.max(this.minHistoryRuns, requiredRuns(this.strategies.get(strategyDoc), strategyScope !== undefined) + this.extraHistoryRuns);
+    return this.fullRuns(this.strategies.get(strategyDoc), strategyScope !== undefined);
+  }
+
+  private fullRuns(stored: StoredStrategy, keyed: boolean): number {
+    return Math.max(this.minHistoryRuns, requiredRuns(stored, keyed) + this.extraHistoryRuns);
   }
 
   evaluate(input: EvaluationInput): RunEvaluation {
@@ -193,7 +198,7 @@ class DefenseRunEvaluator implements RunEvaluator {
     }
     const history: ChamberHistory = { runs: decodeHistory(input.history, keys), limits };
     // A history read with a limit that it reaches may lack runs this one needs: ask for all of them.
-    const full = this.fullHistoryRuns(input.strategy, input.strategyScope);
+    const full = this.fullRuns(stored, input.strategyScope !== undefined);
     const historyCut =
       input.historyLimit !== undefined && input.historyLimit < full && input.history.length >= input.historyLimit
         ? (reason: string): never => {

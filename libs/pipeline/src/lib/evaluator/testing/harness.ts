@@ -16,7 +16,7 @@ import {
   type TraceStep,
 } from '@defender/contracts';
 import type { EvaluationInput, RunEvaluation, RunEvaluator } from '../../ports';
-import { HistoryTooShortError } from '../errors';
+import { evaluateWithHistory } from '../run-evaluator';
 
 export const CHAMBER: ChamberRef = { toolId: 'ETCH01', chamberId: 'PM2' };
 export const T0 = Date.UTC(2024, 4, 1);
@@ -115,7 +115,6 @@ export class SimulatedChamber {
   process(trace: TraceRecord, recipe: string, strategy?: unknown, strategyScope?: StrategyScopeInfo): ProcessedRun {
     const sequence = ++this.sequence;
     const now = new Date(T0 + sequence * 60_000);
-    const limit = Math.max(1, this.evaluator.historyRuns(strategy, strategyScope));
     const base = {
       chamber: this.chamber,
       sequence,
@@ -127,16 +126,15 @@ export class SimulatedChamber {
       now,
     };
     // As a worker does: the steady state's history first, more when the run asks for it.
-    let input: EvaluationInput = { ...base, history: this.sets.slice(-limit), historyLimit: limit };
-    let evaluation;
-    try {
-      evaluation = this.evaluator.evaluate(input);
-    } catch (err) {
-      if (!(err instanceof HistoryTooShortError)) throw err;
-      this.longReads++;
-      input = { ...base, history: this.sets.slice(-err.runs), historyLimit: err.runs };
-      evaluation = this.evaluator.evaluate(input);
-    }
+    let read: Pick<EvaluationInput, 'history' | 'historyLimit'> = { history: [] };
+    let reads = 0;
+    const evaluation = evaluateWithHistory(this.evaluator, base, (limit) => {
+      reads++;
+      read = { history: this.sets.slice(-limit), historyLimit: limit };
+      return read.history;
+    });
+    if (reads > 1) this.longReads++;
+    const input: EvaluationInput = { ...base, ...read };
     const deadLettered = evaluation.points.length === 0 && evaluation.skipped.length > 0;
     const set: RunPointSet = {
       ...this.chamber,
