@@ -86,17 +86,37 @@ export function natsClusterNodeArgs(index: number, clusterPorts: readonly number
  * store. Resolves once the JetStream meta group has a leader. Streams and buckets need
  * `num_replicas` / `replicas` set by their creator (3 for every one on a 3-node cluster).
  */
-export async function startNatsCluster(
-  opts: {
-    nodes?: number;
-    name?: string;
-    partitionable?: boolean;
-    /** Passed to every node, after the cluster's own (e.g. `['-c', authConf]` for users and permissions). */
-    extraArgs?: readonly string[];
-    /** Every node requires TLS from its clients (routes between the nodes stay on loopback, plaintext). */
-    tls?: NatsServerTls;
-  } = {},
-): Promise<NatsClusterHandle> {
+export async function startNatsCluster(opts: NatsClusterOptions = {}): Promise<NatsClusterHandle> {
+  // Ports are picked free but bound only by the nodes: another process may take one in between. A node
+  // that cannot bind fails the start; a fresh set of ports is the fix, so the whole start is retried.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startNatsClusterOnce(opts);
+    } catch (err) {
+      if (attempt >= 3 || !/address already in use/i.test(describe(err))) throw err;
+    }
+  }
+}
+
+function describe(err: unknown): string {
+  const parts: string[] = [];
+  for (let e: unknown = err; e !== undefined && parts.length < 5; e = e instanceof Error ? e.cause : undefined) {
+    parts.push(e instanceof Error ? e.message : String(e));
+  }
+  return parts.join(': ');
+}
+
+export interface NatsClusterOptions {
+  nodes?: number;
+  name?: string;
+  partitionable?: boolean;
+  /** Passed to every node, after the cluster's own (e.g. `['-c', authConf]` for users and permissions). */
+  extraArgs?: readonly string[];
+  /** Every node requires TLS from its clients (routes between the nodes stay on loopback, plaintext). */
+  tls?: NatsServerTls;
+}
+
+async function startNatsClusterOnce(opts: NatsClusterOptions): Promise<NatsClusterHandle> {
   const count = opts.nodes ?? 3;
   if (!Number.isInteger(count) || count < 1) throw new Error(`a NATS cluster needs at least one node, got ${count}`);
   const clusterName = opts.name ?? 'defender-test';

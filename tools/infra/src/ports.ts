@@ -1,7 +1,41 @@
+import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 
-/** Asks the OS for a free TCP port on 127.0.0.1 (bind to 0, read, close). */
-export function freePort(): Promise<number> {
+/**
+ * Ports this process handed out, so two servers of one test never get the same one before either
+ * binds it.
+ */
+const handedOut = new Set<number>();
+
+/**
+ * The first port of the kernel's ephemeral range (`net.ipv4.ip_local_port_range`): the source ports of
+ * outgoing connections come from there. A server port picked from that range can be taken between the
+ * pick and the bind (or between a node's halt and its restart on the same port) by any outgoing
+ * connection of any process, and nats-server then dies with "address already in use".
+ */
+function ephemeralLow(): number {
+  try {
+    const low = Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]);
+    return Number.isInteger(low) && low > 0 ? low : 32768;
+  } catch {
+    return 32768;
+  }
+}
+
+/** Where {@link freePort} looks: below the ephemeral range, above the ports services usually take. */
+const RANGE_LOW = 20_000;
+const RANGE_HIGH = ephemeralLow() - 1;
+
+function canBind(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const srv = createServer();
+    srv.unref();
+    srv.once('error', () => resolve(false));
+    srv.listen(port, '127.0.0.1', () => srv.close(() => resolve(true)));
+  });
+}
+
+function bindAny(): Promise<number> {
   return new Promise((resolve, reject) => {
     const srv = createServer();
     srv.unref();
@@ -18,6 +52,31 @@ export function freePort(): Promise<number> {
   });
 }
 
+/**
+ * A free TCP port on 127.0.0.1 for a test server: a random one below the kernel's ephemeral range
+ * that binds now and that this process has not handed out before (see {@link ephemeralLow} for why not
+ * the OS's choice). Falls back to the OS's choice where that range is too small.
+ */
+export async function freePort(): Promise<number> {
+  if (RANGE_HIGH - RANGE_LOW >= 1_000) {
+    for (let attempt = 0; attempt < 200; attempt++) {
+      // Unseeded on purpose: jest workers and child processes pick at once and must not pick alike.
+      const port = RANGE_LOW + Math.floor(Math.random() * (RANGE_HIGH - RANGE_LOW + 1));
+      if (handedOut.has(port)) continue;
+      if (await canBind(port)) {
+        handedOut.add(port);
+        return port;
+      }
+    }
+  }
+  for (;;) {
+    const port = await bindAny();
+    if (!handedOut.has(port)) {
+      handedOut.add(port);
+      return port;
+    }
+  }
+}
 /** Polls `probe` until it returns true or `timeoutMs` passes. */
 export async function waitFor(
   what: string,
