@@ -40,10 +40,12 @@ export {
   encodePoint,
   evaluateWithHistory,
   holdIdOf,
+  isBaselineData,
   pendingBaselineOf,
   rebaselineRecords,
   ruleFlag,
   storeIndicatorKey,
+  withoutBaselineData,
 } from './lib/evaluator';
 export type {
   DecodedLimits,

@@ -18,7 +18,7 @@ import {
   type FabSpec,
   type RunOutcome,
 } from '@defender/fab-sim';
-import { createRunEvaluator, evaluateWithHistory, type RunEvaluator } from '@defender/pipeline';
+import { createRunEvaluator, evaluateWithHistory, withoutBaselineData, type RunEvaluator } from '@defender/pipeline';
 
 /** Settings of one benchmark run. */
 export interface DetectionBenchOptions {
@@ -153,7 +153,10 @@ class BenchChamber {
     const evaluation = evaluateWithHistory(
       this.evaluator,
       { chamber: this.ref, sequence, notification, trace, limits: [...this.limits.values()], strategy: this.strategy, now },
-      (limit) => (this.sets.length > limit ? this.sets.slice(-limit) : this.sets),
+      (limit, allPoints) => {
+        const newest = this.sets.length > limit ? this.sets.slice(-limit) : this.sets;
+        return allPoints ? newest : newest.map(withoutBaselineData);
+      },
     );
     for (const ls of evaluation.newLimitSets) this.limits.set(ls.indicatorKey, ls);
     this.sets.push({

@@ -486,10 +486,16 @@ export class ChamberWorker {
     return n;
   }
 
-  /** The newest committed runs of the chamber, `limit` of them (default: what the strategy needs in the steady state). */
+  /**
+   * The newest committed runs of the chamber, `limit` of them (default: what the strategy needs in the
+   * steady state). A read for the steady state may lack the points only a baseline fit reads: an
+   * evaluation that may fit asks for the full history (`HistoryTooShortError`), read with every point.
+   */
   private async history(strategy: RunStrategy | undefined, limit?: number): Promise<{ runs: RunPointSet[]; limit: number }> {
-    const runs = limit ?? Math.max(1, this.deps.evaluator.historyRuns(strategy?.record.document, strategy?.scope));
-    return { runs: await this.outageRetry('history', () => this.deps.cache.history(this.chamber, { limit: runs, highWaterMark: this.highWaterMark })), limit: runs };
+    const doc = strategy?.record.document;
+    const runs = limit ?? Math.max(1, this.deps.evaluator.historyRuns(doc, strategy?.scope));
+    const allPoints = limit !== undefined || runs >= this.deps.evaluator.fullHistoryRuns(doc, strategy?.scope);
+    return { runs: await this.outageRetry('history', () => this.deps.cache.history(this.chamber, { limit: runs, highWaterMark: this.highWaterMark, allPoints })), limit: runs };
   }
 
   /** Reads the run's trace; a missing or unreadable one is bad input (dead-lettered). */

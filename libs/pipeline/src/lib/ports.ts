@@ -62,8 +62,13 @@ export type PipelineStore = Pick<DefenderStore, 'chamberState' | 'uchart' | 'tra
  * store); `UChartHistoryCache` from @defender/store.
  */
 export interface HistoryProvider {
-  /** The newest `limit` runs, oldest first; `highWaterMark` reloads a cache that does not end there. */
-  history(chamber: ChamberRef, options: { readonly limit: number; readonly highWaterMark?: number }): Promise<RunPointSet[]>;
+  /**
+   * The newest `limit` runs, oldest first; `highWaterMark` reloads a cache that does not end there.
+   * Without `allPoints`, the runs may lack the points only a baseline fit reads
+   * (`POINT_FLAGS.BASELINE_DATA`): enough for an evaluation given `historyLimit` below the full history,
+   * which asks for the full history (`HistoryTooShortError`) before it fits.
+   */
+  history(chamber: ChamberRef, options: { readonly limit: number; readonly highWaterMark?: number; readonly allPoints?: boolean }): Promise<RunPointSet[]>;
   /** A run just committed by this defender. */
   record(run: RunPointSet): void;
   /** Forget the chamber (it moved away). */

@@ -8,7 +8,7 @@ import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { notificationSubject, StoreUnavailableError, strategyScope, strategyScopeKind, type JsonObject } from '@defender/contracts';
 import { describeWithInfra, startSecuredNatsServer, waitFor } from '@defender/infra-harness';
 import { DEFAULT_STREAM_SETTINGS, ensureStreams, lastMessageId, NotificationReader, publishOnce, STREAMS, watchNotifications, type StreamSettings } from '@defender/nats-kv';
-import { ByteBudget, ChamberWorker, createRunEvaluator, RunEvaluator, Semaphore, WorkerDeps } from '@defender/pipeline';
+import { ByteBudget, ChamberWorker, createRunEvaluator, isBaselineData, RunEvaluator, Semaphore, WorkerDeps } from '@defender/pipeline';
 import { releaseTraceMemory, SqliteStore, UChartHistoryCache } from '@defender/store';
 import { normalDeviate, seededRandom } from '@defender/hashing';
 
@@ -926,15 +926,21 @@ describeWithInfra(['nats'], 'ChamberWorker reading more history when a run needs
     await withChamber('worker-history-', async ({ nc, store, reader }) => {
       const base = createRunEvaluator();
       const calls = new Map<string, number[]>();
+      // Per read: the points only a baseline fit reads (the defender's cache leaves them out).
+      const baselinePoints = new Map<string, number[]>();
       const evaluator: RunEvaluator = {
         historyRuns: (s, sc) => base.historyRuns(s, sc),
         fullHistoryRuns: (s, sc) => base.fullHistoryRuns(s, sc),
         evaluate: (input) => {
-          calls.set(input.notification.runId, [...(calls.get(input.notification.runId) ?? []), input.history.length]);
+          const runId = input.notification.runId;
+          calls.set(runId, [...(calls.get(runId) ?? []), input.history.length]);
+          const n = input.history.reduce((sum, r) => sum + r.points.filter(isBaselineData).length, 0);
+          baselinePoints.set(runId, [...(baselinePoints.get(runId) ?? []), n]);
           return base.evaluate(input);
         },
       };
-      const cache = new UChartHistoryCache({ source: store.uchart, sizeMb: 8, runsPerChamber: base.historyRuns(undefined) });
+      // As the defender builds it (processing.service).
+      const cache = new UChartHistoryCache({ source: store.uchart, sizeMb: 8, runsPerChamber: base.historyRuns(undefined), leaveOut: isBaselineData });
       const deadLetters: string[] = [];
       const worker = new ChamberWorker(chamber, 1, { ...workerDeps({ nc, reader, cache, store, deadLetters, now: () => new Date() }), evaluator }, {
         processTimeoutMs: 30_000,
@@ -966,8 +972,12 @@ describeWithInfra(['nats'], 'ChamberWorker reading more history when a run needs
       const model = (await store.uchart.currentLimitSets(chamber)).find((l) => l.indicatorKey === 'R|m:model');
       expect(model?.version).toBe(1);
       expect(model?.baseline.runIds).toEqual(Array.from({ length: 30 }, (_, k) => `r${k}`));
-      // r29 completed Phase I: judged first with the 10 runs read, then again with all 29 before it.
+      // r29 completed Phase I: judged first with the 10 runs read, then again with all 29 before it, those
+      // with every indicator's value (the fit's data); the cached reads come without them.
       expect(calls.get('r29')).toEqual([10, 29]);
+      expect(baselinePoints.get('r29')?.[0]).toBe(0);
+      expect(baselinePoints.get('r29')?.[1]).toBeGreaterThanOrEqual(29);
+      expect(baselinePoints.get('r32')).toEqual([0]);
       for (const [runId, lengths] of calls) if (runId !== 'r29') expect({ runId, reads: lengths.length }).toEqual({ runId, reads: 1 });
       expect(calls.get('r32')).toEqual([10]);
       const runs = await store.uchart.history(chamber, { limit: 3 });

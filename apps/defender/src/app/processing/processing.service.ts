@@ -6,7 +6,7 @@ import { ChamberRef, DefenderStore, LoadReport, parseNotificationSubject, strate
 import { ensureStreams, lastMessageId, NotificationReader, publishOnce, StreamMissingError, STREAMS, watchNotifications } from '@defender/nats-kv';
 import { NatsConnectionService, StoreService } from '@defender/nest-common';
 import { STRATEGY_PRESETS } from '@defender/defense-rules';
-import { boundedSource, ChamberSupervisor, FeedWatch, PipelineObserver, ByteBudget, RunEvaluator, Semaphore, StreamCheck, UnknownChamberDeadLetters, WorkerDeps, type WorkerState } from '@defender/pipeline';
+import { boundedSource, ChamberSupervisor, FeedWatch, PipelineObserver, ByteBudget, isBaselineData, RunEvaluator, Semaphore, StreamCheck, UnknownChamberDeadLetters, WorkerDeps, type WorkerState } from '@defender/pipeline';
 import { releaseTraceMemory, UChartHistoryCache } from '@defender/store';
 import { DefenderConfig } from '../config';
 import { DEFENDER_CONFIG } from '../tokens';
@@ -183,10 +183,13 @@ export class ProcessingService implements ChamberWork, OnApplicationBootstrap, O
         this.streamCheckTimer.unref();
         // The cache keeps as many runs per chamber as the product's strategies read in a chamber's steady
         // state (a history call asking for more, a run completing Phase I for example, bypasses it and
-        // decodes every point of every run it reads from the store).
+        // decodes every point of every run it reads from the store). It keeps only the points such a
+        // read uses: a monitored indicator's value is read back by a baseline fit alone, which reads
+        // the full history (ADR 0015); a Phase I run keeps its model point, not its ~640 values.
         this.cache ??= new UChartHistoryCache({
           source: store.uchart,
           sizeMb: this.config.CACHE_SIZE_MB,
+          leaveOut: isBaselineData,
           runsPerChamber: Math.max(this.evaluator.historyRuns(undefined), ...STRATEGY_PRESETS.map((p) => this.evaluator.historyRuns(p.document))),
         });
         if (!this.supervisor) {

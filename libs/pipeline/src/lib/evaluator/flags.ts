@@ -1,3 +1,5 @@
+import type { RunPointSet, UChartPoint } from '@defender/contracts';
+
 /**
  * Bits of `UChartPoint.flags` (an unsigned 32-bit integer) as written by the run evaluator.
  *
@@ -11,7 +13,13 @@
  * limits), `RESIDUAL` (its PCA residual beyond its limit) and `CONSTANT` (a constant indicator changed)
  * on an indicator's point.
  *
- * Bits 28-31 are reserved (always 0).
+ * `BASELINE_DATA` marks a monitored indicator's value (every one in Phase I, the charted ones after):
+ * only a baseline fit reads it back (Phase I completing, the Phase I extension), and a fit reads the
+ * chamber's full history. A run judged in the steady state never reads it, so a history read for the
+ * steady state (`EvaluationInput.historyLimit` below the full history) may leave it out: the
+ * defender's history cache does not keep it (ADR 0015).
+ *
+ * Bits 29-31 are reserved (always 0).
  */
 export const POINT_FLAGS = {
   RUN_ALARMED: 1 << 0,
@@ -43,6 +51,7 @@ export const POINT_FLAGS = {
   OTHER_RULE: 1 << 25,
   CONSTANT: 1 << 26,
   RESIDUAL: 1 << 27,
+  BASELINE_DATA: 1 << 28,
 } as const;
 
 /** A named bit of {@link POINT_FLAGS}. */
@@ -62,4 +71,22 @@ export function describeFlags(flags: number): PointFlag[] {
   return (Object.keys(POINT_FLAGS) as PointFlag[])
     .filter((name) => (flags & POINT_FLAGS[name]) !== 0)
     .sort((a, b) => POINT_FLAGS[a] - POINT_FLAGS[b]);
+}
+
+/**
+ * A committed run as the defender's history cache hands it out for a steady-state read: without the
+ * points only a baseline fit reads ({@link POINT_FLAGS}.BASELINE_DATA), whole when every point is one,
+ * with the union of all its points' flags (a cached run's `flagsUnion`).
+ */
+export function withoutBaselineData(set: RunPointSet): RunPointSet {
+  let flagsUnion = 0;
+  for (const p of set.points) flagsUnion |= p.flags;
+  const kept = set.points.filter((p) => !isBaselineData(p));
+  const points = kept.length > 0 ? kept : set.points;
+  return { ...set, points, pointCount: points.length, flagsUnion: flagsUnion >>> 0 };
+}
+
+/** Whether a stored point is only read back by a baseline fit ({@link POINT_FLAGS}.BASELINE_DATA): what a steady-state read may lack. */
+export function isBaselineData(point: Pick<UChartPoint, 'flags'>): boolean {
+  return (point.flags & POINT_FLAGS.BASELINE_DATA) !== 0;
 }

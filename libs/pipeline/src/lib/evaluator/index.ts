@@ -10,7 +10,7 @@ export {
   type DecodedLimits,
 } from './codec';
 export { EvaluatorConfigError, HistoryTooShortError, InvalidStrategyDocumentError, InvalidTraceError } from './errors';
-export { describeFlags, POINT_FLAGS, ruleFlag, type PointFlag } from './flags';
+export { describeFlags, isBaselineData, POINT_FLAGS, ruleFlag, withoutBaselineData, type PointFlag } from './flags';
 export { createRunEvaluator, evaluateWithHistory, storeIndicatorKey, type RunEvaluatorOptions } from './run-evaluator';
 export {
   PENDING_BASELINE_CHART_TYPE,

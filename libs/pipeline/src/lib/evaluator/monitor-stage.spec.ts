@@ -165,6 +165,10 @@ describe('chamber monitor in the run evaluator', () => {
     // R3 runs too rarely for its Phase I to fit in the history any run reads: it keeps collecting.
     expect(models.sort()).toEqual(['R1|m:model v2', 'R2|m:model v2']);
     expect(whole.longReads).toBe(0);
+    // The steady reads came without the indicators' values, as from the defender's cache (Phase I runs
+    // keep their model point only): thousands of points no run judged in the steady state reads.
+    expect(whole.leftOut).toBe(0);
+    expect(steady.leftOut).toBeGreaterThan(1000);
     // More than the steady state's 10 runs only where Phase I completes (R1, R2) and where the
     // extension may be due, until it is (6 of 170 runs here).
     expect(longAt.length).toBeGreaterThanOrEqual(4);

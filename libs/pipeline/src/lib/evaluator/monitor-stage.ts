@@ -37,7 +37,14 @@ export interface MonitorStageResult {
   /** Store key of the model (`<recipe>|m:model`). */
   readonly modelKey: string;
   /** Points to store: the monitored indicators (all of them in Phase I, the charted ones after) and the model's own point. */
-  readonly points: { readonly key: string; readonly value: number; readonly limitsVersion?: number; readonly chart?: Record<string, number> }[];
+  readonly points: {
+    readonly key: string;
+    readonly value: number;
+    readonly limitsVersion?: number;
+    readonly chart?: Record<string, number>;
+    /** A monitored indicator's value: read back only by a baseline fit (see `POINT_FLAGS.BASELINE_DATA`). */
+    readonly baselineData?: true;
+  }[];
   readonly violations: readonly MonitorViolation[];
   readonly model: MonitorModel | null;
   /** The model's limit sets (in the order to store them) when this run completed Phase I or extended it. */
@@ -449,6 +456,9 @@ export function runMonitorStage(args: {
     phase.reverse();
     if (phaseBefore === undefined) phaseRuns = phase.length + 1;
     if (phase.length + 1 >= minRuns) {
+      // A fit reads the indicators' values of its runs, which a history read for the steady state may
+      // lack (POINT_FLAGS.BASELINE_DATA): only ever fitted on the full history.
+      if (cut) cut(`Phase I completes (run ${phase.length + 1} of ${minRuns})`);
       const keys = [...values.keys()];
       const index = new Map(keys.map((k, j) => [k, j]));
       const rows: number[][] = [];
@@ -509,6 +519,7 @@ export function runMonitorStage(args: {
             return mp.limitsVersion === current.version && (mp.flags & POINT_FLAGS.RUN_ALARMED) === 0;
           });
     if (usable.length >= extendTo) {
+      if (cut) cut(`the Phase I extension is due (${usable.length} of ${extendTo} runs)`);
       const index = new Map(current.variables.map((k, j) => [k, j]));
       const rows = usable.map((set) => {
         const row = new Array<number>(current.variables.length).fill(NaN);
@@ -532,7 +543,7 @@ export function runMonitorStage(args: {
 
   const points: MonitorStageResult['points'] = [];
   if (!model) {
-    for (const [key, value] of values) points.push({ key, value });
+    for (const [key, value] of values) points.push({ key, value, baselineData: true });
     points.push({ key: modelKey, value: 0, chart: { [MONITOR_COUNT_KEYS.phaseOneRuns]: phaseRuns } });
     return { modelKey, points, violations: [], model: null, newLimitSets, skipped, t2: null, spe: null };
   }
@@ -558,7 +569,7 @@ export function runMonitorStage(args: {
   const score = scoreMonitorRun(model, values, modelKey, prevState, centre);
   for (const key of model.variables) {
     const v = values.get(key);
-    if (v !== undefined) points.push({ key, value: v, limitsVersion: model.version });
+    if (v !== undefined) points.push({ key, value: v, limitsVersion: model.version, baselineData: true });
   }
   if (cfg.adapt && levels) {
     // The centre's state after this run: moved toward the run's level only when it raised no alarm.

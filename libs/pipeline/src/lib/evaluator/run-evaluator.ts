@@ -304,6 +304,7 @@ class DefenseRunEvaluator implements RunEvaluator {
       for (const p of monitor.points) {
         let flags = runFlags | (bits.get(p.key) ?? 0);
         if (monitor.newLimitSets.length > 0 && p.limitsVersion !== undefined) flags |= POINT_FLAGS.NEW_LIMITS;
+        if (p.baselineData) flags |= POINT_FLAGS.BASELINE_DATA;
         points.push(monitorPoint(p, flags));
       }
     }
@@ -364,18 +365,21 @@ export function createRunEvaluator(options: RunEvaluatorOptions = {}): RunEvalua
 /**
  * Evaluates a run as a worker does: with the newest `historyRuns` committed runs (`read(limit)`, oldest
  * first) and, when the run needs older ones ({@link HistoryTooShortError}), again with as many as it
- * asks for. For callers that hold a chamber's history themselves (tests, benchmarks).
+ * asks for. For callers that hold a chamber's history themselves (tests, benchmarks). `read` may leave
+ * out what only a baseline fit reads ({@link withoutBaselineData}) unless `allPoints`.
  */
 export function evaluateWithHistory(
   evaluator: RunEvaluator,
   input: Omit<EvaluationInput, 'history' | 'historyLimit'>,
-  read: (limit: number) => readonly RunPointSet[],
+  read: (limit: number, allPoints: boolean) => readonly RunPointSet[],
 ): RunEvaluation {
   const limit = Math.max(1, evaluator.historyRuns(input.strategy, input.strategyScope));
+  // As a worker reads: the steady state's runs may lack what only a baseline fit reads, unless they are the full history.
+  const allPoints = limit >= evaluator.fullHistoryRuns(input.strategy, input.strategyScope);
   try {
-    return evaluator.evaluate({ ...input, history: read(limit), historyLimit: limit });
+    return evaluator.evaluate({ ...input, history: read(limit, allPoints), historyLimit: limit });
   } catch (err) {
     if (!(err instanceof HistoryTooShortError)) throw err;
-    return evaluator.evaluate({ ...input, history: read(err.runs), historyLimit: err.runs });
+    return evaluator.evaluate({ ...input, history: read(err.runs, true), historyLimit: err.runs });
   }
 }

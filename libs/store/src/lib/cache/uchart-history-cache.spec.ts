@@ -139,6 +139,52 @@ describe('UChartHistoryCache', () => {
     cache.close();
   });
 
+  it('leaves out the points it is told to, loaded or recorded, and reads them from the store for allPoints', async () => {
+    const ch = freshChamber();
+    // Bit 28 marks what only some reads need (the pipeline's BASELINE_DATA); run 3 has nothing else.
+    const LEAVE = 1 << 28;
+    const flagged = (seq: number) => points(200, seq).map((p, i) => ({ ...p, flags: (i < 190 || seq === 3 ? LEAVE : 0) | (p.flags & 0xff) }));
+    const runs: RunPointSet[] = [];
+    for (let seq = 1; seq <= 6; seq++) {
+      const input = commit(ch, 1, seq, { points: flagged(seq) });
+      await store.chamberState.commitRun(input);
+      runs.push({ ...ch, sequence: seq, runId: input.runId, epoch: 1, committedAt: input.committedAt, recipe: 'recipe-A', points: input.points });
+    }
+    const lean = (r: RunPointSet): RunPointSet => {
+      const kept = r.points.filter((p) => (p.flags & LEAVE) === 0);
+      return { ...r, points: kept.length > 0 ? kept : r.points };
+    };
+    const whole = new UChartHistoryCache({ source, sizeMb: 10, runsPerChamber: 10 });
+    const cache = new UChartHistoryCache({ source, sizeMb: 10, runsPerChamber: 10, leaveOut: (p) => (p.flags & LEAVE) !== 0 });
+    await whole.history(ch, { limit: 5 });
+    const got = await cache.history(ch, { limit: 5 });
+    expect(plain(got)).toEqual(runs.slice(1).map(lean));
+    // Summaries are of the whole run; a run with nothing but left-out points is kept whole.
+    got.forEach((r, i) => expect(r.flagsUnion).toBe(runs[i + 1]!.points.reduce((u, p) => u | p.flags, 0) >>> 0));
+    expect(got[1]!.pointCount).toBe(200);
+    expect(got[0]!.pointCount).toBe(10);
+    expect(cache.stats().bytes).toBeLessThan(whole.stats().bytes / 2);
+
+    const seven = commit(ch, 1, 7, { points: flagged(7) });
+    await store.chamberState.commitRun(seven);
+    const run7: RunPointSet = { ...ch, sequence: 7, runId: seven.runId, epoch: 1, committedAt: seven.committedAt, recipe: 'recipe-A', points: seven.points };
+    cache.record(run7);
+    expect(plain(await cache.history(ch, { limit: 2, highWaterMark: 7 }))).toEqual([runs[5]!, run7].map(lean));
+    expect(loads).toHaveLength(2);
+    // allPoints: every point, from the store; the cached lean runs stay.
+    expect(plain(await cache.history(ch, { limit: 2, highWaterMark: 7, allPoints: true }))).toEqual([runs[5]!, run7]);
+    expect(loads).toHaveLength(3);
+    expect(plain(await cache.history(ch, { limit: 1, highWaterMark: 7 }))).toEqual([lean(run7)]);
+    expect(loads).toHaveLength(3);
+    // Without leaveOut every point is cached: allPoints is served from memory.
+    await whole.history(ch, { limit: 2, highWaterMark: 7 });
+    const before = loads.length;
+    expect(plain(await whole.history(ch, { limit: 2, highWaterMark: 7, allPoints: true }))).toEqual([runs[5]!, run7]);
+    expect(loads).toHaveLength(before);
+    cache.close();
+    whole.close();
+  });
+
   it('does not cache a chamber larger than the whole budget, but still answers', async () => {
     const ch = freshChamber();
     const runs = await commitRuns(ch, 1, 10);

@@ -12,6 +12,13 @@ export interface UChartHistoryCacheOptions {
   readonly runsPerChamber?: number;
   /** Block size of the arena holding encoded points (default 512 bytes; see {@link BlockArena}). */
   readonly blockBytes?: number;
+  /**
+   * Points the cache does not keep (default: none): runs read through the cache come without them,
+   * and a caller that needs them reads with `allPoints` (from the source). A run all of whose points
+   * match is kept whole, so a run never looks point-less (dead-lettered) because of it. The defender
+   * leaves out what only a baseline fit reads (the pipeline's `POINT_FLAGS.BASELINE_DATA`; ADR 0015).
+   */
+  readonly leaveOut?: (point: UChartPoint) => boolean;
 }
 
 /** Counters for `/api/v1/cache/stats` and `defender_cache_hit_rate`. */
@@ -136,12 +143,15 @@ export class UChartHistoryCache {
    * The newest `limit` committed runs of the chamber, oldest first (as `UChartRepository.history`).
    * @param options.highWaterMark the caller's known high-water mark; cached history that does not
    *   end there is reloaded.
+   * @param options.allPoints the runs with every point, also those the cache leaves out
+   *   ({@link UChartHistoryCacheOptions.leaveOut}): read from the source, as a read of more runs
+   *   than the cache keeps.
    * @throws what the source throws on a miss (e.g. StoreUnavailableError); nothing is cached then.
    */
-  async history(chamber: ChamberRef, options: { readonly limit: number; readonly highWaterMark?: number }): Promise<RunPointSet[]> {
+  async history(chamber: ChamberRef, options: { readonly limit: number; readonly highWaterMark?: number; readonly allPoints?: boolean }): Promise<RunPointSet[]> {
     validatePositiveInt('limit', options.limit);
     const key = chamberKey(chamber);
-    if (options.limit > this.runsPerChamber) {
+    if (options.limit > this.runsPerChamber || (options.allPoints === true && this.options.leaveOut !== undefined)) {
       this.misses++;
       return this.options.source.history(chamber, { limit: options.limit });
     }
@@ -168,7 +178,7 @@ export class UChartHistoryCache {
     const entry = this.lru.get(key);
     if (!entry || run.sequence <= entry.newestSeq) return;
     const tableBefore = entry.strings.bytes;
-    const body = encodeCachedPoints(run.points, entry.strings);
+    const body = encodeCachedPoints(this.kept(run.points), entry.strings);
     const recipe = run.recipe === undefined ? -1 : entry.strings.nameId(run.recipe);
     entry.strings.release();
     // New strings stay with the chamber (not with this run) until the chamber is dropped.
@@ -230,6 +240,14 @@ export class UChartHistoryCache {
   /** Frees the cache's memory; same as {@link clear}. */
   close(): void {
     this.clear();
+  }
+
+  /** The points of a run the cache keeps (see {@link UChartHistoryCacheOptions.leaveOut}). */
+  private kept(points: readonly UChartPoint[]): readonly UChartPoint[] {
+    const leaveOut = this.options.leaveOut;
+    if (!leaveOut) return points;
+    const kept = points.filter((p) => !leaveOut(p));
+    return kept.length > 0 ? kept : points;
   }
 
   private runBytes(body: Buffer, run: RunPointSet): number {
@@ -337,7 +355,7 @@ export class UChartHistoryCache {
               epoch: run.epoch,
               committedAtMs: run.committedAt.getTime(),
               recipe: run.recipe === undefined ? -1 : strings.nameId(run.recipe),
-              body: encodeCachedPoints(run.points, strings),
+              body: encodeCachedPoints(this.kept(run.points), strings),
               flagsUnion: flagsUnionOf(run.points),
             });
           }

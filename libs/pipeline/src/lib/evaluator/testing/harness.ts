@@ -16,6 +16,7 @@ import {
   type TraceStep,
 } from '@defender/contracts';
 import type { EvaluationInput, RunEvaluation, RunEvaluator } from '../../ports';
+import { withoutBaselineData } from '../flags';
 import { evaluateWithHistory } from '../run-evaluator';
 
 export const CHAMBER: ChamberRef = { toolId: 'ETCH01', chamberId: 'PM2' };
@@ -92,6 +93,8 @@ export class SimulatedChamber {
   private sequence = 0;
   /** Runs that asked for more history than the steady state's (HistoryTooShortError) and were judged again. */
   longReads = 0;
+  /** Points a first (steady-state) read left out, as the defender's history cache does. */
+  leftOut = 0;
 
   constructor(
     private readonly evaluator: RunEvaluator,
@@ -125,12 +128,17 @@ export class SimulatedChamber {
       ...(strategyScope ? { strategyScope } : {}),
       now,
     };
-    // As a worker does: the steady state's history first, more when the run asks for it.
+    // As a worker does: the steady state's history first, more when the run asks for it. The first read,
+    // when shorter than the full history, lacks what the defender's history cache leaves out (the
+    // points only a baseline fit reads); the full history comes with every point.
     let read: Pick<EvaluationInput, 'history' | 'historyLimit'> = { history: [] };
     let reads = 0;
-    const evaluation = evaluateWithHistory(this.evaluator, base, (limit) => {
+    const evaluation = evaluateWithHistory(this.evaluator, base, (limit, allPoints) => {
       reads++;
-      read = { history: this.sets.slice(-limit), historyLimit: limit };
+      const newest = this.sets.slice(-limit);
+      const lean = allPoints ? newest : newest.map(withoutBaselineData);
+      for (let i = 0; i < lean.length; i++) this.leftOut += (newest[i] as RunPointSet).points.length - (lean[i] as RunPointSet).points.length;
+      read = { history: lean, historyLimit: limit };
       return read.history;
     });
     if (reads > 1) this.longReads++;
@@ -164,3 +172,4 @@ export class SimulatedChamber {
     return { sequence, evaluation, deadLettered, input };
   }
 }
+
