@@ -111,6 +111,45 @@ describe('medianFilter3', () => {
     expect([...medianFilter3(Float64Array.of(NaN, NaN, NaN), new Float64Array(3))].every(Number.isNaN)).toBe(true);
   });
 
+  it('filters a part [from, to) exactly as that part of the whole (random arrays with NaN)', () => {
+    const u = seededRandom(7);
+    for (let t = 0; t < 200; t++) {
+      const n = 1 + Math.floor(u() * 12);
+      const values = Float64Array.from({ length: n }, () => (u() < 0.2 ? NaN : Math.round(u() * 9)));
+      const whole = medianFilter3(values, new Float64Array(n));
+      const from = Math.floor(u() * (n + 1));
+      const to = from + Math.floor(u() * (n + 1 - from));
+      const part = medianFilter3(values, new Float64Array(n).fill(-1), from, to);
+      for (let i = 0; i < n; i++) expect({ t, i, v: part[i] }).toEqual({ t, i, v: i >= from && i < to ? whole[i] : -1 });
+    }
+  });
+
+  it('filters only the windows asked for, in any order, with the statistics of the whole filtered SVID', () => {
+    const u = seededRandom(11);
+    const calc = new IndicatorCalculator();
+    for (let t = 0; t < 40; t++) {
+      const n = 12 + Math.floor(u() * 40);
+      const steps = [0, 0.25, 0.5, 0.75].map((f, i) => ({ name: `s${i}`, startIndex: Math.floor(f * n) }));
+      // Noise with NaN and spikes, and some steps constant (a setpoint), spikes beside them included.
+      const level = steps.map(() => (u() < 0.5 ? Math.round(u() * 8) - 4 : undefined));
+      const p = Float64Array.from({ length: n }, (_, i) => {
+        const s = steps.findLastIndex((st) => st.startIndex <= i);
+        const c = level[s];
+        // A level of 0 sometimes mixes in -0 (equal, yet not the same sample).
+        return c !== undefined ? (c === 0 && u() < 0.2 ? -0 : c) : u() < 0.1 ? NaN : u() < 0.1 ? 100 : Math.round(u() * 8);
+      });
+      const trace = createTrace({ runId: `r${t}`, timing: { kind: 'regular', startSeconds: 0, frequencyHz: 1 }, svids: { p }, steps });
+      const filtered = createTrace({ runId: `f${t}`, timing: { kind: 'regular', startSeconds: 0, frequencyHz: 1 }, svids: { p: medianFilter3(p, new Float64Array(n)) }, steps });
+      // A random subset of the steps in random order, and sometimes the whole run between them.
+      const windows: WindowRequest['window'][] = steps.filter(() => u() < 0.6).map((s) => ({ kind: 'step', step: s.name }));
+      windows.sort(() => u() - 0.5);
+      if (u() < 0.3) windows.splice(Math.floor(u() * (windows.length + 1)), 0, { kind: 'context' });
+      const got = calc.computeWindows(trace, windows.map((window) => ({ svid: 'p', window, filter: 'median3', percentiles: true, shape: true })));
+      const want = new IndicatorCalculator().computeWindows(filtered, windows.map((window) => ({ svid: 'p', window, percentiles: true, shape: true })));
+      expect({ t, got }).toEqual({ t, got: want });
+    }
+  });
+
   it('gives glitch-free statistics through the calculator when a spec asks for it', () => {
     const t = createTrace({
       runId: 'g',

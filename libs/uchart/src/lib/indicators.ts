@@ -2,6 +2,7 @@ import { UnknownStepError } from './errors';
 import { computePercentiles, SelectionScratch, type Percentiles } from './selection';
 import {
   computeBaseStatistics,
+  computeConstantStatistics,
   computeShapeStatistics,
   createBaseStatistics,
   type BaseStatistics,
@@ -74,18 +75,56 @@ function median3(a: number, b: number, c: number): number {
   return an ? a : bn ? b : cn ? c : NaN;
 }
 
-/** `values` filtered by a running median of 3 into `out` (same length). */
-export function medianFilter3(values: SampleArray, out: Float64Array): Float64Array {
+/**
+ * `values` filtered by a running median of 3 into `out` (same length), or only `out[from, to)` (each
+ * filtered sample depends on the raw samples beside it alone, so a part equals that part of the whole).
+ */
+export function medianFilter3(values: SampleArray, out: Float64Array, from = 0, to = values.length): Float64Array {
   const n = values.length;
-  if (n === 0) return out;
+  const lo = Math.max(0, from);
+  const hi = Math.min(n, to);
+  if (hi <= lo) return out;
   if (n === 1) {
     out[0] = values[0] as number;
     return out;
   }
-  out[0] = median3(values[0] as number, values[1] as number, NaN);
-  for (let i = 1; i < n - 1; i++) out[i] = median3(values[i - 1] as number, values[i] as number, values[i + 1] as number);
-  out[n - 1] = median3(values[n - 2] as number, values[n - 1] as number, NaN);
+  if (lo === 0) out[0] = median3(values[0] as number, values[1] as number, NaN);
+  const last = Math.min(hi, n - 1);
+  let i = Math.max(1, lo);
+  if (i < last) {
+    // Each sample is read once (the window slides), and three valid samples take the branch-free median.
+    let a = values[i - 1] as number;
+    let b = values[i] as number;
+    for (; i < last; i++) {
+      const c = values[i + 1] as number;
+      out[i] = a === a && b === b && c === c ? Math.max(Math.min(a, b), Math.min(Math.max(a, b), c)) : median3(a, b, c);
+      a = b;
+      b = c;
+    }
+  }
+  if (hi === n) out[n - 1] = median3(values[n - 2] as number, values[n - 1] as number, NaN);
   return out;
+}
+
+/**
+ * Whether `values[range]` holds two or more samples, all valid and equal: its median-of-3 filtered
+ * samples are then the samples themselves (each has an equal neighbour inside the window), so the
+ * filter can be skipped. Most windows of a chamber's SVIDs are setpoints and states; an analog
+ * window fails the test at its second or third sample.
+ */
+function constantWindow(values: SampleArray, range: SampleRange): boolean {
+  const start = Math.max(0, range.start);
+  const end = Math.min(values.length, range.end);
+  if (end - start < 2) return false;
+  const k = values[start] as number;
+  if (!(k - k === 0)) return false;
+  if (k === 0) {
+    // 0 and -0 compare equal but are not the same sample (a sign the statistics keep).
+    for (let i = start + 1; i < end; i++) if (!Object.is(values[i], k)) return false;
+    return true;
+  }
+  for (let i = start + 1; i < end; i++) if (values[i] !== k) return false;
+  return true;
 }
 
 /** Why an indicator yields no U-chart point for a run. */
@@ -293,16 +332,41 @@ export class IndicatorCalculator {
     }
   }
 
-  /** The filtered samples of `filteredSvid` (one SVID at a time: specs come grouped by SVID). */
+  /**
+   * The filtered samples of `filteredSvid` (one SVID at a time: specs come grouped by SVID), valid in
+   * `[filteredFrom, filteredTo)`: only the windows asked for are filtered (a chamber's model charts a
+   * few of an SVID's steps), growing to cover each new one.
+   */
   private filtered = new Float64Array(0);
   private filteredSvid: string | undefined;
+  private filteredFrom = 0;
+  private filteredTo = 0;
 
-  private filteredValues(svid: string, values: SampleArray): Float64Array {
-    if (this.filteredSvid === svid) return this.filtered.subarray(0, values.length);
-    if (this.filtered.length < values.length) this.filtered = new Float64Array(values.length);
-    medianFilter3(values, this.filtered.subarray(0, values.length));
-    this.filteredSvid = svid;
-    return this.filtered.subarray(0, values.length);
+  private filteredValues(svid: string, values: SampleArray, range: SampleRange): Float64Array {
+    const n = values.length;
+    const from = Math.max(0, range.start);
+    const to = Math.min(n, range.end);
+    if (this.filteredSvid !== svid) {
+      if (this.filtered.length < n) this.filtered = new Float64Array(n);
+      this.filteredSvid = svid;
+      this.filteredFrom = from;
+      this.filteredTo = from;
+    }
+    const out = this.filtered.subarray(0, n);
+    if (from < this.filteredFrom || to > this.filteredTo) {
+      if (to < this.filteredFrom || from > this.filteredTo) {
+        // Apart from what is filtered: filter this window alone (the gap between stays unfiltered).
+        medianFilter3(values, out, from, to);
+        this.filteredFrom = from;
+        this.filteredTo = to;
+      } else {
+        if (from < this.filteredFrom) medianFilter3(values, out, from, this.filteredFrom);
+        if (to > this.filteredTo) medianFilter3(values, out, this.filteredTo, to);
+        this.filteredFrom = Math.min(from, this.filteredFrom);
+        this.filteredTo = Math.max(to, this.filteredTo);
+      }
+    }
+    return out;
   }
 
   private computeGroup(
@@ -316,7 +380,6 @@ export class IndicatorCalculator {
     const raw = trace.svids.get(svid);
     if (!raw)
       return { ok: false, reason: 'unknown-svid', detail: `trace has no SVID "${svid}"`, n: 0, nMissing: 0 };
-    const values = filter === 'median3' ? this.filteredValues(svid, raw) : raw;
     let range: SampleRange;
     try {
       range = resolveWindow(trace, window);
@@ -334,7 +397,13 @@ export class IndicatorCalculator {
         nMissing: 0,
       };
     }
-    const stats = computeBaseStatistics(values, trace.timing, range, createBaseStatistics());
+    // A constant window (most of a chamber's SVIDs are setpoints and states) needs neither the filter
+    // (its filtered samples are its samples) nor a pass for its statistics.
+    const constant = constantWindow(raw, range);
+    const values = filter === 'median3' && !constant ? this.filteredValues(svid, raw, range) : raw;
+    const stats = constant
+      ? computeConstantStatistics(values, trace.timing, range, createBaseStatistics())
+      : computeBaseStatistics(values, trace.timing, range, createBaseStatistics());
     const pct = wantsPercentiles && stats.n > 0 ? computePercentiles(values, range, this.scratch) : undefined;
     const shape = wantsShape && stats.n > 0 ? computeShapeStatistics(values, trace.timing, range) : undefined;
     return { ok: true, stats, pct, shape };

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { computePercentiles, SelectionScratch } from './selection';
-import { computeBaseStatistics, type BaseStatistics } from './statistics';
+import { computeBaseStatistics, computeConstantStatistics, type BaseStatistics } from './statistics';
 import type { SampleTiming } from './trace';
 
 const regular = (frequencyHz: number, startSeconds = 0): SampleTiming => ({
@@ -286,6 +286,28 @@ describe('properties (fast-check, fixed seeds)', () => {
         },
       ),
       { seed: 1234567, numRuns: 300 },
+    );
+  });
+});
+
+describe('computeConstantStatistics', () => {
+  it('gives a constant window the statistics computeBaseStatistics gives it, bit for bit', () => {
+    fc.assert(
+      fc.property(
+        fc.oneof(fc.constantFrom(0, -0, 1, -3.5, 1e6 + 0.25, -1e-9, 2 ** 40), fc.double({ noNaN: true, noDefaultInfinity: true, min: -1e12, max: 1e12 })),
+        fc.integer({ min: 2, max: 300 }),
+        fc.integer({ min: 0, max: 3 }),
+        fc.constantFrom(1, 10, 3, 0.5, 1000),
+        (k, n, start, frequencyHz) => {
+          const values = new Float64Array(start + n + 2).map((_, i) => i * 0.37);
+          values.fill(k, start, start + n);
+          const range = { start, end: start + n };
+          const want = computeBaseStatistics(values, regular(frequencyHz), range);
+          const got = computeConstantStatistics(values, regular(frequencyHz), range);
+          for (const name of Object.keys(want) as (keyof BaseStatistics)[]) expect({ name, same: Object.is(got[name], want[name]) }).toEqual({ name, same: true });
+        },
+      ),
+      { numRuns: 500 },
     );
   });
 });

@@ -102,6 +102,43 @@ export function computeBaseStatistics(
   return out;
 }
 
+/**
+ * {@link computeBaseStatistics} of a window the caller knows holds two or more samples, all valid and
+ * equal to `k` (a setpoint or state): the same values, bit for bit, without reading the samples for
+ * regular timing (the kernel's sums are all 0 then; the same expressions are evaluated).
+ */
+export function computeConstantStatistics(
+  values: SampleArray,
+  timing: SampleTiming,
+  range: SampleRange,
+  out: BaseStatistics = createBaseStatistics(),
+): BaseStatistics {
+  const start = Math.max(0, range.start);
+  const end = Math.min(values.length, range.end);
+  if (timing.kind !== 'regular' || end - start < 2) return computeBaseStatistics(values, timing, range, out);
+  const dt = 1 / timing.frequencyHz;
+  const k = values[start] as number;
+  const span = end - 1 - start;
+  const n = span + 1;
+  const sumU = (span * (span + 1)) / 2;
+  const sumUU = (span * (span + 1) * (2 * span + 1)) / 6;
+  out.n = n;
+  out.nMissing = 0;
+  out.mean = k + 0 / n;
+  out.std = Math.sqrt(Math.max(0, (0 - 0 / n) / (n - 1)));
+  out.min = k;
+  out.max = k;
+  out.range = k - k;
+  out.first = k;
+  out.last = k;
+  const sxx = sumUU - (sumU * sumU) / n;
+  const sxy = 0 - (sumU * 0) / n;
+  out.slopePerSecond = sxy / sxx / dt;
+  out.integral = dt * (0 - 0.5 * (k - k) + 0.5 * 0) + k * span * dt;
+  out.durationSeconds = (end - 1 - start) * dt;
+  return out;
+}
+
 function regularKernel(v: SampleArray, start: number, end: number, dt: number, out: BaseStatistics): void {
   // `x - x === 0` is false exactly for NaN and ±Infinity: one compare instead of Number.isFinite.
   let f = start;

@@ -185,10 +185,15 @@ function encodeModel(
   return [...parts, record(key, MONITOR_CHART_TYPE, { parts: parts.length, digest: xxh64Hex(json), summary: modelSummary(model) })];
 }
 
-/** The indicator keys a model judges, and the `<prefix>m/<svid>@<window>:` groups they fall in. */
+/** The indicator keys a model judges, by the `<prefix>m/<svid>@<window>:` groups they fall in. */
 interface Needed {
-  readonly keys: ReadonlySet<string>;
-  readonly groups: ReadonlySet<string>;
+  /** Each group's statistics (a key is its group and its statistic). */
+  readonly groups: ReadonlyMap<string, ReadonlySet<string>>;
+  /**
+   * Every `<prefix>m/<svid>@` a group may start with (each `@` of a group cut after it: an SVID may hold
+   * `@` itself): an SVID none of whose windows is needed is passed over without building its groups.
+   */
+  readonly svidHeads: ReadonlySet<string>;
 }
 
 const NEEDED = new WeakMap<MonitorModel, Needed>();
@@ -201,9 +206,17 @@ function neededOf(model: MonitorModel): Needed {
   if (!needed) {
     const keys = new Set(model.variables);
     for (const nc of model.notCharted) if (nc.reason === 'constant' && CONSTANT_CHECKS.test(nc.key)) keys.add(nc.key);
-    const groups = new Set<string>();
-    for (const key of keys) groups.add(key.slice(0, key.lastIndexOf(':') + 1));
-    needed = { keys, groups };
+    const groups = new Map<string, Set<string>>();
+    for (const key of keys) {
+      const cut = key.lastIndexOf(':') + 1;
+      const group = key.slice(0, cut);
+      let statistics = groups.get(group);
+      if (!statistics) groups.set(group, (statistics = new Set()));
+      statistics.add(key.slice(cut));
+    }
+    const svidHeads = new Set<string>();
+    for (const group of groups.keys()) for (let at = group.indexOf('@'); at >= 0; at = group.indexOf('@', at + 1)) svidHeads.add(group.slice(0, at + 1));
+    needed = { groups, svidHeads };
     NEEDED.set(model, needed);
   }
   return needed;
@@ -235,18 +248,27 @@ function selectSpecs(
   const wanted: MonitorSpec[] = [];
   const windowOfSpec: number[] = [];
   const windowSpecs: MonitorSpec[] = [];
+  let longestWindow = 0;
+  for (const w of windows) longestWindow = Math.max(longestWindow, w.name.length);
   for (const svid of svids) {
+    if (needed) {
+      // No window of this SVID is needed (most SVIDs of a chamber after Phase I), and none of its keys is too long to report.
+      const head = `${prefix}m/${svid}@`;
+      if (!needed.svidHeads.has(head) && head.length + longestWindow + 1 + longest <= limit) continue;
+    }
     for (const w of windows) {
       const group = `${prefix}m/${svid}@${w.name}:`;
-      if (needed && !needed.groups.has(group) && group.length + longest <= limit) continue;
+      const statistics = needed?.groups.get(group);
+      if (needed && !statistics && group.length + longest <= limit) continue;
       let first = true;
       for (const statistic of cfg.statistics) {
-        const key = group + statistic;
-        if (key.length > limit) {
-          skipped.push({ indicatorKey: key.slice(0, limit), reason: `key-too-long: over ${limit} characters` });
+        if (group.length + statistic.length > limit) {
+          skipped.push({ indicatorKey: (group + statistic).slice(0, limit), reason: `key-too-long: over ${limit} characters` });
           continue;
         }
-        if (needed && !needed.keys.has(key)) continue;
+        // Statistic names hold no `:`, so a key is needed exactly when its group has its statistic.
+        if (needed && !statistics?.has(statistic)) continue;
+        const key = group + statistic;
         const spec: MonitorSpec = { key: key.slice(prefix.length), svid, windowName: w.name, window: w.window, statistic, ...filter };
         if (first) {
           windowSpecs.push({ ...spec, key: '', statistic: 'range' });
