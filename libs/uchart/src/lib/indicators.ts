@@ -1,7 +1,8 @@
 import { UnknownStepError } from './errors';
-import { computePercentiles, SelectionScratch, type Percentiles } from './selection';
+import { computePercentiles, constantPercentiles, SelectionScratch, type Percentiles } from './selection';
 import {
   computeBaseStatistics,
+  computeConstantShape,
   computeConstantStatistics,
   computeShapeStatistics,
   createBaseStatistics,
@@ -404,8 +405,8 @@ export class IndicatorCalculator {
     const stats = constant
       ? computeConstantStatistics(values, trace.timing, range, createBaseStatistics())
       : computeBaseStatistics(values, trace.timing, range, createBaseStatistics());
-    const pct = wantsPercentiles && stats.n > 0 ? computePercentiles(values, range, this.scratch) : undefined;
-    const shape = wantsShape && stats.n > 0 ? computeShapeStatistics(values, trace.timing, range) : undefined;
+    const pct = wantsPercentiles && stats.n > 0 ? (constant ? constantPercentiles(stats.first, stats.n) : computePercentiles(values, range, this.scratch)) : undefined;
+    const shape = wantsShape && stats.n > 0 ? (constant ? computeConstantShape(values, trace.timing, range) : computeShapeStatistics(values, trace.timing, range)) : undefined;
     return { ok: true, stats, pct, shape };
   }
 }

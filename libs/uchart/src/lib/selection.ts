@@ -143,3 +143,21 @@ export function computePercentiles(
   }
   return { median, p05, p95 };
 }
+
+/**
+ * {@link computePercentiles} of a window of `n` >= 1 valid samples all equal to `k`, without copying
+ * or selecting: the same expressions with every order statistic `k`, so the same values bit for bit.
+ */
+export function constantPercentiles(k: number, n: number): Percentiles {
+  const last = n - 1;
+  const hm = last * 0.5;
+  const km = Math.floor(hm);
+  const median = hm === km ? k : k + (hm - km) * (k - k);
+  const h5 = last * 0.05;
+  const k5 = Math.floor(h5);
+  const p05 = h5 === k5 ? k : k + (h5 - k5) * (k - k);
+  const h95 = last * 0.95;
+  const k95 = Math.floor(h95);
+  const p95 = h95 === k95 || (k95 !== km && k95 === last) ? k : k + (h95 - k95) * (k - k);
+  return { median, p05, p95 };
+}

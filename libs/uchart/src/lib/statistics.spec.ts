@@ -1,6 +1,6 @@
 import fc from 'fast-check';
-import { computePercentiles, SelectionScratch } from './selection';
-import { computeBaseStatistics, computeConstantStatistics, type BaseStatistics } from './statistics';
+import { computePercentiles, constantPercentiles, SelectionScratch } from './selection';
+import { computeBaseStatistics, computeConstantShape, computeConstantStatistics, computeShapeStatistics, type BaseStatistics, type ShapeStatistics } from './statistics';
 import type { SampleTiming } from './trace';
 
 const regular = (frequencyHz: number, startSeconds = 0): SampleTiming => ({
@@ -290,24 +290,35 @@ describe('properties (fast-check, fixed seeds)', () => {
   });
 });
 
-describe('computeConstantStatistics', () => {
-  it('gives a constant window the statistics computeBaseStatistics gives it, bit for bit', () => {
+describe('computeConstantStatistics, constantPercentiles, computeConstantShape', () => {
+  /** A window of `n` samples equal to `k` at `start`, other values around it, sampled at `frequencyHz`. */
+  const constantWindows = fc
+    .record({
+      k: fc.oneof(fc.constantFrom(0, -0, 1, -3.5, 1e6 + 0.25, -1e-9, 2 ** 40), fc.double({ noNaN: true, noDefaultInfinity: true, min: -1e12, max: 1e12 })),
+      n: fc.integer({ min: 2, max: 400 }),
+      start: fc.integer({ min: 0, max: 3 }),
+      frequencyHz: fc.constantFrom(0.2, 0.5, 1, 2, 3, 10, 50, 1000),
+    })
+    .map(({ k, n, start, frequencyHz }) => {
+      const values = new Float64Array(start + n + 2).map((_, i) => i * 0.37);
+      values.fill(k, start, start + n);
+      return { k, n, values, range: { start, end: start + n }, timing: regular(frequencyHz) };
+    });
+  const same = <T extends object>(got: T, want: T): void => {
+    for (const name of Object.keys(want) as (keyof T)[]) expect({ name, same: Object.is(got[name], want[name]) }).toEqual({ name, same: true });
+  };
+
+  it('give a constant window what the general functions give it, bit for bit', () => {
+    const scratch = new SelectionScratch();
     fc.assert(
-      fc.property(
-        fc.oneof(fc.constantFrom(0, -0, 1, -3.5, 1e6 + 0.25, -1e-9, 2 ** 40), fc.double({ noNaN: true, noDefaultInfinity: true, min: -1e12, max: 1e12 })),
-        fc.integer({ min: 2, max: 300 }),
-        fc.integer({ min: 0, max: 3 }),
-        fc.constantFrom(1, 10, 3, 0.5, 1000),
-        (k, n, start, frequencyHz) => {
-          const values = new Float64Array(start + n + 2).map((_, i) => i * 0.37);
-          values.fill(k, start, start + n);
-          const range = { start, end: start + n };
-          const want = computeBaseStatistics(values, regular(frequencyHz), range);
-          const got = computeConstantStatistics(values, regular(frequencyHz), range);
-          for (const name of Object.keys(want) as (keyof BaseStatistics)[]) expect({ name, same: Object.is(got[name], want[name]) }).toEqual({ name, same: true });
-        },
-      ),
-      { numRuns: 500 },
+      fc.property(constantWindows, ({ k, n, values, range, timing }) => {
+        same<BaseStatistics>(computeConstantStatistics(values, timing, range), computeBaseStatistics(values, timing, range));
+        const pct = computePercentiles(values, range, scratch);
+        expect(pct).toBeDefined();
+        if (pct) same(constantPercentiles(k, n), pct);
+        same<ShapeStatistics>(computeConstantShape(values, timing, range), computeShapeStatistics(values, timing, range));
+      }),
+      { numRuns: 1000 },
     );
   });
 });

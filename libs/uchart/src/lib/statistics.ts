@@ -328,6 +328,30 @@ export function createShapeStatistics(): ShapeStatistics {
   return { noise: NaN, maSamples: 0, maMax: NaN, maMin: NaN };
 }
 
+/**
+ * {@link computeShapeStatistics} of a window the caller knows holds two or more samples, all valid and
+ * equal (see {@link computeConstantStatistics}): the same values bit for bit, without a pass (the
+ * differences and the moving sums are all 0).
+ */
+export function computeConstantShape(
+  values: SampleArray,
+  timing: SampleTiming,
+  range: SampleRange,
+  out: ShapeStatistics = createShapeStatistics(),
+): ShapeStatistics {
+  const start = Math.max(0, range.start);
+  const end = Math.min(values.length, range.end);
+  if (end - start < 2) return computeShapeStatistics(values, timing, range, out);
+  const rate = movingAverageRate(timing, start, end);
+  const w = Number.isFinite(rate) ? Math.max(1, Math.round(MOVING_AVERAGE_SECONDS * rate)) : 1;
+  const k = values[start] as number;
+  out.maSamples = w;
+  out.noise = (SQRT_PI / 2) * (0 / (end - start - 1));
+  out.maMax = end - start >= w ? k + 0 / w : NaN;
+  out.maMin = out.maMax;
+  return out;
+}
+
 /** Samples per second of `[start, end)` (see `ShapeStatistics.maSamples`); NaN when it spans no time. */
 function movingAverageRate(timing: SampleTiming, start: number, end: number): number {
   if (timing.kind === 'regular') return timing.frequencyHz;
