@@ -731,7 +731,9 @@ async function profileWindow(cl: BenchCluster, k: number, speed: number, seconds
     log(`  areas: ${sum.areas.slice(0, 8).map((a) => `${a.area} ${pct(a.ms)}`).join(', ')}`);
     log(`  functions: ${sum.functions.slice(0, 12).map((f) => `${f.fn} (${f.where}) ${pct(f.ms)}`).join(', ')}`);
   } catch (err) {
-    log(`step ${k + 1}: profiling ${d.name} failed: ${(err as Error).message}`);
+    // fetch's own message is only "fetch failed": the reason (refused, reset, timed out) is its cause.
+    const cause = (err as Error).cause;
+    log(`step ${k + 1}: profiling ${d.name} failed: ${(err as Error).message}${cause ? ` (${cause instanceof Error ? cause.message : String(cause)})` : ''}`);
   }
 }
 
