@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { benchArgs } from './cli';
+import { benchArgs, envInt } from './cli';
 
 const REPO = join(__dirname, '..', '..');
 const BENCHES = readdirSync(__dirname)
@@ -24,6 +24,17 @@ const run = (script: string, ...args: string[]) =>
       killSignal: 'SIGKILL',
     },
   );
+
+describe('envInt', () => {
+  it('reads an integer parameter, the fallback when unset or empty, and refuses anything else by name', () => {
+    expect(envInt('N', 7, 1, {})).toBe(7);
+    expect(envInt('N', 7, 1, { N: '' })).toBe(7);
+    expect(envInt('N', 7, 1, { N: '12' })).toBe(12);
+    expect(() => envInt('N', 7, 1, { N: '0' })).toThrow('N must be an integer >= 1, got 0');
+    expect(() => envInt('N', 7, 0, { N: '1.5' })).toThrow('N must be an integer >= 0, got 1.5');
+    expect(() => envInt('N', 7, 0, { N: 'x' })).toThrow('N must be an integer >= 0, got x');
+  });
+});
 
 describe('bench command lines', () => {
   it('take -h/--help and nothing else', () => {

@@ -34,3 +34,15 @@ export function handleBenchCommandLine(usage: string, argv: readonly string[] = 
     process.exit(0);
   }
 }
+
+/**
+ * An integer bench parameter from the environment: `fallback` when unset or empty.
+ * @throws Error naming the variable when it is not an integer >= `min`.
+ */
+export function envInt(name: string, fallback: number, min = 0, env: NodeJS.ProcessEnv = process.env): number {
+  const v = env[name];
+  if (v === undefined || v === '') return fallback;
+  const n = Number(v);
+  if (!Number.isSafeInteger(n) || n < min) throw new Error(`${name} must be an integer >= ${min}, got ${v}`);
+  return n;
+}

@@ -14,7 +14,7 @@ import { Session } from 'node:inspector';
 import type { ChamberRef, LimitSetRecord, RunNotification, RunPointSet, TraceRecord } from '@defender/contracts';
 import { synthesizeTrace } from '@defender/fab-sim';
 import { createRunEvaluator, evaluateWithHistory, withoutBaselineData } from '@defender/pipeline';
-import { handleBenchCommandLine } from './cli';
+import { envInt, handleBenchCommandLine } from './cli';
 import { fabOfChambers } from './fab-replay/workload';
 import { summariseProfile, type CpuProfile } from './pipeline/profile';
 import { percentile, table, writeBenchmarkSection } from './report';
@@ -35,17 +35,9 @@ Options:
   -h, --help          this text
 `);
 
-function intEnv(name: string, fallback: number): number {
-  const v = process.env[name];
-  if (v === undefined || v === '') return fallback;
-  const n = Number(v);
-  if (!Number.isSafeInteger(n) || n < 1) throw new Error(`${name} must be an integer >= 1, got ${v}`);
-  return n;
-}
-
 const QUICK = process.env['BENCH_QUICK'] === '1';
-const CHAMBERS = QUICK ? 8 : intEnv('EVAL_CHAMBERS', 60);
-const JUDGED = QUICK ? 3 : intEnv('EVAL_RUNS', 15);
+const CHAMBERS = QUICK ? 8 : envInt('EVAL_CHAMBERS', 60, 1);
+const JUDGED = QUICK ? 3 : envInt('EVAL_RUNS', 15, 1);
 const PROFILE = process.env['EVAL_PROFILE'];
 const WRITE = !QUICK && process.env['EVAL_WRITE'] !== '0';
 /** The default strategy's Phase I (30 runs) and the run that fits the model. */

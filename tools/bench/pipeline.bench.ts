@@ -34,7 +34,7 @@ import {
 import { CassandraStore, SqliteStore } from '@defender/store';
 import { percentile, table, writeBenchmarkSection } from './report';
 import { latencyChart } from './pipeline/charts';
-import { handleBenchCommandLine } from './cli';
+import { envInt, handleBenchCommandLine } from './cli';
 import { BenchCluster, bundleOf, getJson, missingBundles, type Proc } from './pipeline/cluster';
 import {
   cpuMsOf,
@@ -78,13 +78,7 @@ Options:
 `);
 
 const QUICK = process.env['BENCH_QUICK'] === '1';
-function int(name: string, dflt: number): number {
-  const v = process.env[name];
-  if (v === undefined || v === '') return dflt;
-  const n = Number(v);
-  if (!Number.isInteger(n) || n < 0) throw new Error(`${name} must be an integer >= 0, got ${v}`);
-  return n;
-}
+const int = (name: string, dflt: number): number => envInt(name, dflt, 0);
 function flag(name: string, dflt: boolean): boolean {
   const v = process.env[name];
   return v === undefined || v === '' ? dflt : v === '1' || v === 'true';
