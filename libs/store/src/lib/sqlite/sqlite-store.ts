@@ -101,6 +101,9 @@ export interface SqliteStoreOptions {
   readonly observer?: StoreObserver;
 }
 
+/** How long a call waits for another connection's write lock by default, ms. */
+export const DEFAULT_BUSY_TIMEOUT_MS = 5_000;
+
 /** Chunk copies from this size on are freed as soon as they are copied into their trace. */
 const RELEASE_CHUNK_MIN_BYTES = 64 * 1024;
 
@@ -132,6 +135,16 @@ function isSqliteError(err: unknown): err is Error & { code: string } {
   if (typeof err !== 'object' || err === null) return false;
   const e = err as { name?: unknown; code?: unknown; message?: unknown };
   return e.name === 'SqliteError' && typeof e.code === 'string' && typeof e.message === 'string';
+}
+
+/**
+ * True when `err` (as {@link mapSqliteError} returns it) is SQLite's "another connection holds the lock"
+ * (SQLITE_BUSY and its extended codes): the statement's transaction was rolled back, nothing of the
+ * call was written, and the same call can be made again once the lock is free.
+ */
+export function isLockBusy(err: unknown): boolean {
+  const cause = err instanceof StoreUnavailableError ? err.cause : err;
+  return isSqliteError(cause) && cause.code.startsWith('SQLITE_BUSY');
 }
 
 /** SQLite errors: busy/locked/I-O/full/cannot-open -> retryable StoreUnavailableError; corrupt file -> CorruptRecordError. */
@@ -779,7 +792,7 @@ export class SqliteStore implements DefenderStore {
     validatePositiveInt('pageCacheKiB', pageCacheKiB);
     let db: Database.Database | undefined;
     try {
-      db = new Database(options.filename, { timeout: options.busyTimeoutMs ?? 5_000 });
+      db = new Database(options.filename, { timeout: options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS });
       db.pragma(`cache_size = -${pageCacheKiB}`);
       const journalMode = String(db.pragma('journal_mode = WAL', { simple: true })).toLowerCase();
       if (options.filename !== ':memory:' && options.filename !== '' && journalMode !== 'wal') {

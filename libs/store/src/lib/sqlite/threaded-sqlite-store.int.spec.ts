@@ -99,6 +99,65 @@ describe('ThreadedSqliteStore', () => {
     }
   });
 
+  it('answers reads while writes wait for another process\'s write lock; the writes then land in the order they were made', async () => {
+    const file = newFile();
+    const store = await ThreadedSqliteStore.open({ filename: file, busyTimeoutMs: 120_000 });
+    try {
+      const chamber = freshChamber();
+      await store.chamberState.claim(chamber, 1, 'defender-1', new Date());
+      await store.chamberState.commitRun(commit(chamber, 1, 1));
+      const lock = lockFile(file);
+      const second = store.chamberState.commitRun(commit(chamber, 1, 2));
+      const third = store.chamberState.commitRun(commit(chamber, 1, 3));
+      // Reads made after the waiting writes are answered from the committed state, not queued behind
+      // them (SQLite's own busy handler would hold them until the lock is free or the 120 s are up).
+      expect(await store.chamberState.get(chamber)).toMatchObject({ highWaterMark: 1 });
+      expect((await store.uchart.history(chamber, { limit: 10 })).map((r) => r.sequence)).toEqual([1]);
+      expect(await state(second)).toBe('pending');
+      expect(await state(third)).toBe('pending');
+      lock.release();
+      await expect(second).resolves.toMatchObject({ outcome: 'applied' });
+      await expect(third).resolves.toMatchObject({ outcome: 'applied' });
+      expect(await store.chamberState.get(chamber)).toMatchObject({ highWaterMark: 3 });
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('a write that finds the lock taken for longer than busyTimeoutMs fails retryable, and so does the one behind it; nothing of them is written', async () => {
+    const file = newFile();
+    const store = await ThreadedSqliteStore.open({ filename: file, busyTimeoutMs: 200 });
+    const lock = lockFile(file);
+    let released = false;
+    try {
+      const first = freshChamber();
+      const second = freshChamber();
+      const order: string[] = [];
+      const outcome = (name: string, p: Promise<unknown>): Promise<unknown> =>
+        p.then(
+          (v) => (order.push(name), v),
+          (e: unknown) => (order.push(name), e),
+        );
+      const [a, b] = await Promise.all([
+        outcome('first', store.chamberState.claim(first, 1, 'd-1', new Date())),
+        outcome('second', store.chamberState.claim(second, 1, 'd-1', new Date())),
+      ]);
+      for (const failed of [a, b]) {
+        expect(failed).toBeInstanceOf(StoreUnavailableError);
+        expect((failed as StoreUnavailableError).message).toMatch(/SQLITE_BUSY/);
+      }
+      expect(order).toEqual(['first', 'second']);
+      lock.release();
+      released = true;
+      expect(await store.chamberState.get(first)).toBeUndefined();
+      expect(await store.chamberState.get(second)).toBeUndefined();
+      await expect(store.chamberState.claim(second, 1, 'd-1', new Date())).resolves.toMatchObject({ ownerEpoch: 1 });
+    } finally {
+      if (!released) lock.release();
+      await store.close();
+    }
+  });
+
   it('rebuilds the errors of the thread with their class, fields and cause', async () => {
     const file = newFile();
     const store = await ThreadedSqliteStore.open({ filename: file, busyTimeoutMs: 50 });

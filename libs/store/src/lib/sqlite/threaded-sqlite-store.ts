@@ -113,8 +113,12 @@ function startThread(options: ThreadOpenOptions): Worker {
  * loop (heartbeats, health, NATS keep running). Same interface, semantics and errors as SqliteStore:
  * errors are rebuilt on this side as instances of their classes, with their fields and cause chain.
  *
- * Calls are served one at a time in the order they were made. Trace samples read come over without
- * a copy (their buffers move here); a trace written is copied once into the thread.
+ * Calls reach the database in the order they were made, except that a write which finds another
+ * process's write lock waits for it on a timer (up to `busyTimeoutMs`) while the reads made after it
+ * are answered from the committed state (WAL); the writes behind a waiting one wait with it, in order.
+ * A caller that needs a write's effect awaits the write (as with any store of the port: Cassandra
+ * orders nothing either). Trace samples read come over without a copy (their buffers move here); a
+ * trace written is copied once into the thread.
  *
  * When the thread dies, every pending and later call fails with StoreUnavailableError and
  * {@link failure} says why; the thread is not restarted (pending writes may or may not have
