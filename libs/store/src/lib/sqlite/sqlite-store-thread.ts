@@ -60,13 +60,7 @@ export class LockAwareServer {
     private readonly store: SqliteStore,
     private readonly port: MessagePort,
     private readonly budgetMs: number,
-    private readonly now: () => number = () => performance.now(),
   ) {}
-
-  /** Writes not answered yet (waiting for the lock or behind one that does). */
-  get pendingWrites(): number {
-    return this.writes.length;
-  }
 
   serve(msg: Call): void {
     if (kindOf(msg) === 'write') {
@@ -74,7 +68,7 @@ export class LockAwareServer {
       if (!this.writing) void this.writeLoop();
       return;
     }
-    void this.tryRead(msg, this.now(), 1);
+    void this.tryRead(msg, performance.now(), 1);
   }
 
   /** Resolves once every write received has been answered (each one's wait is bounded by the budget). */
@@ -87,7 +81,7 @@ export class LockAwareServer {
     this.writing = true;
     for (let head = this.writes[0]; head; head = this.writes[0]) {
       // A write's budget starts when it is first tried, not while it queues behind another.
-      if (head.tries++ === 0) head.since = this.now();
+      if (head.tries++ === 0) head.since = performance.now();
       if ((await this.tryOnce(head.msg, head.since)) === 'busy') {
         await new Promise((resolve) => setTimeout(resolve, lockRetryDelayMs(head.tries)));
         continue;
@@ -121,7 +115,7 @@ export class LockAwareServer {
       // The thread keeps nothing it returns: sample arrays move to the caller instead of being copied.
       post(this.port, { type: 'result', id: msg.id, value }, sampleBuffers(value, disownTraceBuffer));
     } catch (err) {
-      if (isLockBusy(err) && this.now() - since < this.budgetMs) return 'busy';
+      if (isLockBusy(err) && performance.now() - since < this.budgetMs) return 'busy';
       post(this.port, { type: 'failed', id: msg.id, error: toWireError(err) });
     }
     return 'answered';
