@@ -32,9 +32,11 @@
 // run with other parameters, e.g. a memory run with fewer warm-up runs), FAB_HEAP_SNAPSHOTS=<dir> (a V8 heap snapshot of each defender after the warm-up and after the last
 // step, for tools/bench/heap-summary.ts or Chrome DevTools; taking one pauses that defender).
 // FAB_OVERLOAD (1.5: after the search, one step at this multiple of the highest sustained speed, to see
-// overload degrade gracefully; 0: none). FAB_PROFILE=<dir> (a CPU profile of pod-0 over each step's
-// window, <dir>/pod-0-step<k>-<speed>x.cpuprofile, its top areas and functions logged).
+// overload degrade gracefully; 0: none). FAB_PROFILE=<dir> (CPU profiles of pod-0's main and SQLite
+// store threads over each step's window, <dir>/pod-0-<thread>-step<k>-<speed>x.cpuprofile, their top
+// areas and functions logged).
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { connect } from '@nats-io/transport-node';
@@ -102,7 +104,7 @@ Parameters (environment):
   FAB_SECTION=<name>            the docs/benchmarks.md section to write (fab-replay)
   FAB_HEAP_SNAPSHOTS=<dir>      a V8 heap snapshot of each defender after the warm-up and the last step
   FAB_OVERLOAD                  after the search, one step at this multiple of the highest sustained speed (1.5; 0: none)
-  FAB_PROFILE=<dir>             a CPU profile of pod-0 over each step's window, kept in <dir> (the top of it logged)
+  FAB_PROFILE=<dir>             CPU profiles of pod-0's main and store threads over each step's window, kept in <dir> (their top logged)
 
 Options:
   -h, --help                    this text
@@ -709,32 +711,70 @@ async function controllerMaps(cl: BenchCluster): Promise<ControllerMaps | undefi
 }
 
 /**
- * With FAB_PROFILE: pod-0's CPU profile over `seconds` of step `k`'s window, kept as a .cpuprofile and
- * summarised in the log (self time by area and by function). A failure is logged, never fatal.
+ * With FAB_PROFILE: CPU profiles of pod-0's main thread and of its SQLite store thread over `seconds`
+ * of step `k`'s window (taken at the same time), kept as .cpuprofile files and summarised in the log
+ * (self time by area and by function). A failure is logged, never fatal.
  */
 async function profileWindow(cl: BenchCluster, k: number, speed: number, seconds: number): Promise<void> {
   const d = cl.defenders()[0];
   if (!d || !P.profileDir) return;
-  try {
-    const res = await fetch(`${d.url}/debug/cpu-profile`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${DEBUG_TOKEN}`, 'x-profile-seconds': String(Math.round(seconds)) },
+  const profileDir = P.profileDir;
+  await Promise.all(
+    (['main', 'store'] as const).map(async (thread) => {
+      try {
+        const profile = JSON.parse(
+          await postOnFreshConnection(`${d.url}/debug/cpu-profile`, {
+            authorization: `Bearer ${DEBUG_TOKEN}`,
+            'x-profile-seconds': String(Math.round(seconds)),
+            'x-profile-thread': thread,
+          }),
+        ) as CpuProfile;
+        mkdirSync(profileDir, { recursive: true });
+        const file = join(profileDir, `${d.name}-${thread}-step${k + 1}-${speed}x.cpuprofile`);
+        writeFileSync(file, JSON.stringify(profile));
+        // The store thread runs the bundle's second entry (ADR 0010), with its own source map.
+        const bundle = thread === 'main' ? bundleOf('defender') : join(dirname(bundleOf('defender')), 'sqlite-store-thread.js');
+        const sum = summariseProfile(profile, bundle);
+        const pct = (ms: number) => `${f1((100 * ms) / Math.max(1, sum.busyMs))} %`;
+        log(
+          `step ${k + 1}: ${d.name} ${thread} thread profiled ${f1(sum.totalMs / 1000)} s, ` +
+            `${f0((100 * sum.busyMs) / Math.max(1, sum.totalMs))} % busy -> ${file}`,
+        );
+        log(`  ${thread} areas: ${sum.areas.slice(0, 8).map((a) => `${a.area} ${pct(a.ms)}`).join(', ')}`);
+        log(`  ${thread} functions: ${sum.functions.slice(0, 14).map((f) => `${f.fn} (${f.where}) ${pct(f.ms)}`).join(', ')}`);
+      } catch (err) {
+        // fetch's own message is only "fetch failed": the reason (refused, reset, timed out) is its cause.
+        const cause = (err as Error).cause;
+        log(
+          `step ${k + 1}: profiling ${d.name}'s ${thread} thread failed: ${(err as Error).message}` +
+            `${cause ? ` (${cause instanceof Error ? cause.message : String(cause)})` : ''}`,
+        );
+      }
+    }),
+  );
+}
+
+/**
+ * POSTs on a connection of its own and returns the body of a 2xx answer. Not fetch: its pool reuses
+ * a keep-alive connection the defender may have closed meanwhile (idle past the server's keep-alive
+ * timeout), and a POST that meets the closed socket fails as "other side closed" without a retry.
+ */
+function postOnFreshConnection(url: string, headers: Record<string, string>): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(url, { method: 'POST', headers, agent: false }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('error', reject);
+      res.on('end', () => {
+        const body = Buffer.concat(chunks).toString('utf8');
+        const status = res.statusCode ?? 0;
+        if (status >= 200 && status < 300) resolve(body);
+        else reject(new Error(`HTTP ${status} ${body.slice(0, 500)}`));
+      });
     });
-    if (!res.ok) throw new Error(`HTTP ${res.status} ${await res.text()}`);
-    const profile = (await res.json()) as CpuProfile;
-    mkdirSync(P.profileDir, { recursive: true });
-    const file = join(P.profileDir, `${d.name}-step${k + 1}-${speed}x.cpuprofile`);
-    writeFileSync(file, JSON.stringify(profile));
-    const sum = summariseProfile(profile, bundleOf('defender'));
-    const pct = (ms: number) => `${f1((100 * ms) / Math.max(1, sum.busyMs))} %`;
-    log(`step ${k + 1}: ${d.name} profiled ${f1(sum.totalMs / 1000)} s, ${f0((100 * sum.busyMs) / Math.max(1, sum.totalMs))} % busy -> ${file}`);
-    log(`  areas: ${sum.areas.slice(0, 8).map((a) => `${a.area} ${pct(a.ms)}`).join(', ')}`);
-    log(`  functions: ${sum.functions.slice(0, 12).map((f) => `${f.fn} (${f.where}) ${pct(f.ms)}`).join(', ')}`);
-  } catch (err) {
-    // fetch's own message is only "fetch failed": the reason (refused, reset, timed out) is its cause.
-    const cause = (err as Error).cause;
-    log(`step ${k + 1}: profiling ${d.name} failed: ${(err as Error).message}${cause ? ` (${cause instanceof Error ? cause.message : String(cause)})` : ''}`);
-  }
+    req.on('error', reject);
+    req.end();
+  });
 }
 
 /** With FAB_HEAP_SNAPSHOTS, a defender's NODE_OPTIONS (its own or its image's) also let the bench ask for heap snapshots. */

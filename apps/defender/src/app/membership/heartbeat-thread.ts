@@ -133,6 +133,16 @@ export class HeartbeatThread {
     }
   }
 
+  /** The thread's CPU time since it started; `undefined` once it stopped or cannot answer. */
+  async cpuUsage(): Promise<NodeJS.CpuUsage | undefined> {
+    if (this.stopped || this.ended) return undefined;
+    try {
+      return await this.worker.cpuUsage();
+    } catch {
+      return undefined; // it ended meanwhile
+    }
+  }
+
   private post(msg: ToHeartbeatThread): void {
     this.worker.postMessage(msg);
   }

@@ -69,9 +69,11 @@ describeWithInfra(['nats'], 'defender membership (real processes, real NATS)', (
     return { heartbeats, start, publish };
   }
 
+  const DEBUG = 'membership-test-debug-token';
+
   it('claims IDs, heartbeats, follows the map, ignores stale maps, and leaves cleanly', async () => {
     const c = await cluster();
-    const a = await c.start({ POD_UID: 'pod-a' });
+    const a = await c.start({ POD_UID: 'pod-a', DEBUG_TOKEN: DEBUG });
     await waitFor('defender-0 heartbeat', async () => (await c.heartbeats.readAll()).heartbeats.length === 1, 20_000);
     const b = await c.start({ POD_UID: 'pod-b' });
     await waitFor('two heartbeats', async () => (await c.heartbeats.readAll()).heartbeats.length === 2, 20_000);
@@ -117,6 +119,24 @@ describeWithInfra(['nats'], 'defender membership (real processes, real NATS)', (
       const text = (await getJson(`${a.url}/metrics`)).text;
       return threadHeap(text, 'store') > 0 && threadHeap(text, 'heartbeat') > 0;
     }, 30_000);
+    // Their CPU time, and a profile of the store thread (the debug endpoint, with its token).
+    const threadCpu = (text: string, thread: string) =>
+      Number(new RegExp(`^defender_thread_cpu_seconds_total\\{[^}]*thread="${thread}"[^}]*\\} ([\\d.e+-]+)`, 'm').exec(text)?.[1] ?? 0);
+    await waitFor("the threads' CPU time reported", async () => {
+      const text = (await getJson(`${a.url}/metrics`)).text;
+      return threadCpu(text, 'store') > 0 && threadCpu(text, 'heartbeat') > 0;
+    }, 30_000);
+    const profile = (thread: string) =>
+      fetch(`${a.url}/debug/cpu-profile`, { method: 'POST', headers: { authorization: `Bearer ${DEBUG}`, 'x-profile-seconds': '1', 'x-profile-thread': thread } });
+    const storeProfile = await profile('store');
+    expect(storeProfile.status).toBe(201);
+    // (What a profile of the thread holds while it serves calls: threaded-sqlite-store.int.spec.ts.)
+    const taken = (await storeProfile.json()) as { nodes: unknown[]; startTime: number; endTime: number };
+    expect(taken.nodes.length).toBeGreaterThan(0);
+    expect(taken.endTime - taken.startTime).toBeGreaterThanOrEqual(900_000); // microseconds: the second asked for
+    const unknown = await profile('gpu');
+    expect(unknown.status).toBe(400);
+    expect(await unknown.text()).toMatch(/x-profile-thread must be main or store/);
 
     // SIGTERM: heartbeat and claim removed at once, exit 0; the next process takes defender-0.
     expect(await a.p.stop('SIGTERM')).toEqual({ code: 0, signal: null });

@@ -121,6 +121,11 @@ export class MembershipService implements OnApplicationBootstrap, BeforeApplicat
     void this.run().catch((err: unknown) => this.fatal(EXIT_MEMBERSHIP_FAILED, 'membership failed', err));
   }
 
+  /** The heartbeat thread's CPU time, while it runs (thread metrics). */
+  heartbeatThreadCpuUsage(): Promise<NodeJS.CpuUsage | undefined> {
+    return this.heartbeatThread?.cpuUsage() ?? Promise.resolve(undefined);
+  }
+
   /** The heartbeat thread's V8 heap, while it runs (memory metrics). */
   heartbeatThreadHeap(): Promise<HeapInfo | undefined> {
     return this.heartbeatThread?.heapStatistics() ?? Promise.resolve(undefined);

@@ -8,9 +8,10 @@ import { DefenderMetricsObserver } from '../metrics/defender-metrics-observer';
 export const THREAD_HEAP_INTERVAL_MS = 5_000;
 
 /**
- * Reports the V8 heaps of the defender's other threads (`defender_thread_heap_bytes`): the SQLite
- * store's thread and the heartbeat thread each run their own isolate, which Node's default metrics
- * (the main thread's heap) do not show, so a memory budget can be split by thread.
+ * Reports the V8 heaps and CPU time of the defender's other threads (`defender_thread_heap_bytes`,
+ * `defender_thread_cpu_seconds_total`): the SQLite store's thread and the heartbeat thread each run
+ * their own isolate, which Node's default metrics (the main thread's heap, the process's CPU) do not
+ * show, so a memory budget and the CPU per run can be split by thread.
  */
 @Injectable()
 export class ThreadHeapService implements OnApplicationBootstrap, OnApplicationShutdown {
@@ -31,12 +32,23 @@ export class ThreadHeapService implements OnApplicationBootstrap, OnApplicationS
     clearInterval(this.timer);
   }
 
-  /** Reads each thread's heap once and reports it; a thread not running has no series. */
+  /** Reads each thread's heap and CPU time once and reports them; a thread not running has no heap series. */
   async sample(): Promise<void> {
-    const [store, heartbeat] = await Promise.all([this.store.threadHeap(), this.membership.heartbeatThreadHeap()]);
+    const [store, heartbeat, storeCpu, heartbeatCpu] = await Promise.all([
+      this.store.threadHeap(),
+      this.membership.heartbeatThreadHeap(),
+      this.store.threadCpuUsage(),
+      this.membership.heartbeatThreadCpuUsage(),
+    ]);
     this.metrics.threadHeap('store', toThreadHeap(store));
     this.metrics.threadHeap('heartbeat', toThreadHeap(heartbeat));
+    this.metrics.threadCpu('store', cpuSeconds(storeCpu));
+    this.metrics.threadCpu('heartbeat', cpuSeconds(heartbeatCpu));
   }
+}
+
+function cpuSeconds(u: NodeJS.CpuUsage | undefined): number | undefined {
+  return u && (u.user + u.system) / 1e6;
 }
 
 function toThreadHeap(h: HeapInfo | undefined) {

@@ -41,7 +41,7 @@ describe('DefenderMetricsObserver', () => {
   it('owns every metric of the defender under its seed name (nothing else registers one)', async () => {
     const names = [...Object.values(PM), ...Object.values(M), ...Object.values(MM)].sort();
     expect((await register.getMetricsAsJSON()).map((x) => x.name).sort()).toEqual(names);
-    expect(names).toHaveLength(23 + 23 + 3);
+    expect(names).toHaveLength(23 + 23 + 4);
   });
 
   // Each event and the one set of metrics it moves.
@@ -89,6 +89,7 @@ describe('DefenderMetricsObserver', () => {
       [MM.trims, MM.heap],
     ],
     ['threadHeap', (o) => o.threadHeap('store', { total: 3, used: 2, external: 1 }), [MM.threadHeap]],
+    ['threadCpu', (o) => o.threadCpu('store', 0.5), [MM.threadCpu]],
     ['strategyLookup', (o) => o.strategyLookup('legacy_key'), [PM.strategyLookups]],
   ];
 
@@ -223,5 +224,16 @@ describe('DefenderMetricsObserver', () => {
     m.threadHeap('heartbeat', undefined);
     expect(await sample(MM.threadHeap, { thread: 'heartbeat', kind: 'used' })).toBeUndefined();
     expect(await sample(MM.threadHeap, { thread: 'store', kind: 'used' })).toBe(20);
+  });
+
+  it("threads' CPU seconds: the counter follows each thread's total, and counts a restarted thread from zero", async () => {
+    m.threadCpu('store', 1.5);
+    m.threadCpu('store', 2.25);
+    m.threadCpu('heartbeat', 0.25);
+    m.threadCpu('heartbeat', undefined);
+    expect(await sample(MM.threadCpu, { thread: 'store' })).toBe(2.25);
+    expect(await sample(MM.threadCpu, { thread: 'heartbeat' })).toBe(0.25);
+    m.threadCpu('store', 0.5);
+    expect(await sample(MM.threadCpu, { thread: 'store' })).toBe(2.75);
   });
 });

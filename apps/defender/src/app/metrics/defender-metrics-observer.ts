@@ -97,7 +97,11 @@ export class DefenderMetricsObserver {
     @InjectMetric(MM.trims) private readonly trims: Counter,
     @InjectMetric(MM.heap) private readonly heap: Gauge,
     @InjectMetric(MM.threadHeap) private readonly threadHeapGauge: Gauge,
+    @InjectMetric(MM.threadCpu) private readonly threadCpuCounter: Counter,
   ) {}
+
+  /** Each thread's CPU seconds as last reported (the counter moves by the difference). */
+  private readonly threadCpuSeen = new Map<string, number>();
 
   // --- Processing -------------------------------------------------------------------------------
 
@@ -304,6 +308,18 @@ export class DefenderMetricsObserver {
       if (heap) this.threadHeapGauge.set({ thread, kind }, heap[kind]);
       else this.threadHeapGauge.remove({ thread, kind });
     }
+  }
+
+  /**
+   * A thread's CPU time since it started, seconds; `undefined`: not running. A thread started again
+   * (its time below the last report) counts from zero, so the counter never goes back.
+   */
+  threadCpu(thread: string, seconds: number | undefined): void {
+    if (seconds === undefined) return;
+    const seen = this.threadCpuSeen.get(thread) ?? 0;
+    const delta = seconds >= seen ? seconds - seen : seconds;
+    this.threadCpuSeen.set(thread, seconds);
+    if (delta > 0) this.threadCpuCounter.inc({ thread }, delta);
   }
 }
 

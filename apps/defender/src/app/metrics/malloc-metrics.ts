@@ -1,13 +1,15 @@
 import { makeCounterProvider, makeGaugeProvider } from '@willsoto/nestjs-prometheus';
 
 /**
- * Memory metrics beside Node's defaults: the C heap (memory/malloc-trim.service.ts) and the V8 heaps
- * of the process's other threads (memory/thread-heap.service.ts), reported through DefenderMetricsObserver.
+ * Memory and thread metrics beside Node's defaults: the C heap (memory/malloc-trim.service.ts), and the
+ * V8 heaps and CPU time of the process's other threads (memory/thread-heap.service.ts), reported
+ * through DefenderMetricsObserver.
  */
 export const MM = {
   trims: 'defender_malloc_trims_total',
   heap: 'defender_malloc_heap_bytes',
   threadHeap: 'defender_thread_heap_bytes',
+  threadCpu: 'defender_thread_cpu_seconds_total',
 } as const;
 
 export const mallocMetricProviders = [
@@ -23,5 +25,12 @@ export const mallocMetricProviders = [
       "V8 heap of a thread's own isolate, bytes (thread: store, heartbeat; kind: total, used, external); " +
       "the main thread's is nodejs_heap_size_total_bytes",
     labelNames: ['thread', 'kind'],
+  }),
+  makeCounterProvider({
+    name: MM.threadCpu,
+    help:
+      "CPU time (user + system) of a thread's own isolate, seconds (thread: store, heartbeat); the whole process's is " +
+      'process_cpu_seconds_total, so the main thread has the rest',
+    labelNames: ['thread'],
   }),
 ];

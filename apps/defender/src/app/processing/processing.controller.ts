@@ -1,7 +1,8 @@
-import { ApiBearerAuth, ApiCreatedResponse, ApiHeader, ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiServiceUnavailableResponse, ApiTags, ApiUnauthorizedResponse } from '@nestjs/swagger';
-import { Controller, Get, Headers, Inject, Post, ServiceUnavailableException, UnauthorizedException, NotFoundException } from '@nestjs/common';
+import { ApiBadRequestResponse, ApiBearerAuth, ApiCreatedResponse, ApiHeader, ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiServiceUnavailableResponse, ApiTags, ApiUnauthorizedResponse } from '@nestjs/swagger';
+import { BadRequestException, Controller, Get, Headers, Inject, Post, ServiceUnavailableException, UnauthorizedException, NotFoundException } from '@nestjs/common';
 import { Session } from 'node:inspector/promises';
 import { timingSafeEqual } from 'node:crypto';
+import { StoreService } from '@defender/nest-common';
 import { DefenderConfig } from '../config';
 import { DEFENDER_CONFIG } from '../tokens';
 import { ProcessingService } from './processing.service';
@@ -17,6 +18,7 @@ import { ProcessingService } from './processing.service';
 export class ProcessingController {
   constructor(
     private readonly processing: ProcessingService,
+    private readonly store: StoreService,
     @Inject(DEFENDER_CONFIG) private readonly config: DefenderConfig,
   ) {}
 
@@ -43,17 +45,38 @@ export class ProcessingController {
     return { chambers: this.processing.workerStates(), stream: this.processing.streamHealth() };
   }
 
-  @ApiOperation({ summary: 'CPU profile (debug)', description: 'Profiles the next `x-profile-seconds` (default 10, at most 60) and returns a .cpuprofile. Needs DEBUG_TOKEN as a bearer token; 404 when DEBUG_TOKEN is unset.' })
+  @ApiOperation({
+    summary: 'CPU profile (debug)',
+    description:
+      'Profiles the next `x-profile-seconds` (default 10, at most 60) of one thread and returns a .cpuprofile: `x-profile-thread: main` ' +
+      '(default; evaluation, NATS, HTTP) or `store` (the SQLite store\'s own thread: queries, trace assembly, encoding). ' +
+      'Needs DEBUG_TOKEN as a bearer token; 404 when DEBUG_TOKEN is unset.',
+  })
   @ApiBearerAuth()
   @ApiHeader({ name: 'x-profile-seconds', required: false, description: 'Seconds to profile, 1-60 (default 10).' })
+  @ApiHeader({ name: 'x-profile-thread', required: false, description: '`main` (default) or `store` (the SQLite store thread).' })
   @ApiCreatedResponse({ description: 'The CPU profile (Chrome .cpuprofile JSON).' })
+  @ApiBadRequestResponse({ description: 'An unknown thread, or `store` while the store has no thread of its own (Cassandra) or is not open.' })
   @ApiUnauthorizedResponse({ description: 'Missing or wrong bearer token.' })
   @ApiNotFoundResponse({ description: 'Debug endpoints are disabled (DEBUG_TOKEN unset).' })
-  /** A CPU profile of the next `seconds` (default 10, at most 60), as a .cpuprofile. */
+  /** A CPU profile of one thread over the next `seconds` (default 10, at most 60), as a .cpuprofile. */
   @Post('debug/cpu-profile')
-  async cpuProfile(@Headers('authorization') auth: string | undefined, @Headers('x-profile-seconds') secs: string | undefined): Promise<unknown> {
+  async cpuProfile(
+    @Headers('authorization') auth: string | undefined,
+    @Headers('x-profile-seconds') secs: string | undefined,
+    @Headers('x-profile-thread') thread: string | undefined,
+  ): Promise<unknown> {
     this.authorize(auth);
     const seconds = Math.min(60, Math.max(1, Number(secs ?? 10) || 10));
+    const which = thread ?? 'main';
+    if (which === 'store') {
+      try {
+        return await this.store.threadCpuProfile(seconds * 1000);
+      } catch (err) {
+        throw new BadRequestException(`cannot profile the store thread: ${(err as Error).message}`);
+      }
+    }
+    if (which !== 'main') throw new BadRequestException(`x-profile-thread must be main or store, not ${JSON.stringify(which)}`);
     const session = new Session();
     session.connect();
     try {

@@ -17,11 +17,13 @@ const FAILURE_CHECK_MS = 1000;
 
 /**
  * A store that can fail for good (the SQLite store's thread): `failure` says why. A store with a
- * thread of its own also tells that thread's V8 heap.
+ * thread of its own also tells that thread's V8 heap and CPU time, and profiles it.
  */
 interface MayFail {
   readonly failure?: Error;
   heapStatistics?(): Promise<HeapInfo | undefined>;
+  threadCpuUsage?(): Promise<NodeJS.CpuUsage | undefined>;
+  threadCpuProfile?(ms: number): Promise<unknown>;
 }
 
 /**
@@ -79,6 +81,22 @@ export class StoreService implements OnModuleInit, OnApplicationShutdown {
   /** The V8 heap of the store's own thread (the SQLite store); `undefined` for a store without one. */
   threadHeap(): Promise<HeapInfo | undefined> {
     return (this.store as MayFail | undefined)?.heapStatistics?.() ?? Promise.resolve(undefined);
+  }
+
+  /** The CPU time of the store's own thread (the SQLite store); `undefined` for a store without one. */
+  threadCpuUsage(): Promise<NodeJS.CpuUsage | undefined> {
+    return (this.store as MayFail | undefined)?.threadCpuUsage?.() ?? Promise.resolve(undefined);
+  }
+
+  /**
+   * A CPU profile of the store's own thread over the next `ms` (a .cpuprofile object).
+   * @throws Error when the store is not open or has no thread of its own (Cassandra: its work is on the main thread).
+   */
+  threadCpuProfile(ms: number): Promise<unknown> {
+    const store = this.store as MayFail | undefined;
+    if (!store) return Promise.reject(new Error('the store is not open'));
+    if (!store.threadCpuProfile) return Promise.reject(new Error(`the ${this.config.kind} store has no thread of its own: profile the main thread`));
+    return store.threadCpuProfile(ms);
   }
 
   /** Why the open store stopped working for good, if it did. */

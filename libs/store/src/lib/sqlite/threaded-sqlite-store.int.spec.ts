@@ -198,6 +198,30 @@ describe('ThreadedSqliteStore', () => {
     }
   });
 
+  it("tells its thread's CPU time and profiles the thread while it serves calls; a closed store does neither", async () => {
+    const store = await ThreadedSqliteStore.open({ filename: newFile() });
+    const chamber = freshChamber();
+    const written = trace(chamber, 'run-1', 8, 20_000);
+    await store.traces.write(written);
+    const before = await store.threadCpuUsage();
+    // Reads served during the profile: the thread's store code must show in it.
+    let reading = true;
+    const reads = (async () => {
+      while (reading) releaseTraceMemory(await store.traces.read(written));
+    })();
+    const profile = (await store.threadCpuProfile(300)) as { nodes: { callFrame: { functionName: string; url: string } }[]; samples: number[] };
+    reading = false;
+    await reads;
+    const after = await store.threadCpuUsage();
+    expect(before && after).toBeDefined();
+    expect(after!.user + after!.system).toBeGreaterThan(before!.user + before!.system);
+    expect(profile.samples.length).toBeGreaterThan(0);
+    expect(profile.nodes.some((n) => /sqlite-store/.test(n.callFrame.url) && n.callFrame.functionName === 'read')).toBe(true);
+    await store.close();
+    expect(await store.threadCpuUsage()).toBeUndefined();
+    await expect(store.threadCpuProfile(10)).rejects.toThrow(StoreUnavailableError);
+  });
+
   it('moves the samples of a trace read (no copy, freed by releaseTraceMemory) and copies those written', async () => {
     const store = await ThreadedSqliteStore.open({ filename: newFile() });
     try {

@@ -241,6 +241,38 @@ export class ThreadedSqliteStore implements DefenderStore {
   }
 
   /**
+   * CPU time the store thread has used since it started (user and system, microseconds, as
+   * `process.cpuUsage`); `undefined` once the thread stopped or when it cannot answer.
+   */
+  async threadCpuUsage(): Promise<NodeJS.CpuUsage | undefined> {
+    if (this.closed || this.threadFailure) return undefined;
+    try {
+      return await this.worker.cpuUsage();
+    } catch {
+      return undefined; // the thread ended meanwhile
+    }
+  }
+
+  /**
+   * A V8 CPU profile of the store thread over the next `ms` milliseconds (a .cpuprofile object); the
+   * thread keeps serving calls meanwhile.
+   * @throws StoreUnavailableError when the thread stopped (or stops before the profile is taken).
+   */
+  async threadCpuProfile(ms: number): Promise<unknown> {
+    if (this.closed || this.threadFailure)
+      throw new StoreUnavailableError('SQLite: the store thread is not running: no profile');
+    try {
+      const handle = await this.worker.startCpuProfile();
+      await new Promise((resolve) => setTimeout(resolve, ms));
+      return JSON.parse(await handle.stop()) as unknown;
+    } catch (err) {
+      throw new StoreUnavailableError(`SQLite: the store thread could not be profiled: ${(err as Error).message}`, {
+        cause: err,
+      });
+    }
+  }
+
+  /**
    * Lets the calls already made finish, then closes the database and stops the thread. Later calls
    * reject with StoreClosedError (as do calls the thread never answered). Idempotent.
    */
