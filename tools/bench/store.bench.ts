@@ -246,7 +246,7 @@ async function main(): Promise<void> {
   const verdict = `**3.6 M-point trace read from Cassandra: p50 ${ms(bigRead)} ms** (target well under ${READ_TARGET_MS} ms: ${bigRead < READ_TARGET_MS ? 'met' : 'MISSED'}).`;
   const body = [
     `Cassandra ${cassandraVersion}, keyspace with replication factor 1, consistency QUORUM; SQLite ${'file in WAL mode, synchronous=NORMAL'}.`,
-    'Traces are float64, stored as 1 MiB (max) checksummed chunks per SVID; a read verifies every chunk (length, CRC-32, write id) and copies it into one typed array per SVID.',
+    'Traces are float64, stored as checksummed chunks per SVID (at most 1 MiB in Cassandra, 64 KiB in SQLite: ADR 0010, addendum 2); a read verifies every chunk (length, CRC-32, write id) and copies it into one typed array per SVID.',
     'Each trace row: one warm-up write/read, then `runs` writes of distinct runs and `runs` reads of them.',
     '',
     verdict,

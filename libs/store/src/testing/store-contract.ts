@@ -41,6 +41,8 @@ export interface StoreContractBackend {
   /** Opens a second connection to the database of `store`, as another process would. */
   openPeer(store: DefenderStore): Promise<DefenderStore>;
   readonly corrupt: StoreCorruptor;
+  /** The trace chunk size the backend's stores write with (their default). */
+  readonly traceChunkBytes: number;
 }
 
 const T0 = new Date(1_700_000_000_000);
@@ -550,7 +552,7 @@ export function describeStoreContract(name: string, backend: () => StoreContract
         const ch = freshChamber();
         const t = trace(ch, 'run-2', 2, 300_000, { dtype: 'f64', explicit: true });
         const summary = await store.traces.write(t);
-        expect(summary.chunks).toBe(3 * Math.ceil((300_000 * 8) / (1 << 20)));
+        expect(summary.chunks).toBe(3 * Math.ceil((300_000 * 8) / b.traceChunkBytes));
         const back = await store.traces.read(t);
         expect(back.timing.kind).toBe('explicit');
         if (back.timing.kind === 'explicit' && t.timing.kind === 'explicit') {
@@ -614,7 +616,7 @@ export function describeStoreContract(name: string, backend: () => StoreContract
         it('damaged chunk (checksum)', async () => {
           const run = await setup('torn-crc');
           const full = await store.traces.read(run);
-          const bytes = Buffer.from(bytesOf(full.svids.get(svid) as Float64Array).subarray(1 << 20, 2 << 20));
+          const bytes = Buffer.from(bytesOf(full.svids.get(svid) as Float64Array).subarray(b.traceChunkBytes, 2 * b.traceChunkBytes));
           bytes[12345] = (bytes[12345] as number) ^ 0xff;
           await b.corrupt.setTraceChunkData(store, run, 1, svid, 1, bytes);
           const err = await rejection(store.traces.read(run));

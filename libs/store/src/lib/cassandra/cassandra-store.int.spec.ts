@@ -7,6 +7,7 @@ import { describeStoreContract, type StoreCorruptor } from '../../testing/store-
 import { MigrationError } from '../migration-error';
 import { CassandraStore } from './cassandra-store';
 import { encodePointSet } from '../codec/point-set-codec';
+import { MAX_TRACE_CHUNK_BYTES } from '../codec/trace-codec';
 import { CASSANDRA_MIGRATIONS, migrateCassandra, migrationChecksum } from './migrations';
 import type { CassandraStoreOptions } from './options';
 
@@ -108,6 +109,7 @@ describeWithInfra(['cassandra'], 'Cassandra store', () => {
     openFresh: () => CassandraStore.connect(options(newKeyspace())),
     openPeer: (store) => CassandraStore.connect(options(cs(store).keyspace)),
     corrupt,
+    traceChunkBytes: MAX_TRACE_CHUNK_BYTES,
   }));
 
   describe('migrations', () => {

@@ -12,7 +12,8 @@ import { sqliteCorruptor } from '../../testing/sqlite-corruptor';
 import { setArrayBufferDetacher } from '../codec/buffer-release';
 import { encodePointSet } from '../codec/point-set-codec';
 import { migrateSqlite, SQLITE_MIGRATIONS } from './migrations';
-import { DEFAULT_PAGE_CACHE_KIB, mapSqliteError, SqliteStore } from './sqlite-store';
+import { DEFAULT_PAGE_CACHE_KIB, DEFAULT_SQLITE_TRACE_CHUNK_BYTES, mapSqliteError, SqliteStore } from './sqlite-store';
+import { MAX_TRACE_CHUNK_BYTES } from '../codec/trace-codec';
 
 function db(store: DefenderStore): Database.Database {
   return (store as SqliteStore).database;
@@ -33,12 +34,14 @@ describeStoreContract('SQLite :memory:', () => ({
   // One in-memory database has one connection; the "second process" shares it.
   openPeer: async (store) => store,
   corrupt,
+  traceChunkBytes: DEFAULT_SQLITE_TRACE_CHUNK_BYTES,
 }));
 
 describeStoreContract('SQLite file (WAL)', () => ({
   openFresh: () => SqliteStore.open({ filename: newFile() }),
   openPeer: (store) => SqliteStore.open({ filename: db(store).name }),
   corrupt,
+  traceChunkBytes: DEFAULT_SQLITE_TRACE_CHUNK_BYTES,
 }));
 
 function repoRoot(): string {
@@ -100,8 +103,31 @@ describe('SQLite store: files shared by processes', () => {
     await s2.close();
   });
 
+  it('writes traces in chunks of 64 KiB by default (below the image\'s malloc mmap threshold), and reads any chunk size it finds', async () => {
+    const file = newFile();
+    const big = Float64Array.from({ length: 50_000 }, (_, i) => Math.cos(i)); // 400,000 bytes: 6 chunks of 64 KiB and one of 6,784
+    const write = (store: SqliteStore, runId: string) =>
+      store.traces.write({ toolId: 'T', chamberId: 'C', runId, timing: { kind: 'regular', startSeconds: 0, frequencyHz: 1 }, svids: new Map([['big', big]]), steps: [] });
+    const dflt = await SqliteStore.open({ filename: file });
+    await write(dflt, 'r64');
+    const sizes = (runId: string) =>
+      (dflt.database.prepare('SELECT byte_length AS n FROM trace_chunks WHERE run_id = ? ORDER BY chunk').all(runId) as { n: number }[]).map((r) => r.n);
+    expect(DEFAULT_SQLITE_TRACE_CHUNK_BYTES).toBe(65_536);
+    expect(sizes('r64')).toEqual([...Array(6).fill(65_536), 400_000 - 6 * 65_536]);
+    // A trace written with 1 MiB chunks (another writer's setting) reads back the same.
+    const wide = await SqliteStore.open({ filename: file, traceChunkBytes: MAX_TRACE_CHUNK_BYTES });
+    await write(wide, 'r1m');
+    await wide.close();
+    expect(sizes('r1m')).toEqual([400_000]);
+    for (const runId of ['r64', 'r1m']) {
+      const back = (await dflt.traces.read({ toolId: 'T', chamberId: 'C', runId })).svids.get('big') as Float64Array;
+      expect(Buffer.from(back.buffer, back.byteOffset, back.byteLength).equals(Buffer.from(big.buffer))).toBe(true);
+    }
+    await dflt.close();
+  });
+
   it('frees its copies of a trace\'s large chunks as it reads them, when the process can detach buffers', async () => {
-    const store = await SqliteStore.open({ filename: newFile() });
+    const store = await SqliteStore.open({ filename: newFile(), traceChunkBytes: MAX_TRACE_CHUNK_BYTES });
     const detached: number[] = [];
     setArrayBufferDetacher((b) => {
       detached.push(b.byteLength);

@@ -72,7 +72,7 @@ import {
   type RowGetter,
 } from '../codec/rows';
 import { releaseYoungArrayBuffer } from '../codec/buffer-release';
-import { MAX_TRACE_CHUNK_BYTES, parseTraceManifest, planTraceWrite, stringifyTraceManifest, TraceAssembler, type SeriesKind } from '../codec/trace-codec';
+import { parseTraceManifest, planTraceWrite, stringifyTraceManifest, TraceAssembler, type SeriesKind } from '../codec/trace-codec';
 import { MigrationError } from '../migration-error';
 import { observed, type StoreObserver } from '../observer';
 import { migrateSqlite } from './migrations';
@@ -87,7 +87,7 @@ export interface SqliteStoreOptions {
   readonly synchronous?: 'NORMAL' | 'FULL';
   /** How long a writer waits for another process's write lock before StoreUnavailableError (default 5,000 ms). */
   readonly busyTimeoutMs?: number;
-  /** Trace chunk size in bytes (multiple of 8, <= 1 MiB; default 1 MiB). */
+  /** Trace chunk size in bytes (multiple of 8, <= 1 MiB; default {@link DEFAULT_SQLITE_TRACE_CHUNK_BYTES}, 64 KiB). */
   readonly traceChunkBytes?: number;
   /** Run observations older than this are pruned by `recomputeWeights` (default 14 days). */
   readonly observationRetentionSeconds?: number;
@@ -103,6 +103,17 @@ export interface SqliteStoreOptions {
 
 /** How long a call waits for another connection's write lock by default, ms. */
 export const DEFAULT_BUSY_TIMEOUT_MS = 5_000;
+
+/**
+ * Size of the trace chunks a SQLite store writes by default, bytes. Each chunk read comes back as two
+ * copies of its size (SQLite's, then the driver's Buffer, copied again into the trace). Below glibc's
+ * mmap threshold — 128 KiB in the defender's image (`MALLOC_MMAP_THRESHOLD_`, apps/defender/Dockerfile)
+ * — both come from the C heap and reuse warm pages; 1 MiB chunks were a fresh mapping each, faulted
+ * in page by page and unmapped again, which made reading a 1.7 MB trace cost 2.1-3.5 ms of CPU instead
+ * of 0.8-0.9 ms (mostly system time; ADR 0010 addendum 2). Traces already stored keep the chunk size
+ * their manifest records.
+ */
+export const DEFAULT_SQLITE_TRACE_CHUNK_BYTES = 64 * 1024;
 
 /** Chunk copies from this size on are freed as soon as they are copied into their trace. */
 const RELEASE_CHUNK_MIN_BYTES = 64 * 1024;
@@ -773,7 +784,7 @@ export class SqliteStore implements DefenderStore {
   ) {
     this.journalMode = journalMode;
     this.chamberMetadata = new SqliteChamberMetadata(conn, options.observationRetentionSeconds ?? 14 * DAY);
-    this.traces = new SqliteTraces(conn, options.traceChunkBytes ?? MAX_TRACE_CHUNK_BYTES);
+    this.traces = new SqliteTraces(conn, options.traceChunkBytes ?? DEFAULT_SQLITE_TRACE_CHUNK_BYTES);
     const log = new SqliteChamberLog(conn);
     this.chamberState = log;
     this.alarms = log;

@@ -16,6 +16,7 @@ import { describeStoreContract } from '../../testing/store-contract';
 import { releaseTraceMemory } from '../codec/trace-codec';
 import { openStore } from '../open-store';
 import { ThreadedSqliteStore } from './threaded-sqlite-store';
+import { DEFAULT_SQLITE_TRACE_CHUNK_BYTES } from './sqlite-store';
 
 const dir = mkdtempSync(join(tmpdir(), 'defender-store-thread-'));
 let files = 0;
@@ -42,6 +43,7 @@ describeStoreContract('SQLite file on its own thread', () => ({
   openFresh: () => ThreadedSqliteStore.open({ filename: newFile() }),
   openPeer: (store) => ThreadedSqliteStore.open({ filename: (store as ThreadedSqliteStore).filename }),
   corrupt: sqliteCorruptor(sideDb),
+  traceChunkBytes: DEFAULT_SQLITE_TRACE_CHUNK_BYTES,
 }));
 
 /** Lets the event loop turn `n` times (no clock involved). */
