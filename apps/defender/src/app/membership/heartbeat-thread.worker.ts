@@ -25,7 +25,7 @@ async function connectForever(init: HeartbeatThreadInit, stopped: () => boolean)
   const waitMs = reconnectTimeWaitMs ?? 1000;
   while (!stopped()) {
     try {
-      return await connect({ servers, name, user, pass, token, ...(tls ? { tls } : {}), reconnect: true, maxReconnectAttempts: -1, reconnectTimeWait: waitMs });
+      return await connect({ servers, name, user, pass, token, ...(tls ? { tls } : {}), reconnect: true, maxReconnectAttempts: -1, reconnectTimeWait: waitMs, noAsyncTraces: true });
     } catch {
       // Reported by the main thread's own connection; this one just tries again.
       await new Promise((r) => setTimeout(r, waitMs));
