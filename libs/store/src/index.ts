@@ -11,7 +11,7 @@ export {
   type CassandraStoreOptions,
 } from './lib/cassandra/options';
 export { SqliteStore, mapSqliteError, type SqliteStoreOptions } from './lib/sqlite/sqlite-store';
-export { ThreadedSqliteStore } from './lib/sqlite/threaded-sqlite-store';
+export { STORE_THREAD_NAME, ThreadedSqliteStore } from './lib/sqlite/threaded-sqlite-store';
 export { SQLITE_MIGRATIONS, type SqliteMigration } from './lib/sqlite/migrations';
 export { openStore, type StoreConfig } from './lib/open-store';
 export { MigrationError } from './lib/migration-error';

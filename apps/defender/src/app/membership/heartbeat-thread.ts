@@ -43,6 +43,9 @@ function registerScript(dir: string): string {
  */
 const THREAD_LIMITS = { maxYoungGenerationSizeMb: 2 };
 
+/** The thread's name, also its OS thread's (`/proc/<pid>/task/<tid>/comm`, `top -H`). */
+export const HEARTBEAT_THREAD_NAME = 'heartbeat';
+
 /**
  * From TypeScript source (jest, `node -r tools/scripts/register.js`) the thread registers the same
  * transpiler and requires its entry; from the app bundle it runs `heartbeat-thread.js` next to it.
@@ -53,12 +56,12 @@ function startWorker(init: HeartbeatThreadInit): Worker {
     // Loaded here too so the native transpiler stays mapped when the thread exits (see ThreadedSqliteStore).
     createRequire(register)('@swc/core');
     const entry = join(__dirname, 'heartbeat-thread.worker.ts');
-    return new Worker(`require(${JSON.stringify(register)}); require(${JSON.stringify(entry)});`, { eval: true, workerData: init, resourceLimits: THREAD_LIMITS });
+    return new Worker(`require(${JSON.stringify(register)}); require(${JSON.stringify(entry)});`, { eval: true, workerData: init, resourceLimits: THREAD_LIMITS, name: HEARTBEAT_THREAD_NAME });
   }
   const candidates = [join(__dirname, HEARTBEAT_THREAD_BUNDLE_FILE), ...(process.argv[1] ? [join(dirname(process.argv[1]), HEARTBEAT_THREAD_BUNDLE_FILE)] : [])];
   const script = candidates.find((c) => existsSync(c));
   if (!script) throw new Error(`heartbeat thread: ${HEARTBEAT_THREAD_BUNDLE_FILE} not found (looked at ${candidates.join(', ')}); the app bundle must include it as a second entry`);
-  return new Worker(script, { workerData: init, resourceLimits: THREAD_LIMITS });
+  return new Worker(script, { workerData: init, resourceLimits: THREAD_LIMITS, name: HEARTBEAT_THREAD_NAME });
 }
 
 /**

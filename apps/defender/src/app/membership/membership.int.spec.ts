@@ -1,3 +1,4 @@
+import { readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connect } from '@nats-io/transport-node';
@@ -119,7 +120,17 @@ describeWithInfra(['nats'], 'defender membership (real processes, real NATS)', (
       const text = (await getJson(`${a.url}/metrics`)).text;
       return threadHeap(text, 'store') > 0 && threadHeap(text, 'heartbeat') > 0;
     }, 30_000);
-    // Their CPU time, and a profile of the store thread (the debug endpoint, with its token).
+    // Their OS threads carry their names (top -H), their CPU time is reported, and the store thread
+    // can be profiled (the debug endpoint, with its token).
+    const pid = a.p.child.pid;
+    const threadNames = readdirSync(`/proc/${pid}/task`).map((t) => {
+      try {
+        return readFileSync(`/proc/${pid}/task/${t}/comm`, 'utf8').trim();
+      } catch {
+        return ''; // a thread that ended meanwhile
+      }
+    });
+    expect(threadNames).toEqual(expect.arrayContaining(['MainThread', 'sqlite-store', 'heartbeat']));
     const threadCpu = (text: string, thread: string) =>
       Number(new RegExp(`^defender_thread_cpu_seconds_total\\{[^}]*thread="${thread}"[^}]*\\} ([\\d.e+-]+)`, 'm').exec(text)?.[1] ?? 0);
     await waitFor("the threads' CPU time reported", async () => {

@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Worker } from 'node:worker_threads';
@@ -15,7 +15,7 @@ import { sqliteCorruptor } from '../../testing/sqlite-corruptor';
 import { describeStoreContract } from '../../testing/store-contract';
 import { releaseTraceMemory } from '../codec/trace-codec';
 import { openStore } from '../open-store';
-import { ThreadedSqliteStore } from './threaded-sqlite-store';
+import { STORE_THREAD_NAME, ThreadedSqliteStore } from './threaded-sqlite-store';
 import { DEFAULT_SQLITE_TRACE_CHUNK_BYTES } from './sqlite-store';
 
 const dir = mkdtempSync(join(tmpdir(), 'defender-store-thread-'));
@@ -219,6 +219,15 @@ describe('ThreadedSqliteStore', () => {
     expect(after!.user + after!.system).toBeGreaterThan(before!.user + before!.system);
     expect(profile.samples.length).toBeGreaterThan(0);
     expect(profile.nodes.some((n) => /sqlite-store/.test(n.callFrame.url) && n.callFrame.functionName === 'read')).toBe(true);
+    // The OS thread carries the store thread's name (top -H, /proc/<pid>/task/<tid>/comm).
+    const names = readdirSync(`/proc/${process.pid}/task`).map((t) => {
+      try {
+        return readFileSync(`/proc/${process.pid}/task/${t}/comm`, 'utf8').trim();
+      } catch {
+        return ''; // a thread that ended meanwhile
+      }
+    });
+    expect(names).toContain(STORE_THREAD_NAME);
     await store.close();
     expect(await store.threadCpuUsage()).toBeUndefined();
     await expect(store.threadCpuProfile(10)).rejects.toThrow(StoreUnavailableError);

@@ -62,6 +62,12 @@ function adoptTrace(t: TraceRecord): TraceRecord {
   return { ...t, svids, timing };
 }
 
+/**
+ * The store thread's name: also its OS thread's name (`/proc/<pid>/task/<tid>/comm`, `top -H`), so its
+ * CPU can be told from the main thread's without the process's help.
+ */
+export const STORE_THREAD_NAME = 'sqlite-store';
+
 /** Walks up from `dir` to the workspace root (the directory holding tools/scripts/register.js). */
 function registerScript(dir: string): string {
   for (let d = dir; ; d = dirname(d)) {
@@ -90,7 +96,7 @@ function startThread(options: ThreadOpenOptions): Worker {
     // here as well, it stays mapped.
     createRequire(register)('@swc/core');
     const bootstrap = `require(${JSON.stringify(register)}); require(${JSON.stringify(entry)});`;
-    return new Worker(bootstrap, { eval: true, workerData });
+    return new Worker(bootstrap, { eval: true, workerData, name: STORE_THREAD_NAME });
   }
   // (Not require.main: a bundle's `require` is webpack's. __dirname is the bundle's directory.)
   const candidates = [
@@ -103,7 +109,7 @@ function startThread(options: ThreadOpenOptions): Worker {
       `SQLite store thread: ${STORE_THREAD_BUNDLE_FILE} not found (looked at ${candidates.join(', ')}); the app bundle must include it as a second entry`,
     );
   }
-  return new Worker(script, { workerData });
+  return new Worker(script, { workerData, name: STORE_THREAD_NAME });
 }
 
 /**
