@@ -45,13 +45,13 @@ import { jetstream, type JetStreamClient } from '@nats-io/jetstream';
 import type { DefenderStore } from '@defender/contracts';
 import { imageRuntimeEnv, ProgressLine, remainingMs, shortDuration, startNatsServer, textBar, type NatsServerHandle } from '@defender/infra-harness';
 import { DEFAULT_STRATEGY } from '@defender/defense-rules';
-import { SqliteStore } from '@defender/store';
+import { SqliteStore, STORE_THREAD_NAME } from '@defender/store';
 import { percentile, table, writeBenchmarkSection } from './report';
 import { stepCharts } from './fab-replay/charts';
 import { handleBenchCommandLine } from './cli';
 import { BenchCluster, bundleOf, getJson, missingBundles } from './pipeline/cluster';
 import { summariseProfile, type CpuProfile } from './pipeline/profile';
-import { cpuMsOf, envList, gaugesBy, histogramQuantile, loadAverage, memoryBreakdownOf, memoryOf, parseCounter, parseHistogram, heapSnapshotNodeOptions, takeHeapSnapshot, type MemoryBreakdown } from './pipeline/observe';
+import { cpuMsOf, threadCpuMsOf, envList, gaugesBy, histogramQuantile, loadAverage, memoryBreakdownOf, memoryOf, parseCounter, parseHistogram, heapSnapshotNodeOptions, takeHeapSnapshot, type MemoryBreakdown } from './pipeline/observe';
 import { judgeStep, nextSpeed, type StepVerdict } from './fab-replay/sustain';
 import { cpuBalance, judgeOverload } from './fab-replay/balance';
 import {
@@ -216,13 +216,22 @@ function v8Figures(text: string): NonNullable<PeakDetail['v8']> {
 }
 interface ProcWindow {
   cpuMs0: number;
+  /** A defender's main and SQLite store threads' CPU at the window's start (by OS thread name). */
+  threadMs0?: { main: number; store: number };
   t0: number;
   peakRssMb: number;
 }
 interface ProcResult {
   name: string;
   cpuPct: number;
+  /** A defender's CPU % by thread: main, SQLite store; the rest of `cpuPct` is V8's helpers (GC, compiler), the heartbeat thread and libuv. */
+  threads?: { main: number; store: number };
   peakRssMb: number;
+}
+
+/** A defender's main and SQLite store threads' CPU so far, ms (Node names the main thread `MainThread`). */
+function defenderThreadsMs(pid: number): { main: number; store: number } {
+  return { main: threadCpuMsOf(pid, 'MainThread'), store: threadCpuMsOf(pid, STORE_THREAD_NAME) };
 }
 
 class ProcessWatch {
@@ -236,7 +245,10 @@ class ProcessWatch {
 
   begin(): void {
     this.windows = new Map(
-      this.procs.map((p) => [p.name, { cpuMs0: cpuMsOf(p.pid() ?? -1), t0: Date.now(), peakRssMb: 0 }]),
+      this.procs.map((p) => [
+        p.name,
+        { cpuMs0: cpuMsOf(p.pid() ?? -1), ...(p.url ? { threadMs0: defenderThreadsMs(p.pid() ?? -1) } : {}), t0: Date.now(), peakRssMb: 0 },
+      ]),
     );
   }
 
@@ -272,7 +284,10 @@ class ProcessWatch {
       const w = this.windows.get(p.name);
       const cpu = cpuMsOf(p.pid() ?? -1) - (w?.cpuMs0 ?? NaN);
       const wall = Date.now() - (w?.t0 ?? NaN);
-      return { name: p.name, cpuPct: (100 * cpu) / wall, peakRssMb: w?.peakRssMb ?? NaN };
+      const t0 = w?.threadMs0;
+      const t1 = t0 && defenderThreadsMs(p.pid() ?? -1);
+      const threads = t0 && t1 ? { main: (100 * (t1.main - t0.main)) / wall, store: (100 * (t1.store - t0.store)) / wall } : undefined;
+      return { name: p.name, cpuPct: (100 * cpu) / wall, ...(threads ? { threads } : {}), peakRssMb: w?.peakRssMb ?? NaN };
     });
   }
 
@@ -642,7 +657,7 @@ async function runStep(
   log(
     `step ${k + 1}: speed ${speed}x: offered ${f1(res.offeredRate)} runs/s (scheduled ${f1(events.length / W)}), processed ${f1(res.processedRate)} runs/s, ` +
       `lag p50 ${f0(res.lagP50)} p99 ${f0(res.lagP99)} ms, backlog max ${res.backlogMax} end ${backlogEnd} slope ${f2(verdict.backlogSlope)}/s, drain ${f1(drainSeconds)} s: ` +
-      `${verdict.sustained ? 'SUSTAINED' : `not sustained (${verdict.reasons.join('; ')})`}; CPU ${procs.map((p) => `${p.name} ${f0(p.cpuPct)}%`).join(', ')}`,
+      `${verdict.sustained ? 'SUSTAINED' : `not sustained (${verdict.reasons.join('; ')})`}; CPU ${procs.map((p) => `${p.name} ${f0(p.cpuPct)}%${p.threads ? ` (main ${f0(p.threads.main)}%, store ${f0(p.threads.store)}%)` : ''}`).join(', ')}`,
   );
   return res;
 }
@@ -1158,6 +1173,7 @@ function report(o: Outcome): string {
     '',
     table(['window', ...procNames, 'defenders: largest distance from their mean'], cpuRows),
     '',
+    ...threadCpuSection(o),
     '### Memory per process (peak RSS MB)',
     '',
     table(['window', ...procNames], rssRows),
@@ -1165,6 +1181,35 @@ function report(o: Outcome): string {
     `Defender history caches at the end: ${o.cacheStats.map((c) => `\`${c}\``).join('; ') || '-'}`,
     ...peakDetailLines(o.peakDetail),
   ].join('\n');
+}
+
+/**
+ * Each defender's CPU by thread per window (from /proc/<pid>/task by OS thread name), when the run
+ * recorded it (results from before it did not).
+ */
+function threadCpuSection(o: Outcome): string[] {
+  const windows: { label: string; procs: ProcResult[] }[] = [
+    { label: 'warm-up (max speed)', procs: o.warmup.procs },
+    ...o.steps.map((s) => ({ label: `${s.speed}x${s.overloadOf !== undefined ? ' (overload)' : ''}`, procs: s.procs })),
+  ];
+  const defenders = [...new Set(windows.flatMap((w) => w.procs.filter((p) => p.threads).map((p) => p.name)))];
+  if (defenders.length === 0) return [];
+  const rows = windows.map((w) => [
+    w.label,
+    ...defenders.map((name) => {
+      const p = w.procs.find((x) => x.name === name);
+      if (!p?.threads) return '-';
+      return `${f0(p.cpuPct)} = ${f0(p.threads.main)} / ${f0(p.threads.store)} / ${f0(p.cpuPct - p.threads.main - p.threads.store)}`;
+    }),
+  ]);
+  return [
+    '### CPU % per defender thread',
+    '',
+    'Process = main thread / SQLite store thread / the rest (V8\'s garbage-collector and compiler helpers, the heartbeat thread, libuv), from /proc/<pid>/task by thread name.',
+    '',
+    table(['window', ...defenders], rows),
+    '',
+  ];
 }
 
 /**

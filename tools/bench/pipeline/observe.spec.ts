@@ -1,4 +1,5 @@
-import { gaugesBy, memoryBreakdownOf, memoryOf, parseSmaps } from './observe';
+import { Worker } from 'node:worker_threads';
+import { gaugesBy, memoryBreakdownOf, memoryOf, parseSmaps, threadCpuMsOf } from './observe';
 
 const SMAPS = [
   '55e752e0b000-55e752e0d000 r--p 00000000 fe:00 260386                     /usr/local/bin/node',
@@ -61,5 +62,23 @@ describe('gaugesBy', () => {
       ]),
     );
     expect(gaugesBy(text, 'defender_malloc_heap_bytes', 'kind').get('in_use')).toBe(120);
+  });
+});
+
+describe('threadCpuMsOf', () => {
+  it("sums the CPU time of a process's threads by name (a Worker's name), NaN for a name no thread has", async () => {
+    // A thread that uses 50 ms of its own CPU (several clock ticks, however busy the machine), then waits to be read and stopped.
+    const worker = new Worker(
+      "const { parentPort } = require('node:worker_threads'); const used = () => { const u = process.threadCpuUsage(); return u.user + u.system; }; while (used() < 50_000); parentPort.postMessage('done'); setInterval(() => {}, 1000);",
+      { eval: true, name: 'observe-spec' },
+    );
+    try {
+      await new Promise((resolve) => worker.once('message', resolve));
+      expect(threadCpuMsOf(process.pid, 'observe-spec')).toBeGreaterThan(0);
+      expect(threadCpuMsOf(process.pid, 'no-such-thread')).toBeNaN();
+      expect(threadCpuMsOf(-1, 'observe-spec')).toBeNaN();
+    } finally {
+      await worker.terminate();
+    }
   });
 });

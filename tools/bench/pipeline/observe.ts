@@ -1,7 +1,7 @@
 // Observation helpers for the pipeline benchmark: Prometheus text histograms and counters from a
 // defender's /metrics, and memory / CPU of a process from /proc.
 import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 
 /** A cumulative Prometheus histogram (all label sets of one metric summed, `le` kept). */
 export interface Histo {
@@ -193,6 +193,36 @@ let clockTicks: number | undefined;
 
 /** User + system CPU time of a process so far, in ms. */
 export function cpuMsOf(pid: number): number {
+  return cpuMsOfStat(`/proc/${pid}/stat`);
+}
+
+/**
+ * User + system CPU time, ms, of the threads of process `pid` whose name (`comm`: a Worker's `name`,
+ * `MainThread` for Node's main thread; at most 15 characters) is `thread`; NaN when none is found.
+ */
+export function threadCpuMsOf(pid: number, thread: string): number {
+  let tasks: string[];
+  try {
+    tasks = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return NaN;
+  }
+  let total = NaN;
+  for (const tid of tasks) {
+    let comm: string;
+    try {
+      comm = readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').trim();
+    } catch {
+      continue; // the thread ended meanwhile
+    }
+    if (comm !== thread.slice(0, 15)) continue;
+    const ms = cpuMsOfStat(`/proc/${pid}/task/${tid}/stat`);
+    if (Number.isFinite(ms)) total = (Number.isNaN(total) ? 0 : total) + ms;
+  }
+  return total;
+}
+
+function cpuMsOfStat(path: string): number {
   if (clockTicks === undefined) {
     try {
       clockTicks = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
@@ -201,7 +231,7 @@ export function cpuMsOf(pid: number): number {
     }
   }
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const stat = readFileSync(path, 'utf8');
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
     // After the command: state(0) ppid(1) ... utime(11) stime(12).
     return ((Number(fields[11]) + Number(fields[12])) * 1000) / clockTicks;
