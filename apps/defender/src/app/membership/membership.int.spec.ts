@@ -8,6 +8,8 @@ import { AssignmentMapBucket, DEFAULT_STREAM_SETTINGS, HeartbeatBucket, openBuck
 import { parseStableIdClaim } from '@defender/contracts';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { describeWithInfra, freePort, getJson, spawnBuiltApp, SpawnedApp, startSecuredNatsServer, testNatsConnectOptions, testNatsEnv, waitFor } from '@defender/infra-harness';
+import { STORE_THREAD_NAME } from '@defender/store';
+import { HEARTBEAT_THREAD_NAME } from './heartbeat-thread';
 import { EXIT_POOL_EXHAUSTED } from './membership.service';
 
 let run = 0;
@@ -130,7 +132,7 @@ describeWithInfra(['nats'], 'defender membership (real processes, real NATS)', (
         return ''; // a thread that ended meanwhile
       }
     });
-    expect(threadNames).toEqual(expect.arrayContaining(['MainThread', 'sqlite-store', 'heartbeat']));
+    expect(threadNames).toEqual(expect.arrayContaining(['MainThread', STORE_THREAD_NAME, HEARTBEAT_THREAD_NAME]));
     const threadCpu = (text: string, thread: string) =>
       Number(new RegExp(`^defender_thread_cpu_seconds_total\\{[^}]*thread="${thread}"[^}]*\\} ([\\d.e+-]+)`, 'm').exec(text)?.[1] ?? 0);
     await waitFor("the threads' CPU time reported", async () => {

@@ -109,9 +109,9 @@ export const DEFAULT_BUSY_TIMEOUT_MS = 5_000;
  * copies of its size (SQLite's, then the driver's Buffer, copied again into the trace). Below glibc's
  * mmap threshold — 128 KiB in the defender's image (`MALLOC_MMAP_THRESHOLD_`, apps/defender/Dockerfile)
  * — both come from the C heap and reuse warm pages; 1 MiB chunks were a fresh mapping each, faulted
- * in page by page and unmapped again, which made reading a 1.7 MB trace cost 2.1-3.5 ms of CPU instead
- * of 0.8-0.9 ms (mostly system time; ADR 0010 addendum 2). Traces already stored keep the chunk size
- * their manifest records.
+ * in page by page and unmapped again: a heavy trace (200 SVIDs x 18,000 f64) cost 94.6 CPU ms per read
+ * with 1 MiB chunks and 73.0 with 64 KiB ones (`npm run bench:trace-read`; ADR 0010 addendum 2).
+ * Traces already stored keep the chunk size their manifest records.
  */
 export const DEFAULT_SQLITE_TRACE_CHUNK_BYTES = 64 * 1024;
 
