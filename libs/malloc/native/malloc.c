@@ -69,39 +69,11 @@ static napi_value Info(napi_env env, napi_callback_info info) {
   return out;
 }
 
-// detach(arrayBuffer): detaches it, so its memory is freed now (when nothing else shares it) instead
-// of when the garbage collector finalizes it; its views read as empty afterwards. Returns the bytes
-// it held (0 when already detached); throws for a non-detachable buffer or a non-ArrayBuffer.
-static napi_value Detach(napi_env env, napi_callback_info info) {
-  size_t argc = 1;
-  napi_value argv[1];
-  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
-  bool isArrayBuffer = false;
-  if (argc < 1 || napi_is_arraybuffer(env, argv[0], &isArrayBuffer) != napi_ok || !isArrayBuffer) {
-    napi_throw_type_error(env, NULL, "detach: expected an ArrayBuffer");
-    return NULL;
-  }
-  size_t bytes = 0;
-  bool detached = false;
-  CHECK(napi_is_detached_arraybuffer(env, argv[0], &detached));
-  if (!detached) {
-    CHECK(napi_get_arraybuffer_info(env, argv[0], NULL, &bytes));
-    if (napi_detach_arraybuffer(env, argv[0]) != napi_ok) {
-      napi_throw_type_error(env, NULL, "detach: the ArrayBuffer is not detachable");
-      return NULL;
-    }
-  }
-  napi_value out;
-  CHECK(napi_create_double(env, (double)bytes, &out));
-  return out;
-}
-
 static napi_value Init(napi_env env, napi_value exports) {
   napi_property_descriptor props[] = {
       {"supported", NULL, Supported, NULL, NULL, NULL, napi_enumerable, NULL},
       {"trim", NULL, Trim, NULL, NULL, NULL, napi_enumerable, NULL},
       {"info", NULL, Info, NULL, NULL, NULL, napi_enumerable, NULL},
-      {"detach", NULL, Detach, NULL, NULL, NULL, napi_enumerable, NULL},
   };
   CHECK(napi_define_properties(env, exports, sizeof(props) / sizeof(props[0]), props));
   return exports;

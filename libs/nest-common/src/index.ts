@@ -45,6 +45,6 @@ export { CLUSTER_KV_OPTIONS, ClusterKvService } from './lib/cluster/cluster-kv.s
 export type { ClusterBuckets, ClusterKvOptions } from './lib/cluster/cluster-kv.service';
 export { ClusterKvModule } from './lib/cluster/cluster-kv.module';
 export { storeConfigFromEnv, storeEnvShape } from './lib/store/store-env';
-export type { StoreEnv } from './lib/store/store-env';
+export type { StoreEnv, StoreTuning } from './lib/store/store-env';
 export { EXIT_STORE_FAILED, STORE_CONFIG, StoreService } from './lib/store/store.service';
 export { StoreModule } from './lib/store/store.module';

@@ -20,4 +20,4 @@ export { ChamberWeightCache, TtlCache, type Clock } from './lib/weights/ttl-cach
 export type { StoreObserver, StoreOperation } from './lib/observer';
 export { decodePointSet, encodePointSet, POINT_SET_SCHEMA_VERSION } from './lib/codec/point-set-codec';
 export { MAX_TRACE_CHUNK_BYTES, releaseTraceMemory, TRACE_SCHEMA_VERSION } from './lib/codec/trace-codec';
-export { setArrayBufferDetacher, type ArrayBufferDetacher } from './lib/codec/buffer-release';
+export { DEFAULT_TRACE_POOL_BYTES, TraceBufferPool, traceBufferClass, type TraceBufferPoolStats } from './lib/codec/trace-buffer-pool';

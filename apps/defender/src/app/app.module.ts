@@ -15,7 +15,8 @@ export class AppModule {
       imports: [
         CommonAppModule.forRoot('defender', config),
         ClusterKvModule.forRoot(config, ['stableIds', 'heartbeats']),
-        StoreModule.forRoot(storeConfigFromEnv(config, config.POD_NAME ?? `defender:${process.pid}`)),
+        // The trace buffer pool holds as much as the trace budget lets runs hold at once.
+        StoreModule.forRoot(storeConfigFromEnv(config, config.POD_NAME ?? `defender:${process.pid}`, { tracePoolBytes: config.TRACE_MEMORY_MB * 1024 * 1024 })),
         DefenderModule,
         ...(config.ASSIGNMENT_CONTROLLER_ENABLED
           ? [ControllerModule.forRoot(config), RouterModule.register([{ path: 'controller', module: ControllerModule }])]

@@ -49,27 +49,6 @@ describe('loadMalloc', () => {
     expect(pins.every((p) => p[0] === 2)).toBe(true);
   });
 
-  it('detaches an ArrayBuffer: its memory goes at once, with no garbage collection', () => {
-    const m = loadMalloc([BUILT]);
-    // Promoted (two young collections survived), so only a full collection would free them.
-    const arrays = Array.from({ length: 40 }, (_, i) => new Float64Array(2 ** 17).fill(i));
-    const minor = runInNewContext('() => { gc({ type: "minor" }); gc({ type: "minor" }); }') as () => void;
-    minor();
-    const before = process.memoryUsage().arrayBuffers;
-    let bytes = 0;
-    for (const a of arrays) bytes += m.detach(a.buffer as ArrayBuffer);
-    expect(bytes).toBe(40 * 2 ** 20);
-    // V8 stops accounting them at once, and their views are empty.
-    expect(before - process.memoryUsage().arrayBuffers).toBeGreaterThanOrEqual(40 * 2 ** 20);
-    expect(arrays.every((a) => a.length === 0)).toBe(true);
-    // A second detach is a no-op; a non-detachable buffer and a non-buffer are refused.
-    expect(m.detach(arrays[0]!.buffer as ArrayBuffer)).toBe(0);
-    // WebAssembly memory cannot be detached (the lib's types do not declare WebAssembly).
-    const wasm = (globalThis as unknown as { WebAssembly: { Memory: new (d: { initial: number }) => { buffer: ArrayBuffer } } }).WebAssembly;
-    expect(() => m.detach(new wasm.Memory({ initial: 1 }).buffer)).toThrow(/not detachable/);
-    expect(() => m.detach({} as ArrayBuffer)).toThrow(/expected an ArrayBuffer/);
-  });
-
   it('names the paths tried when the addon is missing, and rejects a file that is not it', () => {
     expect(() => loadMalloc(['/a/malloc.node', '/b/malloc.node'])).toThrow(new MallocUnavailableError('malloc.node not found (tried /a/malloc.node, /b/malloc.node); build it with `npm run build:native`'));
     expect(() => loadMalloc([__filename])).toThrow(MallocUnavailableError);

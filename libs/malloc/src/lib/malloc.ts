@@ -34,14 +34,6 @@ export interface Malloc {
   trim(): boolean;
   /** The allocator's counters; undefined where unsupported. */
   info(): MallocInfo | undefined;
-  /**
-   * Detaches an ArrayBuffer, so its memory is freed now rather than when the garbage collector
-   * finalizes it (for a promoted buffer: the next full collection). Its views read as empty
-   * afterwards, so only the buffer's sole owner may call it. Returns the bytes it held (0 when it
-   * was detached already); works on any C library.
-   * @throws TypeError for a non-detachable buffer (e.g. WebAssembly memory) or a non-ArrayBuffer.
-   */
-  detach(buffer: ArrayBuffer): number;
 }
 
 /** The addon was not found at any of the given paths, or did not load. */
@@ -56,7 +48,6 @@ interface Binding {
   supported(): boolean;
   trim(): boolean;
   info(): MallocInfo | undefined;
-  detach(buffer: ArrayBuffer): number;
 }
 
 /**
@@ -73,14 +64,13 @@ export function loadMalloc(paths: readonly string[]): Malloc {
     throw new MallocUnavailableError(`${path} did not load: ${(err as Error).message}`, { cause: err });
   }
   const b = mod.exports;
-  if (typeof b.supported !== 'function' || typeof b.trim !== 'function' || typeof b.info !== 'function' || typeof b.detach !== 'function') {
-    throw new MallocUnavailableError(`${path} is not the malloc addon (missing supported/trim/info/detach); rebuild it with \`npm run build:native\``);
+  if (typeof b.supported !== 'function' || typeof b.trim !== 'function' || typeof b.info !== 'function') {
+    throw new MallocUnavailableError(`${path} is not the malloc addon (missing supported/trim/info); rebuild it with \`npm run build:native\``);
   }
   const binding = b as Binding;
   return {
     supported: binding.supported(),
     trim: () => binding.trim(),
     info: () => binding.info(),
-    detach: (buffer) => binding.detach(buffer),
   };
 }

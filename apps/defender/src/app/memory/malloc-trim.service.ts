@@ -1,24 +1,20 @@
 import { join } from 'node:path';
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import { loadMalloc, MallocTrimmer, NATIVE_FILE, sourceBuildPath } from '@defender/malloc';
-import { setArrayBufferDetacher } from '@defender/store';
 import type { DefenderConfig } from '../config';
 import { DefenderMetricsObserver } from '../metrics/defender-metrics-observer';
 import { DEFENDER_CONFIG } from '../tokens';
 
 /**
- * The defender's native memory controls (libs/malloc):
- * - returns the C heap's free pages to the kernel every `MALLOC_TRIM_INTERVAL_SECONDS` (0: never).
- *   Trace buffers are freed between live blocks, and glibc keeps such memory resident on its own;
- * - lets the store free the buffers it is done with (trace arrays, chunk copies) at once, by
- *   detaching them, instead of at V8's next full collection (`setArrayBufferDetacher`).
- * Without the addon (not built) the defender runs with neither and says so; without glibc, untrimmed.
+ * The defender's native memory control (libs/malloc): returns the C heap's free pages to the kernel
+ * every `MALLOC_TRIM_INTERVAL_SECONDS` (0: never). Freed blocks between live ones stay resident in
+ * glibc's heap on their own. Without the addon (not built) the defender runs untrimmed and says so;
+ * without glibc, too.
  */
 @Injectable()
 export class MallocTrimService implements OnApplicationBootstrap, OnApplicationShutdown {
   private readonly logger = new Logger(MallocTrimService.name);
   private trimmer: MallocTrimmer | undefined;
-  private detacherSet = false;
 
   constructor(
     @Inject(DEFENDER_CONFIG) private readonly config: DefenderConfig,
@@ -33,13 +29,11 @@ export class MallocTrimService implements OnApplicationBootstrap, OnApplicationS
       malloc = loadMalloc(paths);
     } catch (err) {
       this.logger.warn({
-        msg: 'native memory addon unavailable: the C heap keeps freed memory resident, and trace buffers wait for the garbage collector',
+        msg: 'native memory addon unavailable: the C heap keeps freed memory resident',
         err: (err as Error).message,
       });
       return;
     }
-    setArrayBufferDetacher(malloc.detach);
-    this.detacherSet = true;
     const seconds = this.config.MALLOC_TRIM_INTERVAL_SECONDS;
     if (seconds === 0) return;
     if (!malloc.supported) {
@@ -53,6 +47,5 @@ export class MallocTrimService implements OnApplicationBootstrap, OnApplicationS
 
   onApplicationShutdown(): void {
     this.trimmer?.stop();
-    if (this.detacherSet) setArrayBufferDetacher(undefined);
   }
 }

@@ -55,12 +55,20 @@ export interface StoreEnv {
   CASSANDRA_REPLICATION_FACTOR: number;
 }
 
+/** Settings an app gives its store beside the shared variables. */
+export interface StoreTuning {
+  /** Bytes of free trace buffers the store keeps for the next reads (the defender: its trace budget). */
+  readonly tracePoolBytes?: number;
+}
+
 /** The adapter configuration for validated store variables. */
-export function storeConfigFromEnv(e: StoreEnv, owner: string): StoreConfig {
-  if (e.STORE_BACKEND === 'sqlite') return { kind: 'sqlite', sqlite: { filename: e.SQLITE_PATH } };
+export function storeConfigFromEnv(e: StoreEnv, owner: string, tuning: StoreTuning = {}): StoreConfig {
+  const pool = tuning.tracePoolBytes !== undefined ? { tracePoolBytes: tuning.tracePoolBytes } : {};
+  if (e.STORE_BACKEND === 'sqlite') return { kind: 'sqlite', sqlite: { filename: e.SQLITE_PATH, ...pool } };
   return {
     kind: 'cassandra',
     cassandra: {
+      ...pool,
       contactPoints: e.CASSANDRA_HOSTS,
       localDataCenter: e.CASSANDRA_LOCAL_DC,
       keyspace: e.CASSANDRA_KEYSPACE,

@@ -51,6 +51,7 @@ import {
 } from '@defender/contracts';
 import { sameLimitSet, sameStrategy } from '../codec/compare';
 import { encodePointSet } from '../codec/point-set-codec';
+import { DEFAULT_TRACE_POOL_BYTES, TraceBufferPool } from '../codec/trace-buffer-pool';
 import {
   alarmBody,
   alarmFromRow,
@@ -280,6 +281,8 @@ class CassandraTraces implements TraceRepository {
     private readonly chunkBytes: number,
     private readonly writeConcurrency: number,
     private readonly readConcurrency: number,
+    /** The buffers traces are read into (given back by releaseTraceMemory). */
+    readonly pool: TraceBufferPool,
   ) {}
 
   write(trace: TraceRecord): Promise<TraceWriteSummary> {
@@ -310,7 +313,7 @@ class CassandraTraces implements TraceRepository {
       const json: unknown = head?.get('manifest');
       if (typeof json !== 'string') throw new TraceNotFoundError(chamberOf(run), run.runId);
       const manifest = parseTraceManifest(json, { chamber: chamberOf(run), runId: run.runId, table: 'trace_chunks' });
-      const assembler = new TraceAssembler(run, manifest);
+      const assembler = new TraceAssembler(run, manifest, this.pool);
       // Parallel queries over groups of series of about equal size; each page holds ~4 MiB.
       const groups = groupSeries(manifest.series, this.readConcurrency);
       const avgChunk = Math.max(1, Math.min(manifest.chunkBytes, Math.ceil(manifest.series.reduce((n, s) => n + s.bytes, 0) / Math.max(1, manifest.series.reduce((n, s) => n + s.chunks, 0)))));
@@ -947,6 +950,8 @@ export class CassandraStore implements DefenderStore {
   readonly strategies: StrategyRepository;
   /** Keyspace in use. */
   readonly keyspace: string;
+  /** The reusable buffers trace reads fill (releaseTraceMemory gives them back). */
+  readonly tracePool: TraceBufferPool;
   readonly consistency: CassandraConsistencyName;
   readonly serialConsistency: CassandraSerialConsistencyName;
 
@@ -961,7 +966,8 @@ export class CassandraStore implements DefenderStore {
     this.serialConsistency = serialConsistency;
     const chunkBytes = options.traceChunkBytes ?? MAX_TRACE_CHUNK_BYTES;
     this.chamberMetadata = new CassandraChamberMetadata(session, options.observationRetentionSeconds ?? 14 * DAY);
-    this.traces = new CassandraTraces(session, chunkBytes, options.traceWriteConcurrency ?? 8, options.traceReadConcurrency ?? 4);
+    this.tracePool = new TraceBufferPool(options.tracePoolBytes ?? DEFAULT_TRACE_POOL_BYTES);
+    this.traces = new CassandraTraces(session, chunkBytes, options.traceWriteConcurrency ?? 8, options.traceReadConcurrency ?? 4, this.tracePool);
     const log = new CassandraChamberLog(session, options.runRetentionSeconds ?? 90 * DAY);
     this.chamberState = log;
     this.alarms = log;
@@ -1029,6 +1035,7 @@ export class CassandraStore implements DefenderStore {
   async close(): Promise<void> {
     if (this.session.closed) return;
     this.session.closed = true;
+    this.tracePool.clear();
     await this.session.client.shutdown();
   }
 }

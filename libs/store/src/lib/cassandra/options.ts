@@ -41,6 +41,8 @@ export interface CassandraStoreOptions {
   readonly traceWriteConcurrency?: number;
   /** Parallel trace read queries (default 4). */
   readonly traceReadConcurrency?: number;
+  /** Bytes of free trace buffers kept for the next reads (default 32 MiB; 0: a buffer per trace). */
+  readonly tracePoolBytes?: number;
   /** Name recorded when this process claims a schema migration (default host:pid). */
   readonly migrationOwner?: string;
   /** How long to wait for another process's migration before taking it over (default 120 s). */

@@ -1,42 +1,26 @@
 /**
- * How the store gives back the memory of ArrayBuffers it created and is done with (trace arrays,
- * copies of trace chunks), instead of leaving them to the garbage collector.
+ * How the store gives back the memory of ArrayBuffers it created and is done with (copies of trace
+ * chunks, trace buffers not pooled), instead of leaving them to the garbage collector.
  *
  * A buffer that outlives two young-generation collections is promoted, and V8 frees a promoted
  * buffer's memory only with a full collection, which it starts once external memory has grown by
- * tens of MB. A process that can detach buffers natively (the defender, through libs/malloc)
- * installs {@link setArrayBufferDetacher}: a detached buffer's memory is freed at once. Without one,
- * {@link releaseArrayBuffer} moves the memory to a new, unreferenced buffer (a transfer), which the
- * next young collection frees.
+ * tens of MB. A transfer to zero length (ES2024 `ArrayBuffer.prototype.transfer`) detaches the
+ * buffer, and V8 frees the backing store of a detached buffer at once: no collection, no native code.
  */
-export type ArrayBufferDetacher = (buffer: ArrayBuffer) => unknown;
-
-let detacher: ArrayBufferDetacher | undefined;
-
-/** Installs (or, with undefined, removes) the process's native detacher. */
-export function setArrayBufferDetacher(fn: ArrayBufferDetacher | undefined): void {
-  detacher = fn;
-}
+import { freeArrayBuffer } from './trace-buffer-pool';
 
 /**
- * Frees a buffer the caller solely owns: at once with a native detacher, else at the next young
- * collection. Its views read as empty afterwards. A detached buffer is left alone.
+ * Frees a buffer the caller solely owns, now. Its views read as empty afterwards. A detached buffer
+ * is left alone; one that cannot be detached (Node's shared Buffer pool) is left to the collector.
  */
 export function releaseArrayBuffer(buffer: ArrayBuffer): void {
-  if (isDetached(buffer)) return;
-  if (detacher) detacher(buffer);
-  else structuredClone(buffer, { transfer: [buffer] });
+  freeArrayBuffer(buffer);
 }
 
 /**
- * Frees a short-lived buffer the caller solely owns at once, if a native detacher is installed;
- * otherwise does nothing (it dies young anyway, and a transfer would cost more than it saves).
+ * Frees the memory of a Buffer the store got from a driver and has copied out of, when the Buffer
+ * is the whole of its ArrayBuffer (a slice of a larger one, e.g. a network frame, is left alone).
  */
-export function releaseYoungArrayBuffer(buffer: ArrayBuffer): void {
-  if (detacher && !isDetached(buffer)) detacher(buffer);
-}
-
-/** A detached buffer has no bytes (nor has a new empty one, which is harmless to skip). */
-function isDetached(buffer: ArrayBuffer): boolean {
-  return buffer.byteLength === 0;
+export function releaseDriverBuffer(data: Buffer): void {
+  if (data.byteLength > 0 && data.byteOffset === 0 && data.buffer.byteLength === data.byteLength) freeArrayBuffer(data.buffer as ArrayBuffer);
 }

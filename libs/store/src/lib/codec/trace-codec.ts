@@ -11,7 +11,7 @@ import {
   type SampleArray,
   type TraceRecord,
 } from '@defender/contracts';
-import { releaseArrayBuffer } from './buffer-release';
+import { freeArrayBuffer, type TraceBufferPool } from './trace-buffer-pool';
 
 /**
  * Trace layout shared by both adapters: every series (each SVID, plus explicit sample times) is
@@ -175,29 +175,36 @@ interface Target {
 
 const alignTo8 = (n: number) => Math.ceil(n / 8) * 8;
 
-/** The buffers of traces a {@link TraceAssembler} built: the only ones {@link releaseTraceMemory} gives back. */
-const ownedTraceBuffers = new WeakSet<ArrayBuffer>();
+/** Where a trace buffer goes when its trace is released: back to the pool it was leased from, or freed. */
+export type TraceBufferHome = (buffer: ArrayBuffer) => void;
+
+/**
+ * The buffers of traces a {@link TraceAssembler} built (or that moved here from the thread that built
+ * them), each with where it goes back to: the only ones {@link releaseTraceMemory} gives back.
+ */
+const traceBufferHomes = new WeakMap<ArrayBuffer, TraceBufferHome>();
 
 /** Hands a trace buffer this module built to another thread: true (and no longer owned here) when it was one. */
 export function disownTraceBuffer(buffer: ArrayBuffer): boolean {
-  return ownedTraceBuffers.delete(buffer);
-}
-
-/** Takes over a trace buffer built by another thread's store (moved here), so {@link releaseTraceMemory} frees it. */
-export function adoptTraceBuffer(buffer: ArrayBuffer): void {
-  ownedTraceBuffers.add(buffer);
+  return traceBufferHomes.delete(buffer);
 }
 
 /**
- * Gives the sample memory of a trace read from the store back (see buffer-release.ts: at once with
- * the process's native detacher, else at the next young collection) instead of at V8's next full
- * collection, and returns how many bytes it gave back. The caller must own the trace and be done
- * with it: afterwards its arrays are empty (length 0).
+ * Takes over a trace buffer built by another thread's store (moved here), so {@link releaseTraceMemory}
+ * sends it home (e.g. back to that thread's pool), or frees it when no home is given.
+ */
+export function adoptTraceBuffer(buffer: ArrayBuffer, home: TraceBufferHome = freeArrayBuffer): void {
+  traceBufferHomes.set(buffer, home);
+}
+
+/**
+ * Gives the sample memory of a trace read from the store back, now: to the buffer pool it was leased
+ * from (reused by the next read), or freed when it had none. Returns how many bytes it gave back. The
+ * caller must own the trace and be done with it: afterwards its arrays are empty (length 0), so a use
+ * after release fails instead of reading another run's samples.
  *
- * Why: a run holds its trace across awaits, so the arrays usually outlive two young-generation
- * collections and are promoted; V8 frees a promoted buffer only with a full collection.
- * Only buffers allocated by {@link TraceAssembler} are released (never one a caller built, or a
- * Buffer pool); a second call releases nothing.
+ * Only buffers of a {@link TraceAssembler} are given back (never one a caller built, or a Buffer
+ * pool); a second call gives back nothing.
  */
 export function releaseTraceMemory(trace: TraceRecord): number {
   const buffers = new Set<ArrayBufferLike>();
@@ -206,10 +213,12 @@ export function releaseTraceMemory(trace: TraceRecord): number {
   let bytes = 0;
   for (const b of buffers) {
     // (The tag, not instanceof: a buffer moved from the store thread may come from another realm under jest.)
-    if (Object.prototype.toString.call(b) !== '[object ArrayBuffer]' || !ownedTraceBuffers.has(b as ArrayBuffer)) continue;
-    ownedTraceBuffers.delete(b as ArrayBuffer);
+    if (Object.prototype.toString.call(b) !== '[object ArrayBuffer]') continue;
+    const home = traceBufferHomes.get(b as ArrayBuffer);
+    if (!home) continue;
+    traceBufferHomes.delete(b as ArrayBuffer);
     bytes += b.byteLength;
-    releaseArrayBuffer(b as ArrayBuffer);
+    home(b as ArrayBuffer);
   }
   return bytes;
 }
@@ -223,18 +232,24 @@ export class TraceAssembler {
   private readonly targets = new Map<string, Target>();
   private readonly context: RecordContext;
 
+  /**
+   * @param pool where the trace's buffer is leased from and goes back to on release; without one
+   *   the buffer is allocated for this trace and freed on release.
+   */
   constructor(
     private readonly run: RunRef,
     private readonly manifest: TraceManifest,
+    pool?: TraceBufferPool,
   ) {
     requireLittleEndian();
     this.context = { chamber: { toolId: run.toolId, chamberId: run.chamberId }, runId: run.runId };
-    // Every series in one buffer (8-byte aligned): one allocation per trace, given back whole by
-    // releaseTraceMemory.
+    // Every series in one buffer (8-byte aligned), given back whole by releaseTraceMemory. A pooled
+    // buffer holds the previous trace's bytes: every series is overwritten whole (finish() checks
+    // that every chunk came), and the bytes beyond the series are in no view.
     let total = 0;
     for (const meta of manifest.series) total += alignTo8(manifest.length * (meta.dtype === 'f64' ? 8 : 4));
-    const buffer = new ArrayBuffer(total);
-    ownedTraceBuffers.add(buffer);
+    const buffer = pool ? pool.lease(total) : new ArrayBuffer(total);
+    traceBufferHomes.set(buffer, pool ? (b) => pool.give(b) : freeArrayBuffer);
     let offset = 0;
     for (const meta of manifest.series) {
       const array = meta.dtype === 'f64' ? new Float64Array(buffer, offset, manifest.length) : new Float32Array(buffer, offset, manifest.length);

@@ -8,11 +8,8 @@
  * Loaded as a worker script: from source through tools/scripts/register.js (jest, scripts), or as
  * the `sqlite-store-thread.js` entry of an app bundle (apps/<app>/webpack.config.js).
  */
-import { existsSync } from 'node:fs';
-import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { isMainThread, parentPort, workerData, type MessagePort } from 'node:worker_threads';
-import { setArrayBufferDetacher } from '../codec/buffer-release';
 import { disownTraceBuffer } from '../codec/trace-codec';
 import { DEFAULT_BUSY_TIMEOUT_MS, isLockBusy, SqliteStore } from './sqlite-store';
 import {
@@ -128,33 +125,7 @@ function kindOf(msg: Call): 'read' | 'write' {
   return (methods && Object.hasOwn(methods, msg.method) && methods[msg.method]) || 'read';
 }
 
-/**
- * The native detacher of libs/malloc's addon (`detach(arrayBuffer)`), when the process ships it: beside
- * the bundle (the defender copies `malloc.node` next to main.js) or in the lib's build directory from
- * source. Without it the copies of trace chunks read here wait for this thread's garbage collector
- * (tens of MB of RSS under heavy traces).
- */
-function installNativeDetacher(): boolean {
-  const candidates = [
-    join(__dirname, 'malloc.node'),
-    join(__dirname, '..', '..', '..', '..', 'malloc', 'native', 'build', 'Release', 'malloc.node'),
-  ];
-  const path = candidates.find((p) => existsSync(p));
-  if (!path) return false;
-  try {
-    const mod = { exports: {} as { detach?: unknown } };
-    process.dlopen(mod, path);
-    const detach = mod.exports.detach;
-    if (typeof detach !== 'function') return false;
-    setArrayBufferDetacher((buffer) => (detach as (b: ArrayBuffer) => unknown)(buffer));
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 async function run(port: MessagePort, options: ThreadOpenOptions): Promise<void> {
-  installNativeDetacher();
   let store: SqliteStore;
   try {
     store = await SqliteStore.open(options);
@@ -167,6 +138,14 @@ async function run(port: MessagePort, options: ThreadOpenOptions): Promise<void>
   const server = new LockAwareServer(store, port, options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS);
   post(port, { type: 'ready', journalMode: store.journalMode });
   port.on('message', (msg: ToThread) => {
+    if (msg.type === 'return-buffers') {
+      for (const buffer of msg.buffers) store.tracePool.give(buffer);
+      return;
+    }
+    if (msg.type === 'pool-stats') {
+      post(port, { type: 'pool-stats', id: msg.id, stats: store.tracePool.stats() });
+      return;
+    }
     if (msg.type === 'close') {
       // The calls already made finish first (a write waiting for the lock, within its budget).
       void server

@@ -9,11 +9,10 @@ import { MigrationError } from '../migration-error';
 import { commit, freshChamber } from '../../testing/fixtures';
 import { describeStoreContract } from '../../testing/store-contract';
 import { sqliteCorruptor } from '../../testing/sqlite-corruptor';
-import { setArrayBufferDetacher } from '../codec/buffer-release';
 import { encodePointSet } from '../codec/point-set-codec';
 import { migrateSqlite, SQLITE_MIGRATIONS } from './migrations';
 import { DEFAULT_PAGE_CACHE_KIB, DEFAULT_SQLITE_TRACE_CHUNK_BYTES, mapSqliteError, SqliteStore } from './sqlite-store';
-import { MAX_TRACE_CHUNK_BYTES } from '../codec/trace-codec';
+import { MAX_TRACE_CHUNK_BYTES, releaseTraceMemory } from '../codec/trace-codec';
 
 function db(store: DefenderStore): Database.Database {
   return (store as SqliteStore).database;
@@ -126,27 +125,58 @@ describe('SQLite store: files shared by processes', () => {
     await dflt.close();
   });
 
-  it('frees its copies of a trace\'s large chunks as it reads them, when the process can detach buffers', async () => {
-    const store = await SqliteStore.open({ filename: newFile(), traceChunkBytes: MAX_TRACE_CHUNK_BYTES });
-    const detached: number[] = [];
-    setArrayBufferDetacher((b) => {
-      detached.push(b.byteLength);
-      structuredClone(b, { transfer: [b] });
-    });
+  it('frees its copies of a trace\'s chunks as it reads them: a read adds the trace\'s buffer to external memory, not its chunk copies too', async () => {
+    const store = await SqliteStore.open({ filename: newFile(), traceChunkBytes: MAX_TRACE_CHUNK_BYTES, tracePoolBytes: 0 });
     try {
-      // 196,608 samples: as f64, chunks of 1 MiB and 0.5 MiB; as f32, one of 0.75 MiB.
-      const big = Float64Array.from({ length: 196_608 }, (_, i) => Math.sin(i));
-      const small = new Float32Array(196_608).fill(3);
+      // 8 series of 1 MiB: eight chunk copies of 1 MiB (the driver's Buffers) and one 8 MiB trace buffer.
+      const svids = new Map<string, Float64Array>();
+      for (let s = 0; s < 8; s++) svids.set(`S${s}`, Float64Array.from({ length: 131_072 }, (_, i) => Math.sin(i + s)));
       const run = { toolId: 'T', chamberId: 'C', runId: 'r1' };
-      await store.traces.write({ ...run, timing: { kind: 'regular', startSeconds: 0, frequencyHz: 10 }, svids: new Map<string, Float64Array | Float32Array>([['big', big], ['small', small]]), steps: [] });
+      await store.traces.write({ ...run, timing: { kind: 'regular', startSeconds: 0, frequencyHz: 10 }, svids, steps: [] });
+      const before = process.memoryUsage().arrayBuffers;
       const back = await store.traces.read(run);
-      expect(detached.sort((x, y) => x - y)).toEqual([524_288, 786_432, 1_048_576]);
-      expect(Buffer.from((back.svids.get('big') as Float64Array).buffer, (back.svids.get('big') as Float64Array).byteOffset, big.byteLength).equals(Buffer.from(big.buffer))).toBe(true);
-      expect((back.svids.get('small') as Float32Array).every((v) => v === 3)).toBe(true);
+      const grown = process.memoryUsage().arrayBuffers - before;
+      // The trace holds 8 MiB; the copies would add 8 more until a collection. (A collection can only lower this.)
+      expect(grown).toBeLessThan(9 * 1024 * 1024);
+      for (const [name, values] of svids) {
+        const got = back.svids.get(name) as Float64Array;
+        expect(Buffer.from(got.buffer, got.byteOffset, got.byteLength).equals(Buffer.from(values.buffer))).toBe(true);
+      }
     } finally {
-      setArrayBufferDetacher(undefined);
       await store.close();
     }
+  });
+
+  it('reads traces into pooled buffers: released, a trace\'s buffer carries the next read, and the released arrays read as empty', async () => {
+    const store = await SqliteStore.open({ filename: newFile() });
+    try {
+      const mk = (runId: string, fill: number, samples: number) => ({
+        toolId: 'T',
+        chamberId: 'C',
+        runId,
+        timing: { kind: 'regular' as const, startSeconds: 0, frequencyHz: 10 },
+        svids: new Map<string, Float32Array>([['a', new Float32Array(samples).fill(fill)], ['b', new Float32Array(samples).fill(-fill)]]),
+        steps: [],
+      });
+      await store.traces.write(mk('r1', 1, 50_000));
+      await store.traces.write(mk('r2', 2, 60_000)); // 480 KB: the class of r1's 400 KB (512 KiB)
+      const first = await store.traces.read({ toolId: 'T', chamberId: 'C', runId: 'r1' });
+      const a1 = first.svids.get('a') as Float32Array;
+      expect(a1.length).toBe(50_000);
+      expect(releaseTraceMemory(first)).toBe(512 * 1024);
+      expect(a1.length).toBe(0); // a use after release fails instead of reading the next run's samples
+      const second = await store.traces.read({ toolId: 'T', chamberId: 'C', runId: 'r2' });
+      expect(store.tracePool.stats()).toMatchObject({ allocated: 1, reused: 1, kept: 1 });
+      expect((second.svids.get('a') as Float32Array).length).toBe(60_000);
+      expect((second.svids.get('a') as Float32Array).every((v) => v === 2)).toBe(true);
+      expect((second.svids.get('b') as Float32Array).every((v) => v === -2)).toBe(true);
+      releaseTraceMemory(second);
+      expect(store.tracePool.stats()).toMatchObject({ retainedBuffers: 1, retainedBytes: 512 * 1024 });
+    } finally {
+      await store.close();
+    }
+    expect(store.tracePool.stats().retainedBytes).toBe(0); // closing frees the pool
+    await expect(SqliteStore.open({ filename: newFile(), tracePoolBytes: -1 })).rejects.toThrow(/tracePoolBytes/);
   });
 
   it('bounds the connection page cache (default 4 MiB, not the 16 MB better-sqlite3 builds in) and rejects a bad size', async () => {

@@ -71,7 +71,8 @@ import {
   strategyFromRow,
   type RowGetter,
 } from '../codec/rows';
-import { releaseYoungArrayBuffer } from '../codec/buffer-release';
+import { releaseDriverBuffer } from '../codec/buffer-release';
+import { DEFAULT_TRACE_POOL_BYTES, TraceBufferPool } from '../codec/trace-buffer-pool';
 import { parseTraceManifest, planTraceWrite, stringifyTraceManifest, TraceAssembler, type SeriesKind } from '../codec/trace-codec';
 import { MigrationError } from '../migration-error';
 import { observed, type StoreObserver } from '../observer';
@@ -89,6 +90,11 @@ export interface SqliteStoreOptions {
   readonly busyTimeoutMs?: number;
   /** Trace chunk size in bytes (multiple of 8, <= 1 MiB; default {@link DEFAULT_SQLITE_TRACE_CHUNK_BYTES}, 64 KiB). */
   readonly traceChunkBytes?: number;
+  /**
+   * Bytes of free trace buffers kept for the next reads (default {@link DEFAULT_TRACE_POOL_BYTES});
+   * a defender sets its trace budget (`TRACE_MEMORY_MB`). 0: every trace gets a buffer of its own.
+   */
+  readonly tracePoolBytes?: number;
   /** Run observations older than this are pruned by `recomputeWeights` (default 14 days). */
   readonly observationRetentionSeconds?: number;
   /**
@@ -114,9 +120,6 @@ export const DEFAULT_BUSY_TIMEOUT_MS = 5_000;
  * Traces already stored keep the chunk size their manifest records.
  */
 export const DEFAULT_SQLITE_TRACE_CHUNK_BYTES = 64 * 1024;
-
-/** Chunk copies from this size on are freed as soon as they are copied into their trace. */
-const RELEASE_CHUNK_MIN_BYTES = 64 * 1024;
 
 /** Default page cache of a SQLite store connection, KiB (SQLite's own default is 2,000). */
 export const DEFAULT_PAGE_CACHE_KIB = 4096;
@@ -302,6 +305,8 @@ class SqliteTraces implements TraceRepository {
   constructor(
     private readonly c: Conn,
     private readonly chunkBytes: number,
+    /** The buffers traces are read into (given back by releaseTraceMemory). */
+    readonly pool: TraceBufferPool,
   ) {}
 
   write(trace: TraceRecord): Promise<TraceWriteSummary> {
@@ -330,7 +335,7 @@ class SqliteTraces implements TraceRepository {
         const head = this.c.sql('SELECT manifest FROM trace_manifests WHERE tool_id = ? AND chamber_id = ? AND run_id = ?').get(...pk) as SqlRow | undefined;
         if (!head || typeof head['manifest'] !== 'string') throw new TraceNotFoundError(chamberOf(run), run.runId);
         const manifest = parseTraceManifest(head['manifest'], { chamber: chamberOf(run), runId: run.runId, table: 'trace_manifests' });
-        const assembler = new TraceAssembler(run, manifest);
+        const assembler = new TraceAssembler(run, manifest, this.pool);
         const rows = this.c
           .sql('SELECT series_kind, series, chunk, write_id, byte_length, crc32, data FROM trace_chunks WHERE tool_id = ? AND chamber_id = ? AND run_id = ?')
           .iterate(...pk) as IterableIterator<SqlRow>;
@@ -345,11 +350,9 @@ class SqliteTraces implements TraceRepository {
             crc32: r['crc32'] as number,
             data,
           });
-          // The driver's copy of the chunk (its own buffer, now copied into the trace): without this,
-          // a large trace's chunk copies pile up until the next young collection.
-          if (data.byteLength >= RELEASE_CHUNK_MIN_BYTES && data.byteOffset === 0 && data.buffer.byteLength === data.byteLength) {
-            releaseYoungArrayBuffer(data.buffer as ArrayBuffer);
-          }
+          // The driver's copy of the chunk (its own buffer, now copied into the trace) is freed now:
+          // a trace's chunk copies would otherwise pile up until the next young collection.
+          releaseDriverBuffer(data);
         }
         return assembler.finish();
       })();
@@ -776,6 +779,8 @@ export class SqliteStore implements DefenderStore {
   readonly strategies: StrategyRepository;
   /** `wal` for a file, `memory` for `:memory:`. */
   readonly journalMode: string;
+  /** The reusable buffers trace reads fill (releaseTraceMemory gives them back). */
+  readonly tracePool: TraceBufferPool;
 
   private constructor(
     private readonly conn: Conn,
@@ -784,7 +789,8 @@ export class SqliteStore implements DefenderStore {
   ) {
     this.journalMode = journalMode;
     this.chamberMetadata = new SqliteChamberMetadata(conn, options.observationRetentionSeconds ?? 14 * DAY);
-    this.traces = new SqliteTraces(conn, options.traceChunkBytes ?? DEFAULT_SQLITE_TRACE_CHUNK_BYTES);
+    this.tracePool = new TraceBufferPool(options.tracePoolBytes ?? DEFAULT_TRACE_POOL_BYTES);
+    this.traces = new SqliteTraces(conn, options.traceChunkBytes ?? DEFAULT_SQLITE_TRACE_CHUNK_BYTES, this.tracePool);
     const log = new SqliteChamberLog(conn);
     this.chamberState = log;
     this.alarms = log;
@@ -801,6 +807,7 @@ export class SqliteStore implements DefenderStore {
   static async open(options: SqliteStoreOptions): Promise<SqliteStore> {
     const pageCacheKiB = options.pageCacheKiB ?? DEFAULT_PAGE_CACHE_KIB;
     validatePositiveInt('pageCacheKiB', pageCacheKiB);
+    if (options.tracePoolBytes !== undefined) validatePositiveInt('tracePoolBytes', options.tracePoolBytes, 0);
     let db: Database.Database | undefined;
     try {
       db = new Database(options.filename, { timeout: options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS });
@@ -827,5 +834,6 @@ export class SqliteStore implements DefenderStore {
     if (this.conn.closed) return;
     this.conn.closed = true;
     this.conn.db.close();
+    this.tracePool.clear();
   }
 }

@@ -1,3 +1,4 @@
+import type { TraceBufferPoolStats } from '../codec/trace-buffer-pool';
 import {
   CorruptRecordError,
   FencedError,
@@ -74,6 +75,10 @@ export type ToThread =
       readonly method: string;
       readonly args: unknown[];
     }
+  /** Trace buffers of released traces, moved back (transferred) into the thread's pool. */
+  | { readonly type: 'return-buffers'; readonly buffers: ArrayBuffer[] }
+  /** What the thread's trace buffer pool holds and has done. */
+  | { readonly type: 'pool-stats'; readonly id: number }
   | { readonly type: 'close' };
 
 /** Thread -> caller. */
@@ -82,6 +87,7 @@ export type FromThread =
   | { readonly type: 'open-failed'; readonly error: WireError }
   | { readonly type: 'result'; readonly id: number; readonly value: unknown }
   | { readonly type: 'failed'; readonly id: number; readonly error: WireError }
+  | { readonly type: 'pool-stats'; readonly id: number; readonly stats: TraceBufferPoolStats }
   | { readonly type: 'closed' };
 
 /** Error classes rebuilt by name on the caller's side (anything else becomes a plain Error with the same name). */

@@ -233,21 +233,32 @@ describe('ThreadedSqliteStore', () => {
     await expect(store.threadCpuProfile(10)).rejects.toThrow(StoreUnavailableError);
   });
 
-  it('moves the samples of a trace read (no copy, freed by releaseTraceMemory) and copies those written', async () => {
+  it('moves the samples of a trace read (no copy) and copies those written; a released trace\'s buffer moves back and carries the next read', async () => {
     const store = await ThreadedSqliteStore.open({ filename: newFile() });
     try {
-      const written = trace(freshChamber(), 'run-1', 4, 5000, { explicit: true });
+      const chamber = freshChamber();
+      const written = trace(chamber, 'run-1', 4, 5000, { explicit: true });
       const before = [...written.svids.values()].map((a) => Array.from(a.subarray(0, 20)));
       await store.traces.write(written);
+      await store.traces.write(trace(chamber, 'run-2', 4, 5000, { explicit: true }));
       // The caller keeps its arrays.
       expect([...written.svids.values()].map((a) => Array.from(a.subarray(0, 20)))).toEqual(before);
       const back = await store.traces.read(written);
       expect([...back.svids.keys()]).toEqual([...written.svids.keys()]);
-      expect(Array.from(back.svids.get([...written.svids.keys()][0]!)!.subarray(0, 20))).toEqual(before[0]);
+      const first = back.svids.get([...written.svids.keys()][0]!)!;
+      expect(Array.from(first.subarray(0, 20))).toEqual(before[0]);
+      expect(await store.tracePoolStats()).toMatchObject({ allocated: 1, reused: 0, retainedBuffers: 0 });
       expect(releaseTraceMemory(back)).toBeGreaterThan(0);
+      expect(first.length).toBe(0); // moved back to the thread: nothing of it is readable here
+      expect(await store.tracePoolStats()).toMatchObject({ kept: 1, retainedBuffers: 1 });
+      const next = await store.traces.read({ ...chamber, runId: 'run-2' });
+      expect(await store.tracePoolStats()).toMatchObject({ allocated: 1, reused: 1, retainedBuffers: 0 });
+      expect(next.svids.size).toBe(4);
+      releaseTraceMemory(next);
     } finally {
       await store.close();
     }
+    expect(await store.tracePoolStats()).toBeUndefined();
   });
 
   it('opening reports what the thread found: a bad option, a file that cannot be opened', async () => {

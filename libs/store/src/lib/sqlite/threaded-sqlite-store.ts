@@ -18,7 +18,8 @@ import {
   type TraceRepository,
   type UChartRepository,
 } from '@defender/contracts';
-import { adoptTraceBuffer } from '../codec/trace-codec';
+import { freeArrayBuffer, type TraceBufferPoolStats } from '../codec/trace-buffer-pool';
+import { adoptTraceBuffer, type TraceBufferHome } from '../codec/trace-codec';
 import { observed, type StoreObserver } from '../observer';
 import type { SqliteStoreOptions } from './sqlite-store';
 import {
@@ -41,12 +42,13 @@ interface Pending {
 
 /**
  * A trace moved here from the store thread, as one built here: its sample buffers are owned (so
- * releaseTraceMemory frees them) and its arrays are this realm's (a vm context under jest sees the
- * deserialized ones as foreign; the views are re-made over the same memory, not copied).
+ * releaseTraceMemory sends them `home`, back to the thread's pool) and its arrays are this realm's (a
+ * vm context under jest sees the deserialized ones as foreign; the views are re-made over the same
+ * memory, not copied).
  */
-function adoptTrace(t: TraceRecord): TraceRecord {
+function adoptTrace(t: TraceRecord, home: TraceBufferHome): TraceRecord {
   const local = (a: SampleArray): SampleArray => {
-    adoptTraceBuffer(a.buffer as ArrayBuffer);
+    adoptTraceBuffer(a.buffer as ArrayBuffer, home);
     if (a instanceof Float64Array || a instanceof Float32Array) return a;
     const foreign = a as SampleArray;
     return Object.prototype.toString.call(foreign) === '[object Float32Array]'
@@ -146,6 +148,10 @@ export class ThreadedSqliteStore implements DefenderStore {
   private closing: Promise<void> | undefined;
   private threadFailure: StoreUnavailableError | undefined;
   private onClosed: (() => void) | undefined;
+  /** Pool statistics asked of the thread, by request id (ids shared with calls). */
+  private readonly poolStatsWaiting = new Map<number, (stats: TraceBufferPoolStats | undefined) => void>();
+  /** Where a released trace's buffer goes: moved back into the thread's pool, or freed once it is gone. */
+  private readonly traceHome: TraceBufferHome = (buffer) => this.returnTraceBuffer(buffer);
 
   private constructor(
     private readonly worker: Worker,
@@ -244,6 +250,19 @@ export class ThreadedSqliteStore implements DefenderStore {
     } catch {
       return undefined; // the thread ended meanwhile
     }
+  }
+
+  /**
+   * The thread's trace buffer pool: reuses, allocations and the bytes it holds (for metrics);
+   * `undefined` once the thread stopped.
+   */
+  tracePoolStats(): Promise<TraceBufferPoolStats | undefined> {
+    if (this.closed || this.threadFailure) return Promise.resolve(undefined);
+    const id = this.nextId++;
+    return new Promise((resolve) => {
+      this.poolStatsWaiting.set(id, resolve);
+      this.worker.postMessage({ type: 'pool-stats', id } satisfies ToThread);
+    });
   }
 
   /**
@@ -349,6 +368,22 @@ export class ThreadedSqliteStore implements DefenderStore {
     });
   }
 
+  /**
+   * Moves a released trace's buffer back to the thread, whose pool fills the next read with it (a
+   * transfer: no copy, and every view of it here reads as empty). Freed here when the thread is gone.
+   */
+  private returnTraceBuffer(buffer: ArrayBuffer): void {
+    if (this.closed || this.threadFailure) {
+      freeArrayBuffer(buffer);
+      return;
+    }
+    try {
+      this.worker.postMessage({ type: 'return-buffers', buffers: [buffer] } satisfies ToThread, [buffer]);
+    } catch {
+      freeArrayBuffer(buffer); // not transferable after all (cannot happen for a buffer the thread sent)
+    }
+  }
+
   private settle(id: number): Pending | undefined {
     const p = this.pending.get(id);
     this.pending.delete(id);
@@ -360,11 +395,15 @@ export class ThreadedSqliteStore implements DefenderStore {
     switch (msg.type) {
       case 'result': {
         const p = this.settle(msg.id);
-        p?.resolve(p.operation === 'traces.read' ? adoptTrace(msg.value as TraceRecord) : msg.value);
+        p?.resolve(p.operation === 'traces.read' ? adoptTrace(msg.value as TraceRecord, this.traceHome) : msg.value);
         return;
       }
       case 'failed':
         this.settle(msg.id)?.reject(fromWireError(msg.error));
+        return;
+      case 'pool-stats':
+        this.poolStatsWaiting.get(msg.id)?.(msg.stats);
+        this.poolStatsWaiting.delete(msg.id);
         return;
       case 'closed':
         this.finishClose();
@@ -396,6 +435,8 @@ export class ThreadedSqliteStore implements DefenderStore {
   }
 
   private rejectAll(error: (p: Pending) => Error): void {
+    for (const answer of this.poolStatsWaiting.values()) answer(undefined);
+    this.poolStatsWaiting.clear();
     const all = [...this.pending.values()];
     this.pending.clear();
     for (const p of all) p.reject(error(p));
