@@ -25,7 +25,8 @@
 // FAB_WRITE=0|1, FAB_LOG_DIR (process output), FAB_LOG_LEVEL (apps' LOG_LEVEL, warn),
 // FAB_RESULT_FILE (the raw results as JSON; default tmp/fab-replay-result.json),
 // FAB_REPORT_FROM=<json> (only re-renders the report from a saved result, no cluster),
-// FAB_DEFENDER_ENV=K=V,K=V (extra defender environment, e.g. NODE_OPTIONS=--max-old-space-size=N;
+// FAB_DEFENDER_ENV=K=V,K=V (extra defender environment, e.g. NODE_OPTIONS=--max-old-space-size=N; an
+// empty NODE_OPTIONS or MALLOC_* (K=) takes the image's setting away;
 // FAB_DEFENDER_ENV_0, FAB_DEFENDER_ENV_1: for one defender only, to compare settings in one run),
 // FAB_PEAK_DETAIL_MB (200: a defender's memory is broken down at each new peak from this VmRSS on),
 // FAB_SECTION=<name> (write the report into this docs/benchmarks.md section instead of fab-replay, for a
@@ -43,7 +44,7 @@ import { connect } from '@nats-io/transport-node';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { jetstream, type JetStreamClient } from '@nats-io/jetstream';
 import type { DefenderStore } from '@defender/contracts';
-import { imageRuntimeEnv, ProgressLine, remainingMs, shortDuration, startNatsServer, textBar, type NatsServerHandle } from '@defender/infra-harness';
+import { imageRuntimeEnv, ProgressLine, RUNTIME_ENV_PATTERN, remainingMs, shortDuration, startNatsServer, textBar, type NatsServerHandle } from '@defender/infra-harness';
 import { DEFAULT_STRATEGY } from '@defender/defense-rules';
 import { SqliteStore, STORE_THREAD_NAME } from '@defender/store';
 import { percentile, table, writeBenchmarkSection } from './report';
@@ -99,7 +100,8 @@ Parameters (environment):
   FAB_LOG_DIR, FAB_LOG_LEVEL    processes' output folder, the apps' LOG_LEVEL (warn)
   FAB_RESULT_FILE               raw results as JSON (tmp/fab-replay-result.json)
   FAB_REPORT_FROM=<json>        only re-render the report from a saved result (no cluster)
-  FAB_DEFENDER_ENV=K=V,...      extra defender environment (FAB_DEFENDER_ENV_0, _1: one defender only)
+  FAB_DEFENDER_ENV=K=V,...      extra defender environment (FAB_DEFENDER_ENV_0, _1: one defender only;
+                                an empty NODE_OPTIONS= or MALLOC_*= takes the image's setting away)
   FAB_PEAK_DETAIL_MB            break a defender's memory down at each new peak from this VmRSS (200)
   FAB_SECTION=<name>            the docs/benchmarks.md section to write (fab-replay)
   FAB_HEAP_SNAPSHOTS=<dir>      a V8 heap snapshot of each defender after the warm-up and the last step
@@ -1039,7 +1041,10 @@ function peakDetailLines(detail: Outcome['peakDetail']): string[] {
 }
 
 function envNote(q: Outcome['params'], imageEnv: Outcome['imageEnv']): string {
-  const list = (env: Record<string, string> | undefined) => Object.entries(env ?? {}).map(([k, v]) => `\`${k}=${v}\``).join(', ');
+  const list = (env: Record<string, string> | undefined) =>
+    Object.entries(env ?? {})
+      .map(([k, v]) => (v === '' && RUNTIME_ENV_PATTERN.test(k) ? `no \`${k}\`` : `\`${k}=${v}\``))
+      .join(', ');
   // Results saved before the image's environment was recorded: the Dockerfile's as of rendering.
   const image = ` and the runtime environment of the defender's image (apps/defender/Dockerfile: ${list(imageEnv ?? imageRuntimeEnv('defender')) || 'none'})`;
   const parts: string[] = [];

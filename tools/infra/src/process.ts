@@ -67,10 +67,24 @@ export function heapCapMb(nodeOptions: string | undefined): number | undefined {
   return m ? Number(m[1]) : undefined;
 }
 
+/**
+ * The environment a process gets: an empty runtime variable ({@link RUNTIME_ENV_PATTERN}) is left
+ * out, so a caller can take an image's setting away (`MALLOC_MMAP_THRESHOLD_: ''`) to measure without
+ * it. glibc would read an empty `MALLOC_*` as 0, which no one means.
+ */
+export function processEnv(env: Record<string, string>): Record<string, string> {
+  const out: Record<string, string> = { PATH: process.env['PATH'] ?? '', NODE_ENV: 'test' };
+  for (const [k, v] of Object.entries(env)) {
+    if (v === '' && RUNTIME_ENV_PATTERN.test(k)) delete out[k];
+    else out[k] = v;
+  }
+  return out;
+}
+
 function spawnNode(args: string[], env: Record<string, string>): SpawnedApp {
   const child = spawn(process.execPath, args, {
     cwd: REPO,
-    env: { PATH: process.env['PATH'] ?? '', NODE_ENV: 'test', ...env },
+    env: processEnv(env),
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';

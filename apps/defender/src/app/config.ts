@@ -43,14 +43,14 @@ export const defenderEnvSchema = z.object({
   TRACE_MEMORY_MB: env.int(32, 1, 65_536),
   /**
    * Seconds between returns of the C heap's free pages to the kernel (glibc malloc_trim; 0: never).
-   * glibc keeps memory freed between live blocks resident; the defender frees trace buffers by the
-   * megabyte. A trim costs a few milliseconds.
+   * glibc keeps memory freed between live blocks resident. A trim costs a few milliseconds.
    */
   MALLOC_TRIM_INTERVAL_SECONDS: env.seconds(5, 0, 3600),
   /**
-   * After reading a trace of at least this many MB, run V8's young-generation GC (about a
-   * millisecond; 0: never): the store's copies of the trace's chunks, as large as the trace, are then
-   * freed at once instead of at a later scavenge, after more reads have stacked theirs on top.
+   * Cassandra store only: after reading a trace of at least this many MB, run V8's young-generation
+   * GC (about a millisecond; 0: never): the driver's frame buffers holding the trace's chunks, as
+   * large as the trace, are then freed at once instead of at a later scavenge, after more reads have
+   * stacked theirs on top. The SQLite store frees its chunk copies on its own thread as it reads them.
    */
   TRACE_GC_THRESHOLD_MB: env.int(4, 0, 65_536),
   /** Budget of the in-memory U-chart history cache. */

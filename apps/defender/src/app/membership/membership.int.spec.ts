@@ -122,6 +122,8 @@ describeWithInfra(['nats'], 'defender membership (real processes, real NATS)', (
       const text = (await getJson(`${a.url}/metrics`)).text;
       return threadHeap(text, 'store') > 0 && threadHeap(text, 'heartbeat') > 0;
     }, 30_000);
+    // The store thread's trace buffer pool, sized by the trace budget (TRACE_MEMORY_MB, 32 by default).
+    expect((await getJson(`${a.url}/metrics`)).text).toMatch(/^defender_trace_buffer_bytes\{[^}]*kind="capacity"[^}]*\} 33554432$/m);
     // Their OS threads carry their names (top -H), their CPU time is reported, and the store thread
     // can be profiled (the debug endpoint, with its token).
     const pid = a.p.child.pid;

@@ -11,7 +11,9 @@ export const THREAD_HEAP_INTERVAL_MS = 5_000;
  * Reports the V8 heaps and CPU time of the defender's other threads (`defender_thread_heap_bytes`,
  * `defender_thread_cpu_seconds_total`): the SQLite store's thread and the heartbeat thread each run
  * their own isolate, which Node's default metrics (the main thread's heap, the process's CPU) do not
- * show, so a memory budget and the CPU per run can be split by thread.
+ * show, so a memory budget and the CPU per run can be split by thread. Also the store's trace buffer
+ * pool (`defender_trace_buffer_bytes`, `defender_trace_buffer_leases_total`), which lives on the
+ * store's thread where it has one.
  */
 @Injectable()
 export class ThreadHeapService implements OnApplicationBootstrap, OnApplicationShutdown {
@@ -34,16 +36,18 @@ export class ThreadHeapService implements OnApplicationBootstrap, OnApplicationS
 
   /** Reads each thread's heap and CPU time once and reports them; a thread not running has no heap series. */
   async sample(): Promise<void> {
-    const [store, heartbeat, storeCpu, heartbeatCpu] = await Promise.all([
+    const [store, heartbeat, storeCpu, heartbeatCpu, tracePool] = await Promise.all([
       this.store.threadHeap(),
       this.membership.heartbeatThreadHeap(),
       this.store.threadCpuUsage(),
       this.membership.heartbeatThreadCpuUsage(),
+      this.store.tracePoolStats(),
     ]);
     this.metrics.threadHeap('store', toThreadHeap(store));
     this.metrics.threadHeap('heartbeat', toThreadHeap(heartbeat));
     this.metrics.threadCpu('store', cpuSeconds(storeCpu));
     this.metrics.threadCpu('heartbeat', cpuSeconds(heartbeatCpu));
+    this.metrics.tracePool(tracePool);
   }
 }
 

@@ -41,7 +41,7 @@ describe('DefenderMetricsObserver', () => {
   it('owns every metric of the defender under its seed name (nothing else registers one)', async () => {
     const names = [...Object.values(PM), ...Object.values(M), ...Object.values(MM)].sort();
     expect((await register.getMetricsAsJSON()).map((x) => x.name).sort()).toEqual(names);
-    expect(names).toHaveLength(23 + 23 + 4);
+    expect(names).toHaveLength(23 + 23 + 6);
   });
 
   // Each event and the one set of metrics it moves.
@@ -90,6 +90,7 @@ describe('DefenderMetricsObserver', () => {
     ],
     ['threadHeap', (o) => o.threadHeap('store', { total: 3, used: 2, external: 1 }), [MM.threadHeap]],
     ['threadCpu', (o) => o.threadCpu('store', 0.5), [MM.threadCpu]],
+    ['tracePool', (o) => o.tracePool({ reused: 2, allocated: 1, retainedBytes: 65_536, capacityBytes: 1 << 25 }), [MM.traceBuffers, MM.traceLeases]],
     ['strategyLookup', (o) => o.strategyLookup('legacy_key'), [PM.strategyLookups]],
   ];
 
@@ -235,5 +236,19 @@ describe('DefenderMetricsObserver', () => {
     expect(await sample(MM.threadCpu, { thread: 'heartbeat' })).toBe(0.25);
     m.threadCpu('store', 0.5);
     expect(await sample(MM.threadCpu, { thread: 'store' })).toBe(2.75);
+  });
+
+  it("the trace buffer pool: free bytes and capacity, leases by source following the pool's counts, a new pool counted from zero", async () => {
+    m.tracePool({ reused: 0, allocated: 2, retainedBytes: 0, capacityBytes: 32 << 20 });
+    m.tracePool({ reused: 5, allocated: 3, retainedBytes: 3 << 20, capacityBytes: 32 << 20 });
+    m.tracePool(undefined);
+    expect(await sample(MM.traceLeases, { source: 'reused' })).toBe(5);
+    expect(await sample(MM.traceLeases, { source: 'allocated' })).toBe(3);
+    expect(await sample(MM.traceBuffers, { kind: 'free' })).toBe(3 << 20);
+    expect(await sample(MM.traceBuffers, { kind: 'capacity' })).toBe(32 << 20);
+    m.tracePool({ reused: 1, allocated: 1, retainedBytes: 0, capacityBytes: 32 << 20 });
+    expect(await sample(MM.traceLeases, { source: 'reused' })).toBe(6);
+    expect(await sample(MM.traceLeases, { source: 'allocated' })).toBe(4);
+    expect(await sample(MM.traceBuffers, { kind: 'free' })).toBe(0);
   });
 });

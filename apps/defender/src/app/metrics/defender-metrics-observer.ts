@@ -98,7 +98,12 @@ export class DefenderMetricsObserver {
     @InjectMetric(MM.heap) private readonly heap: Gauge,
     @InjectMetric(MM.threadHeap) private readonly threadHeapGauge: Gauge,
     @InjectMetric(MM.threadCpu) private readonly threadCpuCounter: Counter,
+    @InjectMetric(MM.traceBuffers) private readonly traceBufferGauge: Gauge,
+    @InjectMetric(MM.traceLeases) private readonly traceLeaseCounter: Counter,
   ) {}
+
+  /** The trace pool's lease counts as last reported (the counter moves by the difference). */
+  private traceLeasesSeen = { reused: 0, allocated: 0 };
 
   /** Each thread's CPU seconds as last reported (the counter moves by the difference). */
   private readonly threadCpuSeen = new Map<string, number>();
@@ -321,6 +326,30 @@ export class DefenderMetricsObserver {
     this.threadCpuSeen.set(thread, seconds);
     if (delta > 0) this.threadCpuCounter.inc({ thread }, delta);
   }
+
+  /**
+   * The store's trace buffer pool as it reports itself; `undefined`: no pool to ask (the store is
+   * not open). A pool made again (its counts below the last report) counts from zero.
+   */
+  tracePool(stats: TracePoolCounts | undefined): void {
+    if (!stats) return;
+    this.traceBufferGauge.set({ kind: 'free' }, stats.retainedBytes);
+    this.traceBufferGauge.set({ kind: 'capacity' }, stats.capacityBytes);
+    for (const source of ['reused', 'allocated'] as const) {
+      const seen = this.traceLeasesSeen[source];
+      const delta = stats[source] >= seen ? stats[source] - seen : stats[source];
+      if (delta > 0) this.traceLeaseCounter.inc({ source }, delta);
+    }
+    this.traceLeasesSeen = { reused: stats.reused, allocated: stats.allocated };
+  }
+}
+
+/** What the defender reports of its store's trace buffer pool (libs/store TraceBufferPoolStats). */
+export interface TracePoolCounts {
+  readonly reused: number;
+  readonly allocated: number;
+  readonly retainedBytes: number;
+  readonly capacityBytes: number;
 }
 
 /** A thread's V8 heap, bytes: committed (`total`), live objects (`used`), and external memory. */

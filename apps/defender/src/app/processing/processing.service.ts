@@ -86,7 +86,10 @@ export class ProcessingService implements ChamberWork, OnApplicationBootstrap, O
     store.addObserver(metrics.storeOperationDone);
     this.semaphore = new Semaphore(config.MAX_CONCURRENT_MESSAGES);
     this.traceBudget = new ByteBudget(config.TRACE_MEMORY_MB * 1024 * 1024);
-    if (config.TRACE_GC_THRESHOLD_MB > 0) {
+    // Only where the store's chunk copies are the main thread's garbage (Cassandra's rows share the
+    // driver's frame buffers). The SQLite store reads on its own thread and frees each copy as it reads
+    // it: there a scavenge after the read frees nothing (bench:fab, fab-replay-memory-pool).
+    if (config.TRACE_GC_THRESHOLD_MB > 0 && store.backend === 'cassandra') {
       try {
         this.youngGc = loadYoungGc();
       } catch (err) {

@@ -4,7 +4,7 @@ import { dirname } from 'node:path';
 import type { HeapInfo } from 'node:v8';
 import { backoffDelayMs } from '@defender/backoff';
 import type { DefenderStore } from '@defender/contracts';
-import { openStore, StoreConfig, type StoreObserver, type StoreOperation } from '@defender/store';
+import { openStore, StoreConfig, type StoreObserver, type StoreOperation, type TraceBufferPoolStats } from '@defender/store';
 import { HealthRegistry } from '../health/health.registry';
 
 export const STORE_CONFIG = Symbol('STORE_CONFIG');
@@ -17,13 +17,15 @@ const FAILURE_CHECK_MS = 1000;
 
 /**
  * A store that can fail for good (the SQLite store's thread): `failure` says why. A store with a
- * thread of its own also tells that thread's V8 heap and CPU time, and profiles it.
+ * thread of its own also tells that thread's V8 heap and CPU time, and profiles it. Every store tells
+ * what its trace buffer pool holds.
  */
 interface MayFail {
   readonly failure?: Error;
   heapStatistics?(): Promise<HeapInfo | undefined>;
   threadCpuUsage?(): Promise<NodeJS.CpuUsage | undefined>;
   threadCpuProfile?(ms: number): Promise<unknown>;
+  tracePoolStats?(): Promise<TraceBufferPoolStats | undefined>;
 }
 
 /**
@@ -59,6 +61,11 @@ export class StoreService implements OnModuleInit, OnApplicationShutdown {
     void this.openLoop();
   }
 
+  /** Which store this process opens: `sqlite` (on a thread of its own) or `cassandra` (on the main thread). */
+  get backend(): StoreConfig['kind'] {
+    return this.config.kind;
+  }
+
   /** Resolves once the store is open (migrations applied). */
   ready(): Promise<DefenderStore> {
     return this.opened;
@@ -81,6 +88,11 @@ export class StoreService implements OnModuleInit, OnApplicationShutdown {
   /** The V8 heap of the store's own thread (the SQLite store); `undefined` for a store without one. */
   threadHeap(): Promise<HeapInfo | undefined> {
     return (this.store as MayFail | undefined)?.heapStatistics?.() ?? Promise.resolve(undefined);
+  }
+
+  /** The store's pool of trace buffers (reuses, allocations, bytes held); `undefined` before it is open. */
+  tracePoolStats(): Promise<TraceBufferPoolStats | undefined> {
+    return (this.store as MayFail | undefined)?.tracePoolStats?.() ?? Promise.resolve(undefined);
   }
 
   /** The CPU time of the store's own thread (the SQLite store); `undefined` for a store without one. */

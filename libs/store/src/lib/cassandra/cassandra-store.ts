@@ -51,7 +51,7 @@ import {
 } from '@defender/contracts';
 import { sameLimitSet, sameStrategy } from '../codec/compare';
 import { encodePointSet } from '../codec/point-set-codec';
-import { DEFAULT_TRACE_POOL_BYTES, TraceBufferPool } from '../codec/trace-buffer-pool';
+import { DEFAULT_TRACE_POOL_BYTES, TraceBufferPool, type TraceBufferPoolStats } from '../codec/trace-buffer-pool';
 import {
   alarmBody,
   alarmFromRow,
@@ -314,30 +314,35 @@ class CassandraTraces implements TraceRepository {
       if (typeof json !== 'string') throw new TraceNotFoundError(chamberOf(run), run.runId);
       const manifest = parseTraceManifest(json, { chamber: chamberOf(run), runId: run.runId, table: 'trace_chunks' });
       const assembler = new TraceAssembler(run, manifest, this.pool);
-      // Parallel queries over groups of series of about equal size; each page holds ~4 MiB.
-      const groups = groupSeries(manifest.series, this.readConcurrency);
-      const avgChunk = Math.max(1, Math.min(manifest.chunkBytes, Math.ceil(manifest.series.reduce((n, s) => n + s.bytes, 0) / Math.max(1, manifest.series.reduce((n, s) => n + s.chunks, 0)))));
-      const fetchSize = Math.max(1, Math.floor((4 << 20) / avgChunk));
-      const query = `SELECT series_kind, series, chunk, write_id, byte_length, crc32, data FROM ${this.s.ks}.trace_chunks WHERE tool_id = ? AND chamber_id = ? AND run_id = ? AND series_kind = ? AND series IN ?`;
-      await runPool(groups, this.readConcurrency, async (g) => {
-        let pageState: string | undefined;
-        do {
-          const rs = await this.s.exec(query, [...pk, g.kind, g.names], { fetchSize, ...(pageState ? { pageState } : {}) });
-          for (const r of rs.rows) {
-            assembler.add({
-              seriesKind: r.get('series_kind') as SeriesKind,
-              series: r.get('series') as string,
-              chunk: r.get('chunk') as number,
-              writeId: r.get('write_id') as string,
-              byteLength: r.get('byte_length') as number,
-              crc32: r.get('crc32') as number,
-              data: (r.get('data') as Buffer | null) ?? Buffer.alloc(0),
-            });
-          }
-          pageState = rs.pageState ?? undefined;
-        } while (pageState);
-      });
-      return assembler.finish();
+      try {
+        // Parallel queries over groups of series of about equal size; each page holds ~4 MiB.
+        const groups = groupSeries(manifest.series, this.readConcurrency);
+        const avgChunk = Math.max(1, Math.min(manifest.chunkBytes, Math.ceil(manifest.series.reduce((n, s) => n + s.bytes, 0) / Math.max(1, manifest.series.reduce((n, s) => n + s.chunks, 0)))));
+        const fetchSize = Math.max(1, Math.floor((4 << 20) / avgChunk));
+        const query = `SELECT series_kind, series, chunk, write_id, byte_length, crc32, data FROM ${this.s.ks}.trace_chunks WHERE tool_id = ? AND chamber_id = ? AND run_id = ? AND series_kind = ? AND series IN ?`;
+        await runPool(groups, this.readConcurrency, async (g) => {
+          let pageState: string | undefined;
+          do {
+            const rs = await this.s.exec(query, [...pk, g.kind, g.names], { fetchSize, ...(pageState ? { pageState } : {}) });
+            for (const r of rs.rows) {
+              assembler.add({
+                seriesKind: r.get('series_kind') as SeriesKind,
+                series: r.get('series') as string,
+                chunk: r.get('chunk') as number,
+                writeId: r.get('write_id') as string,
+                byteLength: r.get('byte_length') as number,
+                crc32: r.get('crc32') as number,
+                data: (r.get('data') as Buffer | null) ?? Buffer.alloc(0),
+              });
+            }
+            pageState = rs.pageState ?? undefined;
+          } while (pageState);
+        });
+        return assembler.finish();
+      } catch (err) {
+        assembler.abandon();
+        throw err;
+      }
     });
   }
 
@@ -1030,6 +1035,11 @@ export class CassandraStore implements DefenderStore {
   /** The driver client, for maintenance and tests. */
   get client(): Client {
     return this.session.client;
+  }
+
+  /** What the trace buffer pool holds and has done (as the SQLite stores tell it). */
+  async tracePoolStats(): Promise<TraceBufferPoolStats> {
+    return this.tracePool.stats();
   }
 
   async close(): Promise<void> {

@@ -3,8 +3,10 @@
  *
  * Every trace read used to allocate one buffer for the whole trace (MBs: above glibc's mmap threshold,
  * so a fresh mapping, zero-filled and faulted in page by page) and to free it after the evaluation.
- * The pool keeps the buffers given back, up to `capacityBytes`, and leases them out again: at a
- * steady run load the same few buffers carry every trace, and no trace memory is allocated or freed.
+ * The pool keeps the buffers given back and leases them out again: at a steady run load the same few
+ * buffers carry every trace, and no trace memory is allocated or freed. It keeps a buffer only while
+ * the buffers out on lease and the free ones together stay within `capacityBytes` (the defender's
+ * trace budget), so pooling never holds more trace memory than the budget lets runs hold at once.
  *
  * A buffer leaves the pool by {@link TraceBufferPool.lease} and comes back by
  * {@link TraceBufferPool.give}, which takes it over by a zero-copy transfer: every view the caller
@@ -30,6 +32,8 @@ export interface TraceBufferPoolStats {
   readonly freed: number;
   /** Bytes of the free buffers held now. */
   readonly retainedBytes: number;
+  /** Bytes of the buffers out on lease now (not given back yet). */
+  readonly leasedBytes: number;
   /** Free buffers held now. */
   readonly retainedBuffers: number;
   readonly capacityBytes: number;
@@ -73,6 +77,7 @@ export class TraceBufferPool {
   /** Free buffers, oldest given back first. */
   private free: ArrayBuffer[] = [];
   private retained = 0;
+  private leased = 0;
   private counts = { reused: 0, allocated: 0, kept: 0, freed: 0 };
 
   constructor(readonly capacityBytes: number = DEFAULT_TRACE_POOL_BYTES) {
@@ -89,23 +94,29 @@ export class TraceBufferPool {
       if (b.byteLength !== size) continue;
       this.free.splice(i, 1);
       this.retained -= size;
+      this.leased += size;
       this.counts.reused++;
       return b;
     }
     this.counts.allocated++;
+    this.leased += size;
+    // The new buffer and the ones on lease may not leave room for all the free ones.
+    this.evictOver(this.capacityBytes);
     return new ArrayBuffer(size);
   }
 
   /**
    * Takes a buffer back (it must be one the caller no longer uses: its views read empty afterwards).
-   * It is kept for the next lease when it is of a class and fits the capacity, making room by freeing
-   * the buffers given back longest ago; otherwise it is freed now.
+   * It is kept for the next lease when it is of a class and, with the buffers still on lease, fits
+   * the capacity, making room by freeing the buffers given back longest ago; otherwise it is freed now.
    */
   give(buffer: ArrayBuffer): void {
     const b = buffer as TransferableArrayBuffer;
     if (b.detached) return;
     const size = b.byteLength;
-    if (!isClassSize(size) || size > this.capacityBytes) {
+    // (A buffer of a class is taken for one of ours: a foreign one of the same size is kept just the same.)
+    if (isClassSize(size)) this.leased = Math.max(0, this.leased - size);
+    if (!isClassSize(size) || this.leased + size > this.capacityBytes) {
       this.counts.freed++;
       freeArrayBuffer(b);
       return;
@@ -117,15 +128,20 @@ export class TraceBufferPool {
       this.counts.freed++; // not detachable (not one of ours): leave it to the collector
       return;
     }
-    while (this.retained + size > this.capacityBytes) {
+    this.evictOver(this.capacityBytes - size);
+    this.free.push(fresh);
+    this.retained += size;
+    this.counts.kept++;
+  }
+
+  /** Frees the free buffers given back longest ago until the leased and free bytes are at most `bytes`. */
+  private evictOver(bytes: number): void {
+    while (this.free.length > 0 && this.leased + this.retained > bytes) {
       const oldest = this.free.shift() as ArrayBuffer;
       this.retained -= oldest.byteLength;
       this.counts.freed++;
       freeArrayBuffer(oldest);
     }
-    this.free.push(fresh);
-    this.retained += size;
-    this.counts.kept++;
   }
 
   /** Frees every buffer held (leased ones are not affected: given back later, they are kept again). */
@@ -137,6 +153,6 @@ export class TraceBufferPool {
   }
 
   stats(): TraceBufferPoolStats {
-    return { ...this.counts, retainedBytes: this.retained, retainedBuffers: this.free.length, capacityBytes: this.capacityBytes };
+    return { ...this.counts, retainedBytes: this.retained, leasedBytes: this.leased, retainedBuffers: this.free.length, capacityBytes: this.capacityBytes };
   }
 }

@@ -109,8 +109,8 @@ describe('releaseTraceMemory', () => {
     const arrays = [...back.svids.values(), back.timing.kind === 'explicit' ? back.timing.timesSeconds : new Float64Array(0)];
     const buffer = arrays[0]?.buffer;
     expect(arrays.every((a) => a.buffer === buffer)).toBe(true);
-    // Two f64 and one f32 series of 101 samples (the f32 one padded to 8 bytes), plus the times.
-    expect(releaseTraceMemory(back)).toBe(808 + 408 + 808 + 808);
+    // Two f64 and one f32 series of 101 samples, plus the times: the samples' bytes (not the f32 one's padding).
+    expect(releaseTraceMemory(back)).toBe(808 + 404 + 808 + 808);
     for (const a of arrays) expect(a.length).toBe(0);
     expect(buffer?.byteLength).toBe(0);
     expect(releaseTraceMemory(back)).toBe(0);

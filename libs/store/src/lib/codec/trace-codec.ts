@@ -201,23 +201,26 @@ export function adoptTraceBuffer(buffer: ArrayBuffer, home: TraceBufferHome = fr
  * Gives the sample memory of a trace read from the store back, now: to the buffer pool it was leased
  * from (reused by the next read), or freed when it had none. Returns how many bytes it gave back. The
  * caller must own the trace and be done with it: afterwards its arrays are empty (length 0), so a use
- * after release fails instead of reading another run's samples.
+ * after release fails instead of reading another run's samples. The bytes counted are the trace's
+ * samples (its arrays), not the size of the pooled buffer they were in.
  *
  * Only buffers of a {@link TraceAssembler} are given back (never one a caller built, or a Buffer
  * pool); a second call gives back nothing.
  */
 export function releaseTraceMemory(trace: TraceRecord): number {
-  const buffers = new Set<ArrayBufferLike>();
-  for (const a of trace.svids.values()) buffers.add(a.buffer);
-  if (trace.timing.kind === 'explicit') buffers.add(trace.timing.timesSeconds.buffer);
+  const arrays: SampleArray[] = [...trace.svids.values()];
+  if (trace.timing.kind === 'explicit') arrays.push(trace.timing.timesSeconds);
+  // The sample bytes of the arrays on each buffer, counted before the buffer goes (its views then read empty).
+  const bytesOf = new Map<ArrayBufferLike, number>();
+  for (const a of arrays) bytesOf.set(a.buffer, (bytesOf.get(a.buffer) ?? 0) + a.byteLength);
   let bytes = 0;
-  for (const b of buffers) {
+  for (const [b, n] of bytesOf) {
     // (The tag, not instanceof: a buffer moved from the store thread may come from another realm under jest.)
     if (Object.prototype.toString.call(b) !== '[object ArrayBuffer]') continue;
     const home = traceBufferHomes.get(b as ArrayBuffer);
     if (!home) continue;
     traceBufferHomes.delete(b as ArrayBuffer);
-    bytes += b.byteLength;
+    bytes += n;
     home(b as ArrayBuffer);
   }
   return bytes;
@@ -231,6 +234,7 @@ export function releaseTraceMemory(trace: TraceRecord): number {
 export class TraceAssembler {
   private readonly targets = new Map<string, Target>();
   private readonly context: RecordContext;
+  private readonly buffer: ArrayBuffer;
 
   /**
    * @param pool where the trace's buffer is leased from and goes back to on release; without one
@@ -250,6 +254,7 @@ export class TraceAssembler {
     for (const meta of manifest.series) total += alignTo8(manifest.length * (meta.dtype === 'f64' ? 8 : 4));
     const buffer = pool ? pool.lease(total) : new ArrayBuffer(total);
     traceBufferHomes.set(buffer, pool ? (b) => pool.give(b) : freeArrayBuffer);
+    this.buffer = buffer;
     let offset = 0;
     for (const meta of manifest.series) {
       const array = meta.dtype === 'f64' ? new Float64Array(buffer, offset, manifest.length) : new Float32Array(buffer, offset, manifest.length);
@@ -282,6 +287,14 @@ export class TraceAssembler {
     if (crc32(c.data) !== c.crc32 >>> 0) throw new TornTraceError('checksum-mismatch', { ...ctx, column: 'data' }, 'chunk CRC-32 does not match');
     target.bytes.set(c.data, c.chunk * chunkBytes);
     target.seen[c.chunk] = 1;
+  }
+
+  /** Gives the trace's buffer back (to its pool) when the read failed and no trace will be returned. */
+  abandon(): void {
+    const home = traceBufferHomes.get(this.buffer);
+    if (!home) return;
+    traceBufferHomes.delete(this.buffer);
+    home(this.buffer);
   }
 
   /** @throws TornTraceError naming the first missing chunk. */

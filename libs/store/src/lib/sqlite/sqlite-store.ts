@@ -72,7 +72,7 @@ import {
   type RowGetter,
 } from '../codec/rows';
 import { releaseDriverBuffer } from '../codec/buffer-release';
-import { DEFAULT_TRACE_POOL_BYTES, TraceBufferPool } from '../codec/trace-buffer-pool';
+import { DEFAULT_TRACE_POOL_BYTES, TraceBufferPool, type TraceBufferPoolStats } from '../codec/trace-buffer-pool';
 import { parseTraceManifest, planTraceWrite, stringifyTraceManifest, TraceAssembler, type SeriesKind } from '../codec/trace-codec';
 import { MigrationError } from '../migration-error';
 import { observed, type StoreObserver } from '../observer';
@@ -336,25 +336,30 @@ class SqliteTraces implements TraceRepository {
         if (!head || typeof head['manifest'] !== 'string') throw new TraceNotFoundError(chamberOf(run), run.runId);
         const manifest = parseTraceManifest(head['manifest'], { chamber: chamberOf(run), runId: run.runId, table: 'trace_manifests' });
         const assembler = new TraceAssembler(run, manifest, this.pool);
-        const rows = this.c
-          .sql('SELECT series_kind, series, chunk, write_id, byte_length, crc32, data FROM trace_chunks WHERE tool_id = ? AND chamber_id = ? AND run_id = ?')
-          .iterate(...pk) as IterableIterator<SqlRow>;
-        for (const r of rows) {
-          const data = Buffer.isBuffer(r['data']) ? r['data'] : Buffer.alloc(0);
-          assembler.add({
-            seriesKind: r['series_kind'] as SeriesKind,
-            series: r['series'] as string,
-            chunk: r['chunk'] as number,
-            writeId: r['write_id'] as string,
-            byteLength: r['byte_length'] as number,
-            crc32: r['crc32'] as number,
-            data,
-          });
-          // The driver's copy of the chunk (its own buffer, now copied into the trace) is freed now:
-          // a trace's chunk copies would otherwise pile up until the next young collection.
-          releaseDriverBuffer(data);
+        try {
+          const rows = this.c
+            .sql('SELECT series_kind, series, chunk, write_id, byte_length, crc32, data FROM trace_chunks WHERE tool_id = ? AND chamber_id = ? AND run_id = ?')
+            .iterate(...pk) as IterableIterator<SqlRow>;
+          for (const r of rows) {
+            const data = Buffer.isBuffer(r['data']) ? r['data'] : Buffer.alloc(0);
+            assembler.add({
+              seriesKind: r['series_kind'] as SeriesKind,
+              series: r['series'] as string,
+              chunk: r['chunk'] as number,
+              writeId: r['write_id'] as string,
+              byteLength: r['byte_length'] as number,
+              crc32: r['crc32'] as number,
+              data,
+            });
+            // The driver's copy of the chunk (its own buffer, now copied into the trace) is freed now:
+            // a trace's chunk copies would otherwise pile up until the next young collection.
+            releaseDriverBuffer(data);
+          }
+          return assembler.finish();
+        } catch (err) {
+          assembler.abandon();
+          throw err;
         }
-        return assembler.finish();
       })();
     });
   }
@@ -823,6 +828,11 @@ export class SqliteStore implements DefenderStore {
       db?.close();
       throw mapSqliteError(err, `open ${options.filename}`);
     }
+  }
+
+  /** What the trace buffer pool holds and has done (as ThreadedSqliteStore and CassandraStore tell it). */
+  async tracePoolStats(): Promise<TraceBufferPoolStats> {
+    return this.tracePool.stats();
   }
 
   /** The underlying connection, for maintenance and tests (e.g. `PRAGMA integrity_check`). */
