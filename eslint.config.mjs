@@ -32,7 +32,8 @@ const boundaries = (inTests) => [
   {
     enforceBuildableLibDependency: true,
     banTransitiveDependencies: true,
-    allow: [],
+    // The workspace's webpack preset (root, beside jest.preset.js): build configuration, no project.
+    allow: ['^(\\.\\./)+webpack\\.preset$'],
     depConstraints: depConstraints(inTests),
   },
 ];
