@@ -14,6 +14,7 @@ describe('the defender bundle source map', () => {
   const dist = join(REPO, 'dist', 'apps', 'defender');
   const bundle = readFileSync(join(dist, 'main.js'), 'utf8').split('\n');
   const payload = JSON.parse(readFileSync(join(dist, 'main.js.map'), 'utf8')) as SourceMapPayload;
+  const map = new SourceMap(payload);
 
   it('has one mapping per generated line and no sources text', () => {
     expect(payload.sourcesContent ?? []).toEqual([]);
@@ -31,7 +32,7 @@ describe('the defender bundle source map', () => {
     expect(generatedLine).toBeGreaterThanOrEqual(0);
     const originalLine = readFileSync(join(REPO, file), 'utf8').split('\n').findIndex((l) => l.includes(needle));
     expect(originalLine).toBeGreaterThanOrEqual(0);
-    const entry = new SourceMap(payload).findEntry(generatedLine, bundle[generatedLine]!.indexOf(needle));
+    const entry = map.findEntry(generatedLine, bundle[generatedLine]!.indexOf(needle));
     expect('originalSource' in entry && { source: entry.originalSource.replace(/^webpack:\/\/\/(\.\.\/\.\.\/|\.\/)/, ''), line: entry.originalLine }).toEqual({
       source: file.startsWith('apps/defender/') ? file.slice('apps/defender/'.length) : file,
       line: originalLine,
