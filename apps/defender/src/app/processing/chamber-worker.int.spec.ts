@@ -838,6 +838,59 @@ describeWithInfra(['nats'], 'ChamberWorker exactly once past the duplicate windo
       { ...DEFAULT_STREAM_SETTINGS, duplicateWindowSeconds: 1 },
     );
   }, 90_000);
+  it('publishes a run\'s alarms as committed once it has seen the outbox empty, and reads the outbox again after a failed publish', async () => {
+    await withChamber('worker-fastpath-', async ({ nc, store, reader, cache }) => {
+      let pendingReads = 0;
+      const counted = Object.create(store) as SqliteStore;
+      Object.defineProperty(counted, 'outbox', {
+        value: {
+          pending: (...a: Parameters<typeof store.outbox.pending>) => (pendingReads++, store.outbox.pending(...a)),
+          publishedThrough: (...a: Parameters<typeof store.outbox.publishedThrough>) => store.outbox.publishedThrough(...a),
+          markPublished: (...a: Parameters<typeof store.outbox.markPublished>) => store.outbox.markPublished(...a),
+        },
+      });
+      const base = workerDeps({ nc, reader, cache, store: counted, deadLetters: [], now: () => new Date() });
+      // r2's alarm is refused by NATS once.
+      let refusals = 0;
+      const sink = recordingSink(nc, (id) => (id === alarmId('r2') && refusals++ === 0 ? 'before' : undefined));
+      const published: string[] = [];
+      const w = startOwner({ ...base, sink, evaluator: alarmingEvaluator(new Set(['r0', 'r1', 'r2', 'r3'])), observer: { published: (_c, e) => void published.push(`${e.sequence}:${e.index}:${e.msgId}`) } }, 1);
+      try {
+        // r0: a new chamber's first alarm goes through the outbox read (nothing told this owner it was empty).
+        const r0 = await runFor(w, nc, store, 0);
+        await waitFor('r0 published', async () => (await store.outbox.publishedThrough(chamber)) === r0, 20_000);
+        const afterR0 = pendingReads;
+        expect(afterR0).toBeGreaterThan(0);
+        // r1: published as committed, without reading the outbox.
+        const r1 = await runFor(w, nc, store, 1);
+        await waitFor('r1 published', async () => (await store.outbox.publishedThrough(chamber)) === r1, 20_000);
+        expect(pendingReads).toBe(afterR0);
+        // r2: the publish fails once; the retry reads the outbox and publishes r2 once.
+        const r2 = await runFor(w, nc, store, 2);
+        await waitFor('r2 published', async () => (await store.outbox.publishedThrough(chamber)) === r2, 20_000);
+        expect(pendingReads).toBeGreaterThan(afterR0);
+        const afterR2 = pendingReads;
+        // r3: the retry emptied the outbox again, so r3 goes out as committed.
+        const r3 = await runFor(w, nc, store, 3);
+        await waitFor('r3 published', async () => (await store.outbox.publishedThrough(chamber)) === r3, 20_000);
+        expect(pendingReads).toBe(afterR2);
+
+        expect(await alarmsInStream(nc)).toEqual(['r0', 'r1', 'r2', 'r3'].map(alarmId));
+        expect(published).toEqual([
+          [r0, 'r0'],
+          [r1, 'r1'],
+          [r2, 'r2'],
+          [r3, 'r3'],
+        ].map(([seq, id]) => `${seq}:0:${alarmId(String(id))}`));
+        expect(await store.outbox.pending(chamber, { limit: 10 })).toEqual([]);
+        // What went out is what the commits stored: the payloads in the stream are the outbox's.
+        const last = await (await jetstreamManager(nc)).streams.getMessage(STREAMS.defenseEvents, { last_by_subj: `defense.alarms.${chamber.toolId}.${chamber.chamberId}` });
+        expect(JSON.parse(last?.string() ?? 'null')).toMatchObject({ runId: 'r3', sequence: r3, epoch: 1, ownerId: 'defender-0' });
+      } finally {
+        await w.stop();
+      }
+    });
+  }, 60_000);
 });
 
 /**
