@@ -90,7 +90,7 @@ export function checkKnownFields(sources: ReadonlyMap<string, readonly K8sObject
     noEmit: true,
     target: ts.ScriptTarget.ES2022,
     module: ts.ModuleKind.CommonJS,
-    moduleResolution: ts.ModuleResolutionKind.Node10,
+    moduleResolution: ts.ModuleResolutionKind.Bundler,
     skipLibCheck: true,
     types: [],
     noErrorTruncation: true,

@@ -7,7 +7,7 @@ describe('lib generator', () => {
 
   beforeEach(() => {
     tree = createTreeWithEmptyWorkspace();
-    tree.write('tsconfig.base.json', JSON.stringify({ compilerOptions: { paths: { '@defender/zeta': ['libs/zeta/src/index.ts'] } } }));
+    tree.write('tsconfig.base.json', JSON.stringify({ compilerOptions: { paths: { '@defender/zeta': ['./libs/zeta/src/index.ts'] } } }));
   });
 
   it('adds a domain lib the house way', async () => {
@@ -29,7 +29,7 @@ describe('lib generator', () => {
 
     const paths = readJson(tree, 'tsconfig.base.json').compilerOptions.paths;
     expect(Object.keys(paths)).toEqual(['@defender/chamber-weights', '@defender/zeta']);
-    expect(paths['@defender/chamber-weights']).toEqual(['libs/chamber-weights/src/index.ts']);
+    expect(paths['@defender/chamber-weights']).toEqual(['./libs/chamber-weights/src/index.ts']);
   });
 
   it('wires the real-server harness for an infra lib that asks for it', async () => {

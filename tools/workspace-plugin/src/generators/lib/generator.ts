@@ -48,7 +48,8 @@ export async function libGenerator(tree: Tree, options: LibGeneratorSchema): Pro
 
   updateJson(tree, 'tsconfig.base.json', (json) => {
     const paths: Record<string, string[]> = json.compilerOptions.paths ?? {};
-    paths[`@defender/${name}`] = [`${root}/src/index.ts`];
+    // Relative to this file: TypeScript 6 resolves paths without a baseUrl (deprecated), and only ./-relative ones.
+    paths[`@defender/${name}`] = [`./${root}/src/index.ts`];
     json.compilerOptions.paths = Object.fromEntries(Object.entries(paths).sort(([a], [b]) => a.localeCompare(b)));
     return json;
   });
