@@ -175,6 +175,32 @@ describe('chamber monitor in the run evaluator', () => {
     expect(longAt.length).toBeLessThanOrEqual(10);
   });
 
+  it('a chamber whose judged runs keep alarming reads its whole history only where a check of the extension is due, judging every run as with it', () => {
+    const rand = seededRandom(29);
+    const extending = { ...doc, monitor: { baseline: { minRuns: 30, extendTo: 60 }, mewma: false } };
+    const base = createRunEvaluator();
+    const whole = new SimulatedChamber({ historyRuns: (d, sc) => base.fullHistoryRuns(d, sc), fullHistoryRuns: (d, sc) => base.fullHistoryRuns(d, sc), evaluate: (i) => base.evaluate(i) });
+    const steady = new SimulatedChamber(base);
+    let longBefore = 0;
+    const longAt: number[] = [];
+    // After Phase I, two runs of three carry a fault that alarms: the usable runs grow by one in three
+    // judged runs, too slowly for 60 of them to fit in the history a run may read.
+    for (let i = 0; i < 150; i++) {
+      const trace = run(i, rand, i >= 30 && i % 3 !== 0 ? { pressureStep: 3 } : undefined);
+      const a = whole.process(trace, 'R1', extending);
+      const b = steady.process(trace, 'R1', extending);
+      expect({ run: i, ...b.evaluation }).toEqual({ run: i, ...a.evaluation });
+      if (steady.longReads > longBefore) longAt.push(i);
+      longBefore = steady.longReads;
+    }
+    // Too few runs without an alarm in the history a run may read: the model is never extended.
+    expect(steady.limits.filter((l) => l.chartType === MONITOR_CHART_TYPE).map((l) => l.version)).toEqual([1]);
+    // From run 60 on (30 judged runs) the count of judged runs alone says the extension may be due: it
+    // read the whole history on each of those 90 runs; the bound each check stores leaves a few.
+    expect(longAt.filter((i) => i >= 60).length).toBeGreaterThan(0);
+    expect(longAt.filter((i) => i >= 60).length).toBeLessThanOrEqual(10);
+  });
+
   it('stores a model too large for one limit set in parts (head last), reads it back whole, and refuses a missing part', () => {
     const rand = seededRandom(31);
     const wide = (i: number) => {

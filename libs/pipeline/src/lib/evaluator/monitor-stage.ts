@@ -298,12 +298,22 @@ function modelPointIn(points: readonly UChartPoint[], modelKey: string): UChartP
  * a Phase I point counts the recipe's Phase I runs so far, a judged point the runs judged by its
  * model version so far (both including its own run).
  */
-export const MONITOR_COUNT_KEYS = { phaseOneRuns: 'phaseOneRuns', judgedRuns: 'judgedRuns' } as const;
+export const MONITOR_COUNT_KEYS = { phaseOneRuns: 'phaseOneRuns', judgedRuns: 'judgedRuns', extensionCheckAt: 'extensionCheckAt' } as const;
 
 /** Phase I runs up to and including `p`'s run (0 when `p` was judged); undefined when `p` does not say. */
 function phaseOneRunsOf(p: UChartPoint): number | undefined {
   if (p.limitsVersion !== undefined) return 0;
   const n = p.chart?.[MONITOR_COUNT_KEYS.phaseOneRuns];
+  return n !== undefined && Number.isSafeInteger(n) && n >= 1 ? n : undefined;
+}
+
+/**
+ * The judged-run count from which the Phase I extension of model `version` may be due again, as the
+ * last check of it left it in `p`'s run (undefined when `p` does not carry one).
+ */
+function extensionCheckOf(p: UChartPoint, version: number): number | undefined {
+  if (p.limitsVersion !== version) return undefined;
+  const n = p.chart?.[MONITOR_COUNT_KEYS.extensionCheckAt];
   return n !== undefined && Number.isSafeInteger(n) && n >= 1 ? n : undefined;
 }
 
@@ -509,56 +519,64 @@ export function runMonitorStage(args: {
   // Phase I extension: a model fitted on fewer than `baseline.extendTo` runs is fitted again, once, on its
   // Phase I and the runs it judged since without an alarm, when there are that many (version + 1): limits
   // from 30 runs miss part of a tool's in-control variation (a maintenance cycle), limits from ~90 do not.
+  // Each check that finds too few usable runs stores (in the model point's chart, carried from run to
+  // run) the judged-run count before which the extension cannot be due: every run judged since adds at
+  // most one usable run. Without it, a chamber whose judged runs alarm often enough re-read its whole
+  // history on every run (the check was due by the count of judged runs alone), for as long as that lasted.
   const extendTo = cfg.baseline.extendTo;
+  let extensionCheckAt: number | undefined;
   if (model && newLimitSets.length === 0 && extendTo !== false && model.baselineRunIds.length < extendTo) {
     const current = model;
-    if (cut) {
-      // Its usable runs are at most its Phase I runs and the runs it judged.
-      const judged = prev ? judgedRunsOf(prev.point, current.version) : 0;
-      if (judged === undefined) cut('the earlier run does not count its judged runs');
-      else if (current.baselineRunIds.length + judged >= extendTo) cut(`the Phase I extension may be due (${current.baselineRunIds.length} + ${judged} of ${extendTo} runs)`);
-    }
-    const phaseOne = new Set(current.baselineRunIds);
-    // Runs of the recipe after the model's last Phase I run were judged by it (a newer version would
-    // be the current model). Counting the ones without an alarm needs no decoding when the history
-    // says which runs alarmed (`flagsUnion`); the points are read once there are enough.
-    let last = -1;
-    args.history.forEach((set, i) => {
-      if (phaseOne.has(set.runId)) last = i;
-    });
-    const candidates = args.history.filter(
-      (set, i) =>
-        (phaseOne.has(set.runId) || (i > last && (args.recipe === undefined || set.recipe === undefined || set.recipe === args.recipe))) &&
-        (set.flagsUnion === undefined || (set.flagsUnion & POINT_FLAGS.RUN_ALARMED) === 0),
-    );
-    const usable =
-      candidates.length < extendTo
-        ? []
-        : candidates.filter((set) => {
-            const mp = decoded.modelPoint(set, modelKey);
-            if (!mp) return false;
-            if (mp.limitsVersion === undefined) return phaseOne.has(set.runId);
-            return mp.limitsVersion === current.version && (mp.flags & POINT_FLAGS.RUN_ALARMED) === 0;
-          });
-    if (usable.length >= extendTo) {
-      if (cut) cut(`the Phase I extension is due (${usable.length} of ${extendTo} runs)`);
-      const index = new Map(current.variables.map((k, j) => [k, j]));
-      const rows = usable.map((set) => {
-        const row = new Array<number>(current.variables.length).fill(NaN);
-        for (const p of decoded.points(set)) {
-          const j = index.get(p.indicatorKey);
-          if (j !== undefined) row[j] = p.value;
-        }
-        return row;
+    // Its usable runs are at most its Phase I runs and the runs it judged.
+    const judged = prev ? judgedRunsOf(prev.point, current.version) : 0;
+    const checkAt = prev ? extensionCheckOf(prev.point, current.version) : undefined;
+    const due = judged === undefined || (current.baselineRunIds.length + judged >= extendTo && (checkAt === undefined || judged >= checkAt));
+    if (!due) extensionCheckAt = checkAt;
+    else {
+      if (cut) cut(judged === undefined ? 'the earlier run does not count its judged runs' : `the Phase I extension may be due (${current.baselineRunIds.length} + ${judged} of ${extendTo} runs)`);
+      const phaseOne = new Set(current.baselineRunIds);
+      // Runs of the recipe after the model's last Phase I run were judged by it (a newer version would
+      // be the current model). Counting the ones without an alarm needs no decoding when the history
+      // says which runs alarmed (`flagsUnion`); the points are read once there are enough.
+      let last = -1;
+      args.history.forEach((set, i) => {
+        if (phaseOne.has(set.runId)) last = i;
       });
-      try {
-        const refit = fitMonitorModel(rows, current.variables, usable.map((set) => set.runId), { ...cfg, baseline: { ...cfg.baseline, minRuns: extendTo } }, args.strategy.budget, current.version + 1);
-        // Indicators not charted in Phase I stay so (later runs do not store them).
-        model = { ...refit, notCharted: [...current.notCharted, ...refit.notCharted] };
-        newLimitSets = encodeModel(args.chamber, modelKey, model, args.now, 'extended', []);
-      } catch (err) {
-        if (!(err instanceof MonitorBaselineError)) throw err;
-        skipped.push({ indicatorKey: modelKey, reason: `extension-refused: ${err.message}` });
+      const candidates = args.history.filter(
+        (set, i) =>
+          (phaseOne.has(set.runId) || (i > last && (args.recipe === undefined || set.recipe === undefined || set.recipe === args.recipe))) &&
+          (set.flagsUnion === undefined || (set.flagsUnion & POINT_FLAGS.RUN_ALARMED) === 0),
+      );
+      const usable =
+        candidates.length < extendTo
+          ? []
+          : candidates.filter((set) => {
+              const mp = decoded.modelPoint(set, modelKey);
+              if (!mp) return false;
+              if (mp.limitsVersion === undefined) return phaseOne.has(set.runId);
+              return mp.limitsVersion === current.version && (mp.flags & POINT_FLAGS.RUN_ALARMED) === 0;
+            });
+      if (usable.length >= extendTo) {
+        const index = new Map(current.variables.map((k, j) => [k, j]));
+        const rows = usable.map((set) => {
+          const row = new Array<number>(current.variables.length).fill(NaN);
+          for (const p of decoded.points(set)) {
+            const j = index.get(p.indicatorKey);
+            if (j !== undefined) row[j] = p.value;
+          }
+          return row;
+        });
+        try {
+          const refit = fitMonitorModel(rows, current.variables, usable.map((set) => set.runId), { ...cfg, baseline: { ...cfg.baseline, minRuns: extendTo } }, args.strategy.budget, current.version + 1);
+          // Indicators not charted in Phase I stay so (later runs do not store them).
+          model = { ...refit, notCharted: [...current.notCharted, ...refit.notCharted] };
+          newLimitSets = encodeModel(args.chamber, modelKey, model, args.now, 'extended', []);
+        } catch (err) {
+          if (!(err instanceof MonitorBaselineError)) throw err;
+          skipped.push({ indicatorKey: modelKey, reason: `extension-refused: ${err.message}` });
+        }
+      } else if (judged !== undefined) {
+        extensionCheckAt = judged + extendTo - (candidates.length < extendTo ? candidates.length : usable.length);
       }
     }
   }
@@ -603,6 +621,7 @@ export function runMonitorStage(args: {
   if (score.spe !== null) chart['spe'] = score.spe;
   if (score.mewma !== null) chart['mewma'] = score.mewma;
   score.mewmaState?.forEach((z, a) => (chart[`z${a}`] = z));
+  if (extensionCheckAt !== undefined && newLimitSets.length === 0) chart[MONITOR_COUNT_KEYS.extensionCheckAt] = extensionCheckAt;
   chart[MONITOR_COUNT_KEYS.judgedRuns] = judgedRunsNow(judgedModel.version, newLimitSets.length > 0, prev?.point, args.history, args.recipe, modelKey, decoded);
   points.push({ key: modelKey, value: score.t2 ?? 0, limitsVersion: model.version, chart });
   if (score.missing > 0) skipped.push({ indicatorKey: modelKey, reason: `missing-indicators: ${score.missing} charted indicator(s) missing, judged at their Phase I mean` });
