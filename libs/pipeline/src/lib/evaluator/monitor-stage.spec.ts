@@ -32,6 +32,26 @@ function run(i: number, rand: () => number, fault?: { readonly pressureStep?: nu
   return traceOf(`run-${i}`, { Pressure: pressure, Flow: flow, SP_001: setpoint }, { steps: STEPS });
 }
 
+/**
+ * The same runs through the steady state's reads and through a reference that reads as many runs as
+ * any run may need, every time: `step` processes a trace in both, expects the same evaluation and
+ * records in `longAt` the runs for which the steady chamber read more than its steady history.
+ */
+function wholeAndSteady() {
+  const base = createRunEvaluator();
+  const whole = new SimulatedChamber({ historyRuns: (d, sc) => base.fullHistoryRuns(d, sc), fullHistoryRuns: (d, sc) => base.fullHistoryRuns(d, sc), evaluate: (i) => base.evaluate(i) });
+  const steady = new SimulatedChamber(base);
+  const longAt: number[] = [];
+  const step = (i: number, trace: Parameters<SimulatedChamber['process']>[0], recipe: string, strategy: unknown) => {
+    const before = steady.longReads;
+    const a = whole.process(trace, recipe, strategy);
+    const b = steady.process(trace, recipe, strategy);
+    expect({ run: i, ...b.evaluation }).toEqual({ run: i, ...a.evaluation });
+    if (steady.longReads > before) longAt.push(i);
+  };
+  return { whole, steady, longAt, step };
+}
+
 describe('chamber monitor in the run evaluator', () => {
   const doc = { ...DEFAULT_STRATEGY_DOCUMENT, monitor: { baseline: { minRuns: 30 }, mewma: false } };
 
@@ -144,22 +164,13 @@ describe('chamber monitor in the run evaluator', () => {
   it('reads the steady state\'s history and more only when a run needs it, judging every run as with the whole history', () => {
     const rand = seededRandom(23);
     const extending = { ...doc, monitor: { baseline: { minRuns: 30, extendTo: 40 }, mewma: false } };
-    const base = createRunEvaluator();
-    // The reference reads as many runs as any run may need, every time.
-    const whole = new SimulatedChamber({ historyRuns: (d, sc) => base.fullHistoryRuns(d, sc), fullHistoryRuns: (d, sc) => base.fullHistoryRuns(d, sc), evaluate: (i) => base.evaluate(i) });
-    const steady = new SimulatedChamber(base);
+    const { whole, steady, longAt, step } = wholeAndSteady();
     const faults = new Set([52, 53, 54, 80, 150]);
-    let longBefore = 0;
-    const longAt: number[] = [];
     // Two recipes in turn with a third now and then, faults that alarm and hold, a run with no value.
     for (let i = 0; i < 170; i++) {
       const recipe = i % 7 === 6 ? 'R3' : i % 2 === 0 ? 'R1' : 'R2';
       const trace = i === 70 ? traceOf(`run-${i}`, { Pressure: [NaN], Flow: [NaN], SP_001: [NaN] }) : run(i, rand, faults.has(i) ? { pressureStep: 3 } : undefined);
-      const a = whole.process(trace, recipe, extending);
-      const b = steady.process(trace, recipe, extending);
-      expect({ run: i, ...b.evaluation }).toEqual({ run: i, ...a.evaluation });
-      if (steady.longReads > longBefore) longAt.push(i);
-      longBefore = steady.longReads;
+      step(i, trace, recipe, extending);
     }
     const models = steady.limits.filter((l) => l.chartType === MONITOR_CHART_TYPE).map((l) => `${l.indicatorKey} v${l.version}`);
     // R3 runs too rarely for its Phase I to fit in the history any run reads: it keeps collecting.
@@ -178,20 +189,12 @@ describe('chamber monitor in the run evaluator', () => {
   it('a chamber whose judged runs keep alarming reads its whole history only where a check of the extension is due, judging every run as with it', () => {
     const rand = seededRandom(29);
     const extending = { ...doc, monitor: { baseline: { minRuns: 30, extendTo: 60 }, mewma: false } };
-    const base = createRunEvaluator();
-    const whole = new SimulatedChamber({ historyRuns: (d, sc) => base.fullHistoryRuns(d, sc), fullHistoryRuns: (d, sc) => base.fullHistoryRuns(d, sc), evaluate: (i) => base.evaluate(i) });
-    const steady = new SimulatedChamber(base);
-    let longBefore = 0;
-    const longAt: number[] = [];
+    const { steady, longAt, step } = wholeAndSteady();
     // After Phase I, two runs of three carry a fault that alarms: the usable runs grow by one in three
     // judged runs, too slowly for 60 of them to fit in the history a run may read.
     for (let i = 0; i < 150; i++) {
       const trace = run(i, rand, i >= 30 && i % 3 !== 0 ? { pressureStep: 3 } : undefined);
-      const a = whole.process(trace, 'R1', extending);
-      const b = steady.process(trace, 'R1', extending);
-      expect({ run: i, ...b.evaluation }).toEqual({ run: i, ...a.evaluation });
-      if (steady.longReads > longBefore) longAt.push(i);
-      longBefore = steady.longReads;
+      step(i, trace, 'R1', extending);
     }
     // Too few runs without an alarm in the history a run may read: the model is never extended.
     expect(steady.limits.filter((l) => l.chartType === MONITOR_CHART_TYPE).map((l) => l.version)).toEqual([1]);

@@ -300,11 +300,16 @@ function modelPointIn(points: readonly UChartPoint[], modelKey: string): UChartP
  */
 export const MONITOR_COUNT_KEYS = { phaseOneRuns: 'phaseOneRuns', judgedRuns: 'judgedRuns', extensionCheckAt: 'extensionCheckAt' } as const;
 
+/** A count `p`'s model point carries in its chart (a positive integer), or undefined. */
+function chartCount(p: UChartPoint, key: (typeof MONITOR_COUNT_KEYS)[keyof typeof MONITOR_COUNT_KEYS]): number | undefined {
+  const n = p.chart?.[key];
+  return n !== undefined && Number.isSafeInteger(n) && n >= 1 ? n : undefined;
+}
+
 /** Phase I runs up to and including `p`'s run (0 when `p` was judged); undefined when `p` does not say. */
 function phaseOneRunsOf(p: UChartPoint): number | undefined {
   if (p.limitsVersion !== undefined) return 0;
-  const n = p.chart?.[MONITOR_COUNT_KEYS.phaseOneRuns];
-  return n !== undefined && Number.isSafeInteger(n) && n >= 1 ? n : undefined;
+  return chartCount(p, MONITOR_COUNT_KEYS.phaseOneRuns);
 }
 
 /**
@@ -313,15 +318,13 @@ function phaseOneRunsOf(p: UChartPoint): number | undefined {
  */
 function extensionCheckOf(p: UChartPoint, version: number): number | undefined {
   if (p.limitsVersion !== version) return undefined;
-  const n = p.chart?.[MONITOR_COUNT_KEYS.extensionCheckAt];
-  return n !== undefined && Number.isSafeInteger(n) && n >= 1 ? n : undefined;
+  return chartCount(p, MONITOR_COUNT_KEYS.extensionCheckAt);
 }
 
 /** Runs judged by model `version` up to and including `p`'s run (0 when `p` was not); undefined when `p` does not say. */
 function judgedRunsOf(p: UChartPoint, version: number): number | undefined {
   if (p.limitsVersion !== version) return 0;
-  const n = p.chart?.[MONITOR_COUNT_KEYS.judgedRuns];
-  return n !== undefined && Number.isSafeInteger(n) && n >= 1 ? n : undefined;
+  return chartCount(p, MONITOR_COUNT_KEYS.judgedRuns);
 }
 
 /**
