@@ -14,6 +14,13 @@ export function sqliteCorruptor(db: (store: DefenderStore) => Database.Database)
         )
         .run(NaN, c.toolId, c.chamberId, key, version);
     },
+    async setLimitParams(store, c, key, version, params) {
+      db(store)
+        .prepare(
+          'UPDATE limit_sets SET params = ? WHERE tool_id = ? AND chamber_id = ? AND indicator_key = ? AND version = ?',
+        )
+        .run(params, c.toolId, c.chamberId, key, version);
+    },
     async setRunBody(store, c, seq, body) {
       db(store)
         .prepare('UPDATE uchart_runs SET body = ? WHERE tool_id = ? AND chamber_id = ? AND seq = ?')

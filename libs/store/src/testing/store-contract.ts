@@ -26,6 +26,8 @@ import { alarm, bytesOf, commit, event, freshChamber, limitSet, points, sleep, t
 export interface StoreCorruptor {
   /** Stores a non-finite (NaN, or NULL where the backend cannot hold NaN) centre. */
   setLimitCenterNaN(store: DefenderStore, chamber: ChamberRef, indicatorKey: string, version: number): Promise<void>;
+  /** Replaces a limit set's `params` JSON text. */
+  setLimitParams(store: DefenderStore, chamber: ChamberRef, indicatorKey: string, version: number, params: string): Promise<void>;
   setRunBody(store: DefenderStore, chamber: ChamberRef, sequence: number, body: Buffer): Promise<void>;
   setStrategySchemaVersion(store: DefenderStore, scope: string, version: number, schemaVersion: number): Promise<void>;
   setAlarmBody(store: DefenderStore, chamber: ChamberRef, sequence: number, ruleId: string, indicatorKey: string, body: string): Promise<void>;
@@ -656,6 +658,27 @@ export function describeStoreContract(name: string, backend: () => StoreContract
           expect(err).toBeInstanceOf(CorruptRecordError);
           expect(err).toMatchObject({ kind: 'invalid-value', context: { chamber: ch, indicatorKey: 'k1', version: 1, column: 'center' } });
         }
+      });
+
+      it('limit-set params that are not a JSON object (decoded where the record is used: on the caller side of a store thread)', async () => {
+        const ch = freshChamber();
+        await store.uchart.putLimitSet(limitSet(ch, 'k1', 1, { params: { model: { center: [1, 2, 3] } } }));
+        await store.uchart.putLimitSet(limitSet(ch, 'k2', 1));
+        expect((await store.uchart.currentLimitSets(ch)).map((l) => l.params)).toEqual([{ model: { center: [1, 2, 3] } }, expect.any(Object)]);
+        for (const [text, message] of [
+          ['{"model":{"center":[1,2', /not valid JSON/],
+          ['[1,2,3]', /expected a JSON object/],
+        ] as const) {
+          await b.corrupt.setLimitParams(store, ch, 'k1', 1, text);
+          for (const read of [() => store.uchart.limitSet(ch, 'k1'), () => store.uchart.currentLimitSets(ch), () => store.uchart.limitSetHistory(ch, 'k1')]) {
+            const err = await rejection(read());
+            expect(err).toBeInstanceOf(CorruptRecordError);
+            expect(err).toMatchObject({ kind: 'malformed', context: { chamber: ch, indicatorKey: 'k1', version: 1, column: 'params' } });
+            expect((err as Error).message).toMatch(message);
+          }
+        }
+        // The other indicator's set still reads.
+        expect((await store.uchart.limitSet(ch, 'k2'))?.indicatorKey).toBe('k2');
       });
 
       it('truncated and damaged point blobs', async () => {

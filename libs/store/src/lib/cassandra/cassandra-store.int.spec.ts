@@ -37,6 +37,14 @@ const corrupt: StoreCorruptor = {
       { prepare: true },
     );
   },
+  async setLimitParams(store, c, key, version, params) {
+    const s = cs(store);
+    await s.client.execute(
+      `UPDATE ${s.keyspace}.limit_sets USING TIMESTAMP ? SET params = ? WHERE tool_id = ? AND chamber_id = ? AND indicator_key = ? AND version = ?`,
+      [later(), params, c.toolId, c.chamberId, key, version],
+      { prepare: true },
+    );
+  },
   async setRunBody(store, c, seq, body) {
     const s = cs(store);
     await s.client.execute(

@@ -294,7 +294,23 @@ export function limitBaselineJson(l: LimitSetRecord): string {
   return JSON.stringify({ reason: l.baseline.reason, runIds: l.baseline.runIds, excludedRunIds: l.baseline.excludedRunIds });
 }
 
-export function limitSetFromRow(chamber: ChamberRef, get: RowGetter, table: string): LimitSetRecord {
+/**
+ * A limit set as read, every column checked except its two JSON columns, which are still text:
+ * `params` holds a monitor model (40-130 KB of JSON for a chamber of 50-200 SVIDs, read by every
+ * run). The SQLite store's thread answers with this, and the caller's side parses the JSON once
+ * ({@link limitSetFromWire}) instead of the thread parsing it and both sides copying the object
+ * graph across (structured clone).
+ */
+export interface LimitSetWire {
+  readonly record: Omit<LimitSetRecord, 'params' | 'baseline'>;
+  /** The columns as stored (text; anything else is reported as corrupt when decoded). */
+  readonly params: unknown;
+  readonly baseline: unknown;
+  readonly table: string;
+}
+
+/** The checks of {@link limitSetFromRow} but the JSON columns' (see {@link LimitSetWire}). */
+export function limitSetWireFromRow(chamber: ChamberRef, get: RowGetter, table: string): LimitSetWire {
   const indicatorKey = storedText(get('indicator_key'), { chamber, table }, 'indicator_key');
   const version = storedInt(get('version'), { chamber, table, indicatorKey }, 'version', 1);
   const ctx: RecordContext = { chamber, table, indicatorKey, version };
@@ -305,19 +321,51 @@ export function limitSetFromRow(chamber: ChamberRef, get: RowGetter, table: stri
   const ucl = storedNullableFinite(get('ucl'), ctx, 'ucl');
   if (lcl !== null && ucl !== null && lcl > ucl) throw new CorruptRecordError('invalid-value', ctxCol(ctx, 'lcl'), `lcl ${lcl} > ucl ${ucl}`);
   return {
-    toolId: chamber.toolId,
-    chamberId: chamber.chamberId,
-    indicatorKey,
-    version,
-    chartType: storedText(get('chart_type'), ctx, 'chart_type'),
-    center: storedFinite(get('center'), ctx, 'center'),
-    sigma,
-    lcl,
-    ucl,
-    params: storedJson(get('params'), jsonObjectSchema, ctx, 'params'),
-    baseline: storedJson(get('baseline'), baselineSchema, ctx, 'baseline'),
-    createdAt: storedDate(get('created_at'), ctx, 'created_at'),
+    record: {
+      toolId: chamber.toolId,
+      chamberId: chamber.chamberId,
+      indicatorKey,
+      version,
+      chartType: storedText(get('chart_type'), ctx, 'chart_type'),
+      center: storedFinite(get('center'), ctx, 'center'),
+      sigma,
+      lcl,
+      ucl,
+      createdAt: storedDate(get('created_at'), ctx, 'created_at'),
+    },
+    // A Buffer would not cross a thread as one (it arrives as a Uint8Array): its text does.
+    params: jsonText(get('params')),
+    baseline: jsonText(get('baseline')),
+    table,
   };
+}
+
+/** A {@link LimitSetWire} with its JSON columns parsed and checked: the record {@link limitSetFromRow} returns. */
+export function limitSetFromWire(w: LimitSetWire): LimitSetRecord {
+  const r = w.record;
+  const ctx: RecordContext = { chamber: { toolId: r.toolId, chamberId: r.chamberId }, table: w.table, indicatorKey: r.indicatorKey, version: r.version };
+  return {
+    toolId: r.toolId,
+    chamberId: r.chamberId,
+    indicatorKey: r.indicatorKey,
+    version: r.version,
+    chartType: r.chartType,
+    center: r.center,
+    sigma: r.sigma,
+    lcl: r.lcl,
+    ucl: r.ucl,
+    params: storedJson(w.params, jsonObjectSchema, ctx, 'params'),
+    baseline: storedJson(w.baseline, baselineSchema, ctx, 'baseline'),
+    createdAt: r.createdAt,
+  };
+}
+
+export function limitSetFromRow(chamber: ChamberRef, get: RowGetter, table: string): LimitSetRecord {
+  return limitSetFromWire(limitSetWireFromRow(chamber, get, table));
+}
+
+function jsonText(v: unknown): unknown {
+  return Buffer.isBuffer(v) ? v.toString('utf8') : v;
 }
 
 // ---- strategies ----------------------------------------------------------------------------

@@ -15,6 +15,7 @@ import { DEFAULT_BUSY_TIMEOUT_MS, isLockBusy, SqliteStore } from './sqlite-store
 import {
   STORE_THREAD_MARK,
   THREAD_METHODS,
+  WIRE_READS,
   toWireError,
   sampleBuffers,
   type FromThread,
@@ -107,7 +108,7 @@ export class LockAwareServer {
       const methods = THREAD_METHODS[msg.repo] as Record<string, unknown> | undefined;
       if (!methods || !Object.hasOwn(methods, msg.method))
         throw new TypeError(`store thread: unknown operation ${msg.repo}.${msg.method}`);
-      const repo = this.store[msg.repo] as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>;
+      const repo = (WIRE_READS.has(`${msg.repo}.${msg.method}`) ? this.store.uchart.wire : this.store[msg.repo]) as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>;
       const value = await repo[msg.method]?.(...msg.args);
       // The thread keeps nothing it returns: sample arrays move to the caller instead of being copied.
       post(this.port, { type: 'result', id: msg.id, value }, sampleBuffers(value, disownTraceBuffer));

@@ -6,7 +6,8 @@ import { runInNewContext } from 'node:vm';
 import Database from 'better-sqlite3';
 import { StoreUnavailableError, type ChamberRef, type DefenderStore } from '@defender/contracts';
 import { MigrationError } from '../migration-error';
-import { commit, freshChamber } from '../../testing/fixtures';
+import { commit, freshChamber, limitSet } from '../../testing/fixtures';
+import { limitSetFromWire } from '../codec/rows';
 import { describeStoreContract } from '../../testing/store-contract';
 import { sqliteCorruptor } from '../../testing/sqlite-corruptor';
 import { encodePointSet } from '../codec/point-set-codec';
@@ -301,6 +302,36 @@ describe('SQLite store: files shared by processes', () => {
 
   it('a path that cannot be opened as a database is a StoreUnavailableError', async () => {
     await expect(SqliteStore.open({ filename: dir })).rejects.toBeInstanceOf(StoreUnavailableError);
+  });
+});
+
+describe('SQLite limit-set reads for the store thread (uchart.wire)', () => {
+  it('leave the JSON columns as text, and decode to what the repository reads', async () => {
+    const store = await SqliteStore.open({ filename: ':memory:' });
+    try {
+      const ch = freshChamber();
+      const model = { model: { kind: 'monitor', center: [1.5, -2], variables: ['a', 'b'] } };
+      await store.uchart.putLimitSet(limitSet(ch, 'k1', 1, { params: model }));
+      await store.uchart.putLimitSet(limitSet(ch, 'k1', 2));
+      await store.uchart.putLimitSet(limitSet(ch, 'k2', 1));
+      const reads = [
+        [await store.uchart.wire.currentLimitSets(ch), await store.uchart.currentLimitSets(ch)],
+        [await store.uchart.wire.limitSetHistory(ch, 'k1'), await store.uchart.limitSetHistory(ch, 'k1')],
+        [[await store.uchart.wire.limitSet(ch, 'k1', 1)], [await store.uchart.limitSet(ch, 'k1', 1)]],
+      ] as const;
+      for (const [wire, records] of reads) {
+        expect(wire.length).toBeGreaterThan(0);
+        for (const w of wire) {
+          expect(typeof w?.params).toBe('string');
+          expect(typeof w?.baseline).toBe('string');
+        }
+        expect(wire.map((w) => w && limitSetFromWire(w))).toEqual(records);
+      }
+      expect(JSON.parse((await store.uchart.wire.limitSet(ch, 'k1', 1))?.params as string)).toEqual(model);
+      expect(await store.uchart.wire.limitSet(ch, 'k3')).toBeUndefined();
+    } finally {
+      await store.close();
+    }
   });
 });
 

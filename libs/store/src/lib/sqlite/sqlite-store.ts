@@ -60,6 +60,9 @@ import {
   limitBaselineJson,
   limitParamsJson,
   limitSetFromRow,
+  limitSetFromWire,
+  limitSetWireFromRow,
+  type LimitSetWire,
   metadataFromRow,
   outboxEntryFromRow,
   runPointSetFromRow,
@@ -669,43 +672,69 @@ class SqliteUChart implements UChartRepository {
 
   limitSet(chamber: ChamberRef, indicatorKey: string, version?: number): Promise<LimitSetRecord | undefined> {
     return this.c.op('uchart.limitSet', 'read', () => {
-      validateChamberRef(chamber);
-      if (version !== undefined) validatePositiveInt('version', version);
-      const row = (
-        version !== undefined
-          ? this.c.sql('SELECT * FROM limit_sets WHERE tool_id = ? AND chamber_id = ? AND indicator_key = ? AND version = ?').get(chamber.toolId, chamber.chamberId, indicatorKey, version)
-          : this.c
-              .sql('SELECT * FROM limit_sets WHERE tool_id = ? AND chamber_id = ? AND indicator_key = ? ORDER BY version DESC LIMIT 1')
-              .get(chamber.toolId, chamber.chamberId, indicatorKey)
-      ) as SqlRow | undefined;
-      return row ? limitSetFromRow(chamberOf(chamber), getter(row), 'limit_sets') : undefined;
+      const w = this.limitSetWireNow(chamber, indicatorKey, version);
+      return w && limitSetFromWire(w);
     });
   }
 
   currentLimitSets(chamber: ChamberRef): Promise<LimitSetRecord[]> {
-    return this.c.op('uchart.currentLimitSets', 'read', () => {
-      validateChamberRef(chamber);
-      const rows = this.c
-        .sql(
-          `SELECT l.* FROM limit_sets l
-           JOIN (SELECT indicator_key, MAX(version) AS version FROM limit_sets WHERE tool_id = ? AND chamber_id = ? GROUP BY indicator_key) m
-             ON l.indicator_key = m.indicator_key AND l.version = m.version
-           WHERE l.tool_id = ? AND l.chamber_id = ? ORDER BY l.indicator_key`,
-        )
-        .all(chamber.toolId, chamber.chamberId, chamber.toolId, chamber.chamberId) as SqlRow[];
-      return rows.map((r) => limitSetFromRow(chamberOf(chamber), getter(r), 'limit_sets'));
-    });
+    return this.c.op('uchart.currentLimitSets', 'read', () => this.currentLimitSetsWireNow(chamber).map(limitSetFromWire));
   }
 
   limitSetHistory(chamber: ChamberRef, indicatorKey: string): Promise<LimitSetRecord[]> {
-    return this.c.op('uchart.limitSetHistory', 'read', () => {
-      validateChamberRef(chamber);
-      const rows = this.c
-        .sql('SELECT * FROM limit_sets WHERE tool_id = ? AND chamber_id = ? AND indicator_key = ? ORDER BY version')
-        .all(chamber.toolId, chamber.chamberId, indicatorKey) as SqlRow[];
-      return rows.map((r) => limitSetFromRow(chamberOf(chamber), getter(r), 'limit_sets'));
-    });
+    return this.c.op('uchart.limitSetHistory', 'read', () => this.limitSetHistoryWireNow(chamber, indicatorKey).map(limitSetFromWire));
   }
+
+  /** The reads above with the JSON columns left as text (see {@link LimitSetWire}): what the store thread answers with. */
+  readonly wire: LimitSetWireReads = {
+    limitSet: (chamber, indicatorKey, version) => this.c.op('uchart.limitSet', 'read', () => this.limitSetWireNow(chamber, indicatorKey, version)),
+    currentLimitSets: (chamber) => this.c.op('uchart.currentLimitSets', 'read', () => this.currentLimitSetsWireNow(chamber)),
+    limitSetHistory: (chamber, indicatorKey) => this.c.op('uchart.limitSetHistory', 'read', () => this.limitSetHistoryWireNow(chamber, indicatorKey)),
+  };
+
+  private limitSetWireNow(chamber: ChamberRef, indicatorKey: string, version: number | undefined): LimitSetWire | undefined {
+    validateChamberRef(chamber);
+    if (version !== undefined) validatePositiveInt('version', version);
+    const row = (
+      version !== undefined
+        ? this.c.sql('SELECT * FROM limit_sets WHERE tool_id = ? AND chamber_id = ? AND indicator_key = ? AND version = ?').get(chamber.toolId, chamber.chamberId, indicatorKey, version)
+        : this.c
+            .sql('SELECT * FROM limit_sets WHERE tool_id = ? AND chamber_id = ? AND indicator_key = ? ORDER BY version DESC LIMIT 1')
+            .get(chamber.toolId, chamber.chamberId, indicatorKey)
+    ) as SqlRow | undefined;
+    return row ? limitSetWireFromRow(chamberOf(chamber), getter(row), 'limit_sets') : undefined;
+  }
+
+  private currentLimitSetsWireNow(chamber: ChamberRef): LimitSetWire[] {
+    validateChamberRef(chamber);
+    const rows = this.c
+      .sql(
+        `SELECT l.* FROM limit_sets l
+         JOIN (SELECT indicator_key, MAX(version) AS version FROM limit_sets WHERE tool_id = ? AND chamber_id = ? GROUP BY indicator_key) m
+           ON l.indicator_key = m.indicator_key AND l.version = m.version
+         WHERE l.tool_id = ? AND l.chamber_id = ? ORDER BY l.indicator_key`,
+      )
+      .all(chamber.toolId, chamber.chamberId, chamber.toolId, chamber.chamberId) as SqlRow[];
+    return rows.map((r) => limitSetWireFromRow(chamberOf(chamber), getter(r), 'limit_sets'));
+  }
+
+  private limitSetHistoryWireNow(chamber: ChamberRef, indicatorKey: string): LimitSetWire[] {
+    validateChamberRef(chamber);
+    const rows = this.c
+      .sql('SELECT * FROM limit_sets WHERE tool_id = ? AND chamber_id = ? AND indicator_key = ? ORDER BY version')
+      .all(chamber.toolId, chamber.chamberId, indicatorKey) as SqlRow[];
+    return rows.map((r) => limitSetWireFromRow(chamberOf(chamber), getter(r), 'limit_sets'));
+  }
+}
+
+/**
+ * The limit-set reads of {@link UChartRepository} answering {@link LimitSetWire}s (decode each with
+ * `limitSetFromWire`): same validation, queries and errors, the JSON columns left to the caller.
+ */
+export interface LimitSetWireReads {
+  limitSet(chamber: ChamberRef, indicatorKey: string, version?: number): Promise<LimitSetWire | undefined>;
+  currentLimitSets(chamber: ChamberRef): Promise<LimitSetWire[]>;
+  limitSetHistory(chamber: ChamberRef, indicatorKey: string): Promise<LimitSetWire[]>;
 }
 
 class SqliteStrategies implements StrategyRepository {
@@ -777,7 +806,7 @@ export class SqliteStore implements DefenderStore {
   readonly kind = 'sqlite';
   readonly chamberMetadata: ChamberMetadataRepository;
   readonly traces: TraceRepository;
-  readonly uchart: UChartRepository;
+  readonly uchart: UChartRepository & { readonly wire: LimitSetWireReads };
   readonly chamberState: ChamberStateRepository;
   readonly alarms: AlarmRepository;
   readonly outbox: OutboxRepository;

@@ -11,7 +11,8 @@ import {
   VersionConflictError,
 } from '@defender/contracts';
 import { MigrationError } from '../migration-error';
-import { fromWireError, sampleBuffers, toWireError } from './thread-protocol';
+import { fromWireError, sampleBuffers, THREAD_METHODS, toWireError, WIRE_READS } from './thread-protocol';
+import { SqliteStore } from './sqlite-store';
 
 /** What the caller's side sees of an error thrown on the store thread (the wire form is structured-cloned). */
 const across = (err: unknown): Error => fromWireError(structuredClone(toWireError(err)));
@@ -98,5 +99,22 @@ describe('sampleBuffers', () => {
     const some = sampleBuffers(value, (b) => b !== shared);
     expect(some.length).toBe(1);
     expect(some[0]).toBe(own.buffer);
+  });
+});
+
+describe('reads the caller decodes (WIRE_READS)', () => {
+  it('are thread operations, each served by the store\'s uchart.wire', async () => {
+    const store = await SqliteStore.open({ filename: ':memory:' });
+    try {
+      for (const op of WIRE_READS) {
+        const [repo, method] = op.split('.') as [keyof typeof THREAD_METHODS, string];
+        expect(Object.keys(THREAD_METHODS[repo])).toContain(method);
+        expect(repo).toBe('uchart');
+        expect(typeof (store.uchart.wire as unknown as Record<string, unknown>)[method]).toBe('function');
+      }
+      expect([...WIRE_READS].sort()).toEqual(['uchart.currentLimitSets', 'uchart.limitSet', 'uchart.limitSetHistory']);
+    } finally {
+      await store.close();
+    }
   });
 });

@@ -48,6 +48,14 @@ export const THREAD_METHODS = {
   strategies: { put: 'write', get: 'read', versions: 'read', latest: 'read' },
 } as const satisfies { [R in RepoName]: { [M in keyof DefenderStore[R]]: OpKind } };
 
+/**
+ * Reads the thread answers with `LimitSetWire`s, their JSON columns still text, for the caller
+ * to decode (`limitSetFromWire`): a limit set's `params` holds the chamber's monitor model, 40-130 KB
+ * of JSON read by every run, and one parse on the caller's side costs less than the thread parsing
+ * it and both sides copying the object graph across (structured clone). Same checks, same errors.
+ */
+export const WIRE_READS: ReadonlySet<string> = new Set(['uchart.limitSet', 'uchart.currentLimitSets', 'uchart.limitSetHistory']);
+
 /** Marks the worker data of a store thread, so loading its entry anywhere else does nothing. */
 export const STORE_THREAD_MARK = 'defender-sqlite-store-thread';
 

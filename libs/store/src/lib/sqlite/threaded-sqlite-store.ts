@@ -11,6 +11,7 @@ import {
   type ChamberMetadataRepository,
   type ChamberStateRepository,
   type DefenderStore,
+  type LimitSetRecord,
   type OutboxRepository,
   type SampleArray,
   type StrategyRepository,
@@ -20,6 +21,7 @@ import {
 } from '@defender/contracts';
 import { freeArrayBuffer, type TraceBufferPoolStats } from '../codec/trace-buffer-pool';
 import { adoptTraceBuffer, type TraceBufferHome } from '../codec/trace-codec';
+import { limitSetFromWire, type LimitSetWire } from '../codec/rows';
 import { observed, type StoreObserver } from '../observer';
 import type { SqliteStoreOptions } from './sqlite-store';
 import {
@@ -27,6 +29,7 @@ import {
   STORE_THREAD_BUNDLE_FILE,
   STORE_THREAD_MARK,
   THREAD_METHODS,
+  WIRE_READS,
   type FromThread,
   type RepoName,
   type ThreadOpenOptions,
@@ -395,7 +398,16 @@ export class ThreadedSqliteStore implements DefenderStore {
     switch (msg.type) {
       case 'result': {
         const p = this.settle(msg.id);
-        p?.resolve(p.operation === 'traces.read' ? adoptTrace(msg.value as TraceRecord, this.traceHome) : msg.value);
+        if (!p) return;
+        if (p.operation === 'traces.read') p.resolve(adoptTrace(msg.value as TraceRecord, this.traceHome));
+        else if (WIRE_READS.has(p.operation)) {
+          // The limit sets' JSON, left as text by the thread, is parsed here (a corrupt column rejects the call).
+          try {
+            p.resolve(decodeWire(msg.value as LimitSetWire | LimitSetWire[] | undefined));
+          } catch (err) {
+            p.reject(err);
+          }
+        } else p.resolve(msg.value);
         return;
       }
       case 'failed':
@@ -441,4 +453,9 @@ export class ThreadedSqliteStore implements DefenderStore {
     this.pending.clear();
     for (const p of all) p.reject(error(p));
   }
+}
+
+function decodeWire(value: LimitSetWire | LimitSetWire[] | undefined): LimitSetRecord | LimitSetRecord[] | undefined {
+  if (value === undefined) return undefined;
+  return Array.isArray(value) ? value.map(limitSetFromWire) : limitSetFromWire(value);
 }
