@@ -193,7 +193,7 @@ interface PeakDetail {
   readonly atSeconds: number;
   readonly smaps: MemoryBreakdown;
   /** From its /metrics just after: V8 heap spaces (committed and used, MiB), external memory, malloc. */
-  v8?: { committedMb: number; usedMb: number; newSpaceMb: number; oldSpaceMb: number; externalMb: number; mallocInUseMb: number; mallocHeapMb: number };
+  v8?: { committedMb: number; usedMb: number; newSpaceMb: number; oldSpaceMb: number; externalMb: number; mallocInUseMb: number; mallocHeapMb: number; storeThreadMb?: number; heartbeatThreadMb?: number };
 }
 
 /** Smallest sampled VmRSS (MiB) worth a breakdown (FAB_PEAK_DETAIL_MB): below it a defender is far from the target. */
@@ -214,7 +214,22 @@ function v8Figures(text: string): NonNullable<PeakDetail['v8']> {
     externalMb: mb(gaugesBy(text, 'nodejs_external_memory_bytes', '').get('')),
     mallocInUseMb: mb(malloc.get('in_use')),
     mallocHeapMb: mb(malloc.get('heap')),
+    ...threadHeapsMb(text),
   };
+}
+
+/** The committed V8 heaps of a defender's other isolates (`defender_thread_heap_bytes{kind="total"}`), MiB. */
+function threadHeapsMb(text: string): { storeThreadMb?: number; heartbeatThreadMb?: number } {
+  const totals = new Map<string, number>();
+  for (const line of text.split('\n')) {
+    const m = /^defender_thread_heap_bytes\{([^}]*)\}\s+(\S+)$/.exec(line);
+    if (!m || !/kind="total"/.test(m[1] ?? '')) continue;
+    const thread = /thread="([^"]*)"/.exec(m[1] ?? '')?.[1];
+    if (thread) totals.set(thread, Number(m[2]) / 1048576);
+  }
+  const store = totals.get('store');
+  const heartbeat = totals.get('heartbeat');
+  return { ...(store !== undefined ? { storeThreadMb: store } : {}), ...(heartbeat !== undefined ? { heartbeatThreadMb: heartbeat } : {}) };
 }
 interface ProcWindow {
   cpuMs0: number;
@@ -222,6 +237,8 @@ interface ProcWindow {
   threadMs0?: { main: number; store: number };
   t0: number;
   peakRssMb: number;
+  /** A defender's memory by kind at the window's highest sampled VmRSS (from {@link PEAK_DETAIL_MIN_MB} on). */
+  peakDetail?: PeakDetail;
 }
 interface ProcResult {
   name: string;
@@ -229,6 +246,8 @@ interface ProcResult {
   /** A defender's CPU % by thread: main, SQLite store; the rest of `cpuPct` is V8's helpers (GC, compiler), the heartbeat thread and libuv. */
   threads?: { main: number; store: number };
   peakRssMb: number;
+  /** A defender's memory by kind at the window's highest sampled VmRSS. */
+  peakDetail?: PeakDetail;
 }
 
 /** A defender's main and SQLite store threads' CPU so far, ms (Node names the main thread `MainThread`). */
@@ -259,25 +278,30 @@ class ProcessWatch {
       const m = memoryOf(p.pid() ?? -1);
       if (!m) continue;
       const w = this.windows.get(p.name);
+      const windowBefore = w?.peakRssMb ?? 0;
       if (w) w.peakRssMb = Math.max(w.peakRssMb, m.rssMb);
       const before = this.peakRss.get(p.name) ?? 0;
       this.peakRss.set(p.name, Math.max(before, m.rssMb));
-      if (p.url && m.rssMb > before && m.rssMb >= PEAK_DETAIL_MIN_MB) this.detail(p, p.url());
+      if (!p.url || m.rssMb < PEAK_DETAIL_MIN_MB || (m.rssMb <= before && m.rssMb <= windowBefore)) continue;
+      const d = this.detail(p, p.url());
+      if (!d) continue;
+      if (m.rssMb > before) this.peakDetail.set(p.name, d);
+      if (w && m.rssMb > windowBefore) w.peakDetail = d;
     }
   }
 
   /** Breaks a new peak down (smaps now, then the defender's /metrics a few ms later). */
-  private detail(p: Watched, url: string | undefined): void {
+  private detail(p: Watched, url: string | undefined): PeakDetail | undefined {
     const smaps = memoryBreakdownOf(p.pid() ?? -1);
-    if (!smaps) return;
+    if (!smaps) return undefined;
     const d: PeakDetail = { atSeconds: (Date.now() - this.t0) / 1000, smaps };
-    this.peakDetail.set(p.name, d);
-    if (!url) return;
+    if (!url) return d;
     getJson(`${url}/metrics`)
       .then((res) => {
         d.v8 = v8Figures(res.text);
       })
       .catch(() => undefined);
+    return d;
   }
 
   end(): ProcResult[] {
@@ -289,7 +313,7 @@ class ProcessWatch {
       const t0 = w?.threadMs0;
       const t1 = t0 && defenderThreadsMs(p.pid() ?? -1);
       const threads = t0 && t1 ? { main: (100 * (t1.main - t0.main)) / wall, store: (100 * (t1.store - t0.store)) / wall } : undefined;
-      return { name: p.name, cpuPct: (100 * cpu) / wall, ...(threads ? { threads } : {}), peakRssMb: w?.peakRssMb ?? NaN };
+      return { name: p.name, cpuPct: (100 * cpu) / wall, ...(threads ? { threads } : {}), peakRssMb: w?.peakRssMb ?? NaN, ...(w?.peakDetail ? { peakDetail: w.peakDetail } : {}) };
     });
   }
 
@@ -1027,17 +1051,33 @@ function peakDetailLines(detail: Outcome['peakDetail']): string[] {
     '',
     'Defender memory at its highest sampled VmRSS (`/proc/<pid>/smaps` by kind of mapping; then V8 heap spaces, external memory and malloc from its /metrics, read a few ms later; malloc figures are from its last trim):',
     '',
-    ...entries.map(([name, d]) => {
-      const m = d.smaps;
-      const v = d.v8;
-      return (
-        `- ${name} at ${f0(d.atSeconds)} s: ${f0(m.rssMb)} MB = node binary ${f0(m.nodeBinaryMb)} + other files ${f0(m.otherFilesMb)} + malloc [heap] ${f0(m.brkHeapMb)} + anonymous ${f0(m.anonMb)}` +
-        (v
-          ? `; V8 heap committed ${f0(v.committedMb)} (new space ${f0(v.newSpaceMb)}, old space ${f0(v.oldSpaceMb)}), used ${f0(v.usedMb)}; external (ArrayBuffers: cache arena, traces) ${f0(v.externalMb)}; malloc in use ${f0(v.mallocInUseMb)} of ${f0(v.mallocHeapMb)}`
-          : '')
-      );
-    }),
+    ...entries.map(([name, d]) => `- ${name} ${peakDetailText(d)}`),
   ];
+}
+
+/** "at <s> s: <MB> = ..." : one defender's memory by kind at a peak. */
+function peakDetailText(d: PeakDetail): string {
+  const m = d.smaps;
+  const v = d.v8;
+  return (
+    `at ${f0(d.atSeconds)} s: ${f0(m.rssMb)} MB = node binary ${f0(m.nodeBinaryMb)} + other files ${f0(m.otherFilesMb)} + malloc [heap] ${f0(m.brkHeapMb)} + anonymous ${f0(m.anonMb)}` +
+    (v
+      ? `; V8 heap committed ${f0(v.committedMb)} (new space ${f0(v.newSpaceMb)}, old space ${f0(v.oldSpaceMb)}), used ${f0(v.usedMb)}; external (ArrayBuffers: cache arena, traces) ${f0(v.externalMb)}; malloc in use ${f0(v.mallocInUseMb)} of ${f0(v.mallocHeapMb)}` +
+        (v.storeThreadMb !== undefined ? `; store thread's V8 heap ${f0(v.storeThreadMb)}` : '') +
+        (v.heartbeatThreadMb !== undefined ? `; heartbeat thread's V8 heap ${f0(v.heartbeatThreadMb)}` : '')
+      : '')
+  );
+}
+
+/** Per window and defender, its memory by kind at the window's peak (results that recorded it). */
+function windowPeakDetailLines(o: Outcome): string[] {
+  const windows: { label: string; procs: ProcResult[] }[] = [
+    { label: 'warm-up', procs: o.warmup.procs },
+    ...o.steps.map((s) => ({ label: `${s.speed}x${s.overloadOf !== undefined ? ' (overload)' : ''}`, procs: s.procs })),
+  ];
+  const lines = windows.flatMap((w) => w.procs.filter((p) => p.peakDetail).map((p) => `- ${w.label}, ${p.name} ${peakDetailText(p.peakDetail as PeakDetail)}`));
+  if (lines.length === 0) return [];
+  return ['', 'Per window, each defender at the window\'s highest sampled VmRSS (same breakdown):', '', ...lines];
 }
 
 function envNote(q: Outcome['params'], imageEnv: Outcome['imageEnv']): string {
@@ -1185,6 +1225,7 @@ function report(o: Outcome): string {
     '',
     `Defender history caches at the end: ${o.cacheStats.map((c) => `\`${c}\``).join('; ') || '-'}`,
     ...peakDetailLines(o.peakDetail),
+    ...windowPeakDetailLines(o),
   ].join('\n');
 }
 
