@@ -1,7 +1,8 @@
 import { ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { delimiter, join } from 'node:path';
+import { delimiter, dirname, join, resolve } from 'node:path';
 import { freePort, waitFor } from './ports';
 
 export class NatsServerUnavailableError extends Error {
@@ -35,7 +36,25 @@ export interface NatsServerHandle {
 
 const CANDIDATES = ['/usr/sbin/nats-server', '/usr/bin/nats-server', '/usr/local/bin/nats-server'];
 
-/** Finds nats-server on PATH or in the usual Debian locations. */
+/**
+ * The oldest nats-server the harness runs (unless NATS_SERVER_BIN names one): the release line the
+ * deployment runs (docker-compose's `nats:2.10`). Older servers mis-number a replicated stream's
+ * messages around a leader change (docs/chaos/findings.md, finding 7).
+ */
+export const MIN_NATS_VERSION = '2.10.0';
+
+/**
+ * What the harness installs when the machine's nats-server is missing or older than
+ * {@link MIN_NATS_VERSION}: Debian 13's package (a static Go binary that runs on Debian 12 too),
+ * checked against its SHA-256 and unpacked under `<repo>/.cache/nats-server/<version>/`.
+ */
+export const PINNED_NATS_SERVER = {
+  version: '2.10.27',
+  url: 'http://deb.debian.org/debian/pool/main/n/nats-server/nats-server_2.10.27-1+b2_amd64.deb',
+  sha256: '6d913ac987b78734c08537c2adeb1526cf735f216173a9170d94b185fcfe6f8a',
+} as const;
+
+/** Finds nats-server: NATS_SERVER_BIN, then PATH, then the usual Debian locations. */
 export function findNatsServer(env: NodeJS.ProcessEnv = process.env): string | null {
   if (env['NATS_SERVER_BIN'] && existsSync(env['NATS_SERVER_BIN'])) return env['NATS_SERVER_BIN'];
   for (const dir of (env['PATH'] ?? '').split(delimiter)) {
@@ -45,32 +64,97 @@ export function findNatsServer(env: NodeJS.ProcessEnv = process.env): string | n
   return CANDIDATES.find((p) => existsSync(p)) ?? null;
 }
 
+/** Whether dotted version `a` is at least `b` (numeric parts; `2.10.0` >= `2.9.10`). */
+export function versionAtLeast(a: string, b: string): boolean {
+  const pa = a.split('.').map(Number);
+  const pb = b.split('.').map(Number);
+  for (let i = 0; i < Math.max(pa.length, pb.length); i++) {
+    const x = pa[i] ?? 0;
+    const y = pb[i] ?? 0;
+    if (!Number.isFinite(x) || !Number.isFinite(y)) throw new Error(`not a dotted version: ${a} or ${b}`);
+    if (x !== y) return x > y;
+  }
+  return true;
+}
+
+/** Where the pinned server is unpacked (NATS_CACHE_DIR, or `<repo>/.cache/nats-server`). */
+export function pinnedNatsServerPath(env: NodeJS.ProcessEnv = process.env): string {
+  const root = env['NATS_CACHE_DIR'] ?? join(findWorkspaceRoot(), '.cache', 'nats-server');
+  return join(root, PINNED_NATS_SERVER.version, 'nats-server');
+}
+
+function findWorkspaceRoot(): string {
+  for (const start of [__dirname, process.cwd()]) {
+    let dir = resolve(start);
+    for (;;) {
+      if (existsSync(join(dir, 'nx.json'))) return dir;
+      const parent = dirname(dir);
+      if (parent === dir) break;
+      dir = parent;
+    }
+  }
+  return process.cwd();
+}
+
 /**
- * Returns the nats-server binary, installing Debian's package when it is missing and we are root
- * on a Debian-like system. Throws {@link NatsServerUnavailableError} with the reason otherwise.
+ * Returns the nats-server binary the harness runs: NATS_SERVER_BIN when set (as given); else the
+ * machine's when it is at least {@link MIN_NATS_VERSION}; else {@link PINNED_NATS_SERVER}, fetched
+ * once into the cache. Throws {@link NatsServerUnavailableError} with the reason otherwise.
  */
 export function ensureNatsServer(log: (line: string) => void = (l) => process.stderr.write(l + '\n')): string {
+  const chosen = process.env['NATS_SERVER_BIN'];
+  if (chosen) {
+    if (existsSync(chosen)) return chosen;
+    throw new NatsServerUnavailableError(`NATS_SERVER_BIN=${chosen} does not exist`);
+  }
+  const pinned = pinnedNatsServerPath();
+  if (existsSync(pinned)) return pinned;
   const found = findNatsServer();
-  if (found) return found;
-  const isRoot = typeof process.getuid === 'function' && process.getuid() === 0;
-  if (!isRoot || !existsSync('/usr/bin/apt-get')) {
-    throw new NatsServerUnavailableError(
-      'nats-server not found on PATH; install it (Debian: apt-get install nats-server) or set NATS_SERVER_BIN',
-    );
+  let foundVersion: string | undefined;
+  if (found) {
+    foundVersion = natsServerVersion(found);
+    if (versionAtLeast(foundVersion, MIN_NATS_VERSION)) return found;
   }
-  log('[infra] nats-server not found: installing Debian package nats-server');
+  const why = found ? `nats-server ${foundVersion} at ${found} is older than ${MIN_NATS_VERSION}` : 'nats-server not found';
+  if (process.platform !== 'linux' || process.arch !== 'x64' || !existsSync('/usr/bin/dpkg-deb')) {
+    throw new NatsServerUnavailableError(`${why}; install nats-server ${MIN_NATS_VERSION} or newer, or set NATS_SERVER_BIN`);
+  }
+  log(`[infra] ${why}: fetching nats-server ${PINNED_NATS_SERVER.version} (Debian's package) into ${dirname(pinned)}`);
+  installPinnedNatsServer(pinned);
+  return pinned;
+}
+
+/** Downloads, checks and unpacks {@link PINNED_NATS_SERVER} to `target` (atomically: concurrent callers may both fetch, neither sees half a file). */
+function installPinnedNatsServer(target: string): void {
+  const dir = dirname(target);
+  mkdirSync(dir, { recursive: true });
+  const work = mkdtempSync(join(dir, '.fetch-'));
   try {
-    execFileSync('apt-get', ['update', '-qq'], { stdio: 'inherit' });
-    execFileSync('apt-get', ['install', '-y', '-qq', 'nats-server'], {
-      stdio: 'inherit',
-      env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' },
-    });
-  } catch (err) {
-    throw new NatsServerUnavailableError('apt-get install nats-server failed', { cause: err });
+    const deb = join(work, 'nats-server.deb');
+    // Synchronous for the callers (ensureNatsServer is); Node's fetch in a child process.
+    const script =
+      'const [url, file] = process.argv.slice(1); fetch(url).then(async (r) => { if (!r.ok) throw new Error(`HTTP ${r.status} for ${url}`); ' +
+      "require('node:fs').writeFileSync(file, Buffer.from(await r.arrayBuffer())); }).catch((e) => { console.error(e.message); process.exit(1); });";
+    try {
+      execFileSync(process.execPath, ['-e', script, PINNED_NATS_SERVER.url, deb], { stdio: ['ignore', 'ignore', 'pipe'], timeout: 300_000 });
+    } catch (err) {
+      throw new NatsServerUnavailableError(`could not download ${PINNED_NATS_SERVER.url}: ${String((err as { stderr?: Buffer }).stderr ?? err).trim()}`, { cause: err });
+    }
+    const sha = createHash('sha256').update(readFileSync(deb)).digest('hex');
+    if (sha !== PINNED_NATS_SERVER.sha256) {
+      throw new NatsServerUnavailableError(`${PINNED_NATS_SERVER.url}: SHA-256 ${sha}, expected ${PINNED_NATS_SERVER.sha256}`);
+    }
+    const unpacked = join(work, 'root');
+    execFileSync('/usr/bin/dpkg-deb', ['-x', deb, unpacked]);
+    const bin = join(unpacked, 'usr', 'sbin', 'nats-server');
+    const version = natsServerVersion(bin);
+    if (version !== PINNED_NATS_SERVER.version) {
+      throw new NatsServerUnavailableError(`the package's nats-server says ${version}, expected ${PINNED_NATS_SERVER.version}`);
+    }
+    renameSync(bin, target);
+  } finally {
+    rmSync(work, { recursive: true, force: true });
   }
-  const installed = findNatsServer();
-  if (!installed) throw new NatsServerUnavailableError('nats-server still not found after installing the package');
-  return installed;
 }
 
 export function natsServerVersion(bin: string): string {
