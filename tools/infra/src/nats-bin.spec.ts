@@ -51,21 +51,22 @@ describe('ensureNatsServer', () => {
     expect(() => ensureNatsServer()).toThrow(NatsServerUnavailableError);
   });
 
-  it('takes a server on PATH that is new enough', () => {
+  /** No NATS_SERVER_BIN, an empty cache, and a server of `version` first on PATH (returned). */
+  function serverOnPath(version: string): string {
     delete process.env['NATS_SERVER_BIN'];
     process.env['NATS_CACHE_DIR'] = join(dir, 'cache');
     mkdirSync(join(dir, 'bin'));
-    fakeServer(join(dir, 'bin', 'nats-server'), '2.11.4');
     process.env['PATH'] = `${join(dir, 'bin')}:${saved['PATH'] ?? ''}`;
-    expect(ensureNatsServer()).toBe(join(dir, 'bin', 'nats-server'));
+    return fakeServer(join(dir, 'bin', 'nats-server'), version);
+  }
+
+  it('takes a server on PATH that is new enough', () => {
+    const onPath = serverOnPath('2.11.4');
+    expect(ensureNatsServer()).toBe(onPath);
   });
 
   it('prefers the pinned server, once unpacked, to an older one on PATH', () => {
-    delete process.env['NATS_SERVER_BIN'];
-    process.env['NATS_CACHE_DIR'] = join(dir, 'cache');
-    mkdirSync(join(dir, 'bin'));
-    fakeServer(join(dir, 'bin', 'nats-server'), '2.9.10');
-    process.env['PATH'] = `${join(dir, 'bin')}:${saved['PATH'] ?? ''}`;
+    serverOnPath('2.9.10');
     const pinned = pinnedNatsServerPath();
     expect(pinned).toBe(join(dir, 'cache', PINNED_NATS_SERVER.version, 'nats-server'));
     mkdirSync(join(dir, 'cache', PINNED_NATS_SERVER.version), { recursive: true });

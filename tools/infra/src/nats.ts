@@ -157,10 +157,16 @@ function installPinnedNatsServer(target: string): void {
   }
 }
 
+/** Versions asked of binaries, by path (every harness server start asks: once per process is enough). */
+const VERSIONS = new Map<string, string>();
+
 export function natsServerVersion(bin: string): string {
+  const known = VERSIONS.get(bin);
+  if (known !== undefined) return known;
   const out = execFileSync(bin, ['--version'], { encoding: 'utf8' });
   const version = /v?(\d+\.\d+\.\d+)/.exec(out)?.[1];
   if (version === undefined) throw new Error(`cannot parse nats-server version from: ${out.trim()}`);
+  VERSIONS.set(bin, version);
   return version;
 }
 
