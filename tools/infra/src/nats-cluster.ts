@@ -2,7 +2,8 @@ import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { NatsConnection } from '@nats-io/nats-core';
-import { jetstreamManager } from '@nats-io/jetstream';
+import { JetStreamApiError, jetstreamManager, StorageType } from '@nats-io/jetstream';
+import { connect } from '@nats-io/transport-node';
 import { NatsServerHandle, NatsServerTls, startNatsServer } from './nats';
 import { freePort, waitFor } from './ports';
 import { startTcpProxy, TcpProxy } from './tcp-proxy';
@@ -57,10 +58,47 @@ export interface NatsClusterHandle {
    * (caught up with the leader), e.g. after a node rejoined.
    */
   waitStreamCurrent(nc: NatsConnection, stream: string, timeoutMs?: number): Promise<NatsClusterNode>;
-  /** Waits until every running node reports healthy, JetStream meta leader included (`/healthz`). */
+  /**
+   * Waits until every running node reports healthy (`/healthz`) and the JetStream meta leader counts
+   * every other reachable node as a current, online peer ({@link natsMetaPeersReady}).
+   */
   waitHealthy(timeoutMs?: number): Promise<void>;
   /** Stops every node and removes the stores. */
   stop(): Promise<void>;
+}
+
+/** A cluster node as {@link natsMetaPeersReady} sees it: its server name and monitoring port. */
+export interface NatsMonitoredNode {
+  readonly name: string;
+  readonly monitorPort: number;
+}
+
+interface MetaClusterInfo {
+  leader?: string;
+  replicas?: { name: string; current?: boolean; offline?: boolean }[];
+}
+
+/**
+ * True when every node in `nodes` answers `/healthz` and one of them leads the JetStream meta group
+ * and lists every other one as a current, online peer (`/jsz` meta_cluster). Not yet proof that a
+ * replicated stream can be placed: nats-server 2.10 also needs each peer's first statistics message,
+ * which a node sends on a backing-off timer (0.25 s, 0.5 s, 1 s, ... up to its interval) and which
+ * no monitoring endpoint shows; until the leader has it, it answers "no suitable peers for placement,
+ * peer offline" (10005). See {@link startNatsCluster}'s placement probe.
+ */
+export async function natsMetaPeersReady(nodes: readonly NatsMonitoredNode[]): Promise<boolean> {
+  const metas = new Map<string, MetaClusterInfo>();
+  for (const n of nodes) {
+    if (!(await fetch(`http://127.0.0.1:${n.monitorPort}/healthz`)).ok) return false;
+    const res = await fetch(`http://127.0.0.1:${n.monitorPort}/jsz`);
+    if (!res.ok) return false;
+    metas.set(n.name, ((await res.json()) as { meta_cluster?: MetaClusterInfo }).meta_cluster ?? {});
+  }
+  if (nodes.length <= 1) return true;
+  const leader = [...metas].find(([name, meta]) => meta.leader === name);
+  if (!leader) return false;
+  const peers = new Map((leader[1].replicas ?? []).map((r) => [r.name, r]));
+  return nodes.every((n) => n.name === leader[0] || (peers.get(n.name)?.current === true && peers.get(n.name)?.offline !== true));
 }
 
 /**
@@ -83,8 +121,9 @@ export function natsClusterNodeArgs(index: number, clusterPorts: readonly number
 /**
  * Starts a private NATS cluster of `nodes` nats-servers with JetStream on loopback ports (clients,
  * routes and monitoring each on a free port), every node routing to the others, each with its own
- * store. Resolves once the JetStream meta group has a leader. Streams and buckets need
- * `num_replicas` / `replicas` set by their creator (3 for every one on a 3-node cluster).
+ * store. Resolves once the JetStream meta group has a leader and, for a cluster without extraArgs or
+ * TLS, a stream of `nodes` replicas can be placed. Streams and buckets need `num_replicas` /
+ * `replicas` set by their creator (3 for every one on a 3-node cluster).
  */
 export async function startNatsCluster(opts: NatsClusterOptions = {}): Promise<NatsClusterHandle> {
   // Ports are picked free but bound only by the nodes: another process may take one in between. A node
@@ -277,13 +316,12 @@ async function startNatsClusterOnce(opts: NatsClusterOptions): Promise<NatsClust
       return leader!;
     },
     async waitHealthy(timeoutMs = 60_000) {
-      await waitFor('every running NATS node healthy (JetStream meta leader known)', async () => {
-        for (const n of nodes.filter((x) => x.running && !x.frozen && !x.partitioned)) {
-          const res = await fetch(`http://127.0.0.1:${n.monitorPort}/healthz`);
-          if (!res.ok) return false;
-        }
-        return true;
-      }, timeoutMs, 100);
+      await waitFor(
+        'every running NATS node healthy and a current, online peer of the JetStream meta leader',
+        () => natsMetaPeersReady(nodes.filter((x) => x.running && !x.frozen && !x.partitioned)),
+        timeoutMs,
+        100,
+      );
     },
     async stop() {
       nodes.forEach((n) => n.thaw());
@@ -294,9 +332,40 @@ async function startNatsClusterOnce(opts: NatsClusterOptions): Promise<NatsClust
   };
   try {
     await handle.waitHealthy();
+    if (count > 1 && !opts.extraArgs && !opts.tls) await probePlacement(handle.urls, count);
   } catch (err) {
     await handle.stop();
     throw err;
   }
   return handle;
 }
+
+/** JetStream's answers that mean "the cluster is still forming": no peers for placement, no leader. */
+const FORMING_CODES = new Set([10005 /* no suitable peers for placement */, 10008 /* temporarily unavailable */]);
+
+/**
+ * Creates and deletes a `replicas`-replica stream until the cluster accepts it: ready means every
+ * node can host a replica, which on nats-server 2.10 comes some seconds after `/healthz` (see
+ * {@link natsMetaPeersReady}). Clusters started with their own configuration or TLS are not probed
+ * (this connection has no credentials); their users retry creation as the product does.
+ */
+async function probePlacement(urls: readonly string[], replicas: number): Promise<void> {
+  const nc = await connect({ servers: [...urls], name: 'harness-placement-probe' });
+  try {
+    const jsm = await jetstreamManager(nc, { timeout: 10_000 });
+    await waitFor(`a ${replicas}-replica stream placed on the new cluster`, async () => {
+      try {
+        await jsm.streams.add({ name: PLACEMENT_PROBE, subjects: [`harness.${PLACEMENT_PROBE}`], num_replicas: replicas, storage: StorageType.Memory });
+      } catch (err) {
+        if (err instanceof JetStreamApiError && FORMING_CODES.has(err.code)) return false;
+        throw err;
+      }
+      await jsm.streams.delete(PLACEMENT_PROBE);
+      return true;
+    }, 60_000, 250);
+  } finally {
+    await nc.close();
+  }
+}
+
+const PLACEMENT_PROBE = 'HARNESS_PLACEMENT_PROBE';

@@ -20,6 +20,14 @@ describe('mapKvError', () => {
     expect(err).toBeInstanceOf(NatsUnavailableError);
   });
 
+  it('maps "no suitable peers for placement, peer offline" to a retryable outage, other placement failures not', () => {
+    const offline = mapKvError(new JetStreamApiError({ err_code: 10005, code: 400, description: 'no suitable peers for placement, peer offline' }), 'KV_assignments', '(bucket)');
+    expect(offline).toBeInstanceOf(NatsUnavailableError);
+    expect(offline.message).toBe('KV_assignments/(bucket): no suitable peers for placement, peer offline');
+    const tags = new JetStreamApiError({ err_code: 10005, code: 400, description: "no suitable peers for placement, tags not matched ['az:x']" });
+    expect(mapKvError(tags, 'KV_assignments', '(bucket)')).toBe(tags);
+  });
+
   it('maps transport errors to an outage and a lost compare-and-set to a conflict; anything else is kept', () => {
     expect(mapKvError(new TimeoutError(), 'b', 'k')).toBeInstanceOf(NatsUnavailableError);
     const wrongSeq = new JetStreamApiError({ err_code: 10071, code: 400, description: 'wrong last sequence: 3' });

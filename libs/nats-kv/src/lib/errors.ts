@@ -68,6 +68,18 @@ export class ClaimLostError extends Error {
 
 /** JetStream's error code for "JetStream system temporarily unavailable" (a cluster without a leader). */
 const JS_CLUSTER_NOT_AVAILABLE = 10008;
+/** JetStream's error code for "no suitable peers for placement" (followed by the reasons). */
+const JS_CLUSTER_NO_PEERS = 10005;
+
+/**
+ * "no suitable peers for placement, peer offline": too few of the cluster's nodes are online for a
+ * replicated stream or bucket right now, e.g. a node down, or (nats-server 2.10) the meta leader has
+ * not yet heard from a node that just started. An outage that passes. Other reasons given with the
+ * same code (tags not matched, insufficient storage) are configuration errors and stay as they are.
+ */
+function isPeersOffline(err: unknown): boolean {
+  return err instanceof JetStreamApiError && err.code === JS_CLUSTER_NO_PEERS && /offline/i.test(err.message);
+}
 
 function isTransportError(err: unknown): boolean {
   return (
@@ -77,6 +89,7 @@ function isTransportError(err: unknown): boolean {
     (err instanceof Error && err.name === 'JetStreamNotEnabled') ||
     // "JetStream system temporarily unavailable": the cluster has no meta or stream leader right now.
     (err instanceof JetStreamApiError && err.code === JS_CLUSTER_NOT_AVAILABLE) ||
+    isPeersOffline(err) ||
     err instanceof TimeoutError ||
     err instanceof NoRespondersError ||
     err instanceof ClosedConnectionError ||

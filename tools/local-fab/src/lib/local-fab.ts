@@ -5,8 +5,8 @@ import { randomBytes } from 'node:crypto';
 import { connect } from '@nats-io/transport-node';
 import type { NatsConnection } from '@nats-io/nats-core';
 import type { AssignmentMap } from '@defender/contracts';
-import { AssignmentMapBucket, DEFAULT_BUCKETS, DEFAULT_STREAM_SETTINGS, ensureStreams, natsAuthorizationConfig, NATS_ROLES, openBucket, type NatsRole } from '@defender/nats-kv';
-import { ensureNatsServer, freePort, getJson, imageRuntimeEnv, makeTestPki, natsClusterNodeArgs, natsTlsArgs, removeTestPki, startCassandra, waitFor, type CassandraHandle, type NatsServerTls, type TestPki } from '@defender/infra-harness';
+import { AssignmentMapBucket, DEFAULT_BUCKETS, DEFAULT_STREAM_SETTINGS, ensureStreams, natsAuthorizationConfig, NATS_ROLES, NatsUnavailableError, openBucket, type NatsRole } from '@defender/nats-kv';
+import { ensureNatsServer, freePort, getJson, imageRuntimeEnv, makeTestPki, natsClusterNodeArgs, natsMetaPeersReady, natsTlsArgs, removeTestPki, startCassandra, waitFor, type CassandraHandle, type NatsServerTls, type TestPki } from '@defender/infra-harness';
 import { killLeftovers, ManagedProcess, PID_FILE_NAME, REPO, RUN_MARKER, writePidFile, type Role } from './processes';
 import { ControlServer } from './control-server';
 
@@ -320,16 +320,14 @@ export class LocalFab {
         }),
       );
     });
-    // A cluster node is healthy (without js-enabled-only) once the JetStream meta group has a leader.
-    const health = n === 1 ? '/healthz?js-enabled-only=true' : '/healthz';
+    // One node is ready once JetStream is; a cluster once the meta leader counts every node as a
+    // current, online peer (before that, 2.10 may refuse a 3-replica stream: "peer offline").
     await waitFor(
-      n === 1 ? 'nats-server' : `${n} NATS nodes healthy`,
+      n === 1 ? 'nats-server' : `${n} NATS nodes healthy, each a current peer of the JetStream meta leader`,
       async () => {
-        for (const [i, p] of procs.entries()) {
-          if (!p.alive) throw new Error(`${p.name} exited: ${p.tail(5)}`);
-          if (!(await fetch(`http://127.0.0.1:${nodes[i]!.monitor}${health}`)).ok) return false;
-        }
-        return true;
+        for (const p of procs) if (!p.alive) throw new Error(`${p.name} exited: ${p.tail(5)}`);
+        if (n > 1) return natsMetaPeersReady(nodes.map((x, i) => ({ name: `n${i}`, monitorPort: x.monitor })));
+        return (await Promise.all(nodes.map(async (x) => (await fetch(`http://127.0.0.1:${x.monitor}/healthz?js-enabled-only=true`)).ok))).every(Boolean);
       },
       n === 1 ? 20_000 : 60_000,
       100,
@@ -337,7 +335,19 @@ export class LocalFab {
     this.natsUrl = nodes.map((x) => `nats://127.0.0.1:${x.port}`).join(',');
     const nc = await connect({ servers: this.natsUrl.split(','), name: 'local-fab', maxReconnectAttempts: -1, ...this.natsCredentials('publisher') });
     this.nc = nc;
-    if (n > 1) await ensureStreams(nc, { ...DEFAULT_STREAM_SETTINGS, replicas: n });
+    // Retried while NATS is unavailable: a node's first statistics may reach the meta leader seconds
+    // after it is healthy, and until then 2.10 cannot place a replica on it ("peer offline").
+    if (n > 1) {
+      await waitFor(`the streams created with ${n} replicas`, async () => {
+        try {
+          await ensureStreams(nc, { ...DEFAULT_STREAM_SETTINGS, replicas: n });
+          return true;
+        } catch (err) {
+          if (err instanceof NatsUnavailableError) return false;
+          throw err;
+        }
+      }, 60_000, 250);
+    }
   }
 
   /** `role`'s NATS user and password and the fab's CA, for a NATS client's connection options. */
