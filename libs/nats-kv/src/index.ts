@@ -29,8 +29,8 @@ export type {
 } from './lib/assignment-map';
 export { DEFAULT_STREAM_SETTINGS, STREAMS, STREAM_MESSAGE_LIMITS, ensureStreams, streamConfigs } from './lib/streams';
 export type { StreamSettings } from './lib/streams';
-export { NotificationReader, lastMessageId, publishOnce, watchNotifications } from './lib/notifications';
-export type { NotificationFeed, StoredNotification } from './lib/notifications';
+export { NotificationReader, lastMessageId, publishOnce, publishStored, watchNotifications } from './lib/notifications';
+export type { NotificationFeed, StoredAck, StoredNotification } from './lib/notifications';
 export {
   DEFAULT_CHUNK_BYTES,
   MAX_MAP_VALUE_BYTES,

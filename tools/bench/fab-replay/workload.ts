@@ -2,6 +2,7 @@
 // (tool types, chambers, SVIDs, rates, contexts, recipes), its trace synthesizer and its
 // notification format; only the schedule differs (see SteadySchedule).
 import type { JetStreamClient } from '@nats-io/jetstream';
+import { publishStored } from '@defender/nats-kv';
 import { notificationSubject, type DefenderStore, type RunNotification } from '@defender/contracts';
 import {
   generateFab,
@@ -167,8 +168,6 @@ export async function publishNotification(
     completedAt: new Date(run.endSeconds * 1000).toISOString(),
     publishedAt: new Date(publishedAt).toISOString(),
   };
-  const ack = await js.publish(notificationSubject(ch.toolId, ch.chamberId), JSON.stringify(notification), {
-    msgID: `${ch.key}:${run.runId}`,
-  });
+  const ack = await publishStored(js, notificationSubject(ch.toolId, ch.chamberId), JSON.stringify(notification), `${ch.key}:${run.runId}`);
   return { seq: ack.seq, publishedAt };
 }

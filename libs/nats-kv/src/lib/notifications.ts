@@ -5,10 +5,12 @@ import {
   JetStreamApiError,
   JetStreamManager,
   jetstreamManager,
+  type JetStreamClient,
   type MsgRequest,
   type NextMsgRequest,
+  type PubAck,
 } from '@nats-io/jetstream';
-import { isStreamNotFound, mapKvError, StreamMissingError } from './errors';
+import { isStreamNotFound, mapKvError, NatsUnavailableError, StreamMissingError } from './errors';
 import { STREAMS } from './streams';
 
 /** One stored notification. */
@@ -167,12 +169,55 @@ export async function watchNotifications(
   };
 }
 
+/** Where a message published with an id stands in its stream. */
+export interface StoredAck {
+  /** The stream sequence that holds the message (never 0). */
+  readonly seq: number;
+  /** An earlier publication with the same id stored it; this one stored nothing. */
+  readonly duplicate: boolean;
+}
+
+/**
+ * Publishes `data` on `subject` with the message id `msgId` (JetStream deduplication) and resolves
+ * once the stream holds a message with that id, at the sequence returned.
+ *
+ * nats-server 2.10 answers a publication whose id matches a message still being proposed to the
+ * stream's replicas (e.g. a first attempt that timed out) with a duplicate acknowledgement at
+ * sequence 0, before that proposal is committed; if it never is (its leader lost its quorum), the
+ * message is not in the stream. Such an answer is not an acknowledgement: this throws
+ * {@link NatsUnavailableError} and the caller retries later, until the proposal is committed (a
+ * duplicate at its sequence) or dropped (the retry stores it). (Newer servers answer an error.)
+ *
+ * @throws NatsUnavailableError when NATS does not answer, or the message is still in flight (retry).
+ */
+export async function publishStored(
+  js: JetStreamClient,
+  subject: string,
+  data: string | Uint8Array,
+  msgId: string,
+  opts: { timeout?: number } = {},
+): Promise<StoredAck> {
+  let ack: PubAck;
+  try {
+    ack = await js.publish(subject, data, { msgID: msgId, ...(opts.timeout !== undefined ? { timeout: opts.timeout } : {}) });
+  } catch (err) {
+    throw mapKvError(err, '(publish)', subject);
+  }
+  if (!(ack.seq > 0)) {
+    throw new NatsUnavailableError(
+      `(publish)/${subject}: message ${msgId} is still being stored by an earlier attempt (a duplicate acknowledged at sequence ${ack.seq}); retry`,
+    );
+  }
+  return { seq: ack.seq, duplicate: ack.duplicate };
+}
+
 /**
  * Publishes `data` on `subject` into a stream with deduplication by `msgId`: publishing the same
  * id again within the stream's duplicate window stores nothing new (used for alarms, holds and dead
- * letters, which may be re-published after a crash).
+ * letters, which may be re-published after a crash). Resolves only once the stream holds the
+ * message ({@link publishStored}).
  *
- * @returns whether the server stored it (false: a duplicate).
+ * @returns whether this call stored it (false: a duplicate of a stored message).
  */
 export async function publishOnce(
   nc: NatsConnection,
@@ -180,12 +225,7 @@ export async function publishOnce(
   data: string | Uint8Array,
   msgId: string,
 ): Promise<boolean> {
-  try {
-    const ack = await jetstream(nc).publish(subject, data, { msgID: msgId });
-    return !ack.duplicate;
-  } catch (err) {
-    throw mapKvError(err, '(publish)', subject);
-  }
+  return !(await publishStored(jetstream(nc), subject, data, msgId)).duplicate;
 }
 
 /**

@@ -1,5 +1,6 @@
 import type { NatsConnection } from '@nats-io/nats-core';
 import { jetstream } from '@nats-io/jetstream';
+import { publishStored } from '@defender/nats-kv';
 import { notificationSubject } from '@defender/contracts';
 import { SqliteStore } from '@defender/store';
 import { rng } from '@defender/infra-harness';
@@ -231,7 +232,8 @@ export class RunPublisher {
             traceWritten = true;
             this.tracesUpTo.set(chamberKeyOf(c), Math.max(k, this.tracesUpTo.get(chamberKeyOf(c)) ?? -1));
           }
-          const ack = await js.publish(subject, payload, { msgID: spec.runId, timeout: 2000 });
+          // Acknowledged only once the stream holds it (a 2.10 duplicate at sequence 0 is retried).
+          const ack = await publishStored(js, subject, payload, spec.runId, { timeout: 2000 });
           this.listOf(chamberKeyOf(c)).push({
             chamber: chamberKeyOf(c),
             index: k,

@@ -1,5 +1,5 @@
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
-import { STREAMS } from '@defender/nats-kv';
+import { publishStored, STREAMS } from '@defender/nats-kv';
 import { SqliteStore } from '@defender/store';
 import { startTcpProxy, waitFor } from '@defender/infra-harness';
 import { analyseTakeover, ChamberEvidence, mapVersionOfEpoch } from './analysis';
@@ -184,7 +184,7 @@ export async function outagePastDuplicateWindow(suite: Suite, replays = 8): Prom
         if ((await store.chamberState.appliedRun({ toolId, chamberId }, p.runId)) !== p.seq) continue;
         const original = await jsm.streams.getMessage(STREAMS.notifications, { seq: p.seq });
         if (!original) continue;
-        const ack = await js.publish(original.subject, original.data, { msgID: p.runId, timeout: 5000 });
+        const ack = await publishStored(js, original.subject, original.data, p.runId, { timeout: 5000 });
         done.push({ chamber: key, runId: p.runId, originalSeq: p.seq, replaySeq: ack.seq, ageSeconds: (Date.now() - p.publishedAt) / 1000, storedAsNew: !ack.duplicate });
         c.note('notification replayed', key, { runId: p.runId, originalSeq: p.seq, replaySeq: ack.seq, duplicate: ack.duplicate });
         break;

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { DeliverPolicy, jetstream, JetStreamApiCodes, JetStreamApiError, jetstreamManager } from '@nats-io/jetstream';
 import { notificationSubject, type DefenderStore, type RunNotification } from '@defender/contracts';
-import { ensureStreams, STREAMS } from '@defender/nats-kv';
+import { ensureStreams, publishStored, STREAMS } from '@defender/nats-kv';
 import { byChamber, effectsFor, type Excursion } from './excursions';
 import { svidNames, type ChamberSpec, type FabSpec } from './fab';
 import { mix, rng } from './rng';
@@ -391,8 +391,9 @@ export class Simulator {
     const seq = await this.retry(`run ${ch.key} ${runId}`, async () => {
       // The trace first: a notification promises that its trace is in the store.
       await this.deps.store.traces.write(trace);
-      const ack = await js.publish(notificationSubject(ch.toolId, ch.chamberId), JSON.stringify(notification), { msgID: `${ch.key}:${runId}` });
-      return ack.seq;
+      // Done once the stream holds it: a duplicate answered at sequence 0 (nats-server 2.10, an earlier
+      // attempt still in flight) is retried like an outage.
+      return (await publishStored(js, notificationSubject(ch.toolId, ch.chamberId), JSON.stringify(notification), `${ch.key}:${runId}`)).seq;
     });
     this.progressAt(ev.chamber).seqs.push(seq);
     this.published++;
