@@ -112,11 +112,18 @@ export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv
   throw new UsageError(`unknown command ${command} (soak, suite or render)`);
 }
 
-/** Writes each process's output (the apps log JSON lines) to tmp/chaos-logs/<scenario>/; returns the directory. */
+/**
+ * Writes each process's output so far (the apps log JSON lines; stderr after them) to
+ * `CHAOS_LOG_DIR` (default tmp/chaos-logs)/<scenario>/; returns the directory. A suite's processes
+ * live across its scenarios, so a scenario's files hold the earlier scenarios' output too.
+ */
 function saveLogs(suite: Suite, scenario: string): string {
   const dir = join(process.env['CHAOS_LOG_DIR'] ?? join(__dirname, '..', '..', '..', 'tmp', 'chaos-logs'), `${scenario}${suite.reportSuffix}`);
   mkdirSync(dir, { recursive: true });
-  for (const p of suite.cluster.procs) writeFileSync(join(dir, `${p.name}.log`), p.app.stdout());
+  for (const p of suite.cluster.procs) {
+    const err = p.app.stderr();
+    writeFileSync(join(dir, `${p.name}.log`), err ? `${p.app.stdout()}\n--- stderr ---\n${err}` : p.app.stdout());
+  }
   return dir;
 }
 
@@ -180,6 +187,8 @@ async function main(argv: string[]): Promise<number> {
           done++;
           if (o.report.ok) held++;
           process.stderr.write(`chaos: ${summary(o)}\n`);
+          // A violated invariant keeps the logs for its investigation; CHAOS_LOG_DIR keeps every scenario's.
+          if (!o.report.ok || process.env['CHAOS_LOG_DIR']) process.stderr.write(`chaos: ${sc.id}: the processes' logs are in ${saveLogs(suite, sc.id)}\n`);
           outcomes.push(o);
         }
       } finally {

@@ -32,6 +32,8 @@ export interface NatsServerHandle {
   /** Stops the process without removing the store (a NATS outage); {@link start} brings it back. */
   halt(opts?: { hard?: boolean }): Promise<void>;
   start(): Promise<void>;
+  /** The last 4,000 characters the server logged (stderr) since it last started. */
+  logTail(): string;
 }
 
 const CANDIDATES = ['/usr/sbin/nats-server', '/usr/bin/nats-server', '/usr/local/bin/nats-server'];
@@ -271,6 +273,7 @@ export async function startNatsServer(opts: NatsServerOptions = {}): Promise<Nat
     },
     start,
     halt,
+    logTail: () => stderrTail,
     async restart(o = {}) {
       await halt(o);
       if (o.emptyStore) {

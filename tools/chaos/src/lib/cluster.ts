@@ -1,6 +1,6 @@
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { basename, join } from 'node:path';
+import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { connect } from '@nats-io/transport-node';
 import type { NatsConnection } from '@nats-io/nats-core';
@@ -702,22 +702,6 @@ export class ChaosCluster {
     }
   }
 
-  /**
-   * With CHAOS_LOG_DIR set, writes every process's output (each start of it, in start order) to
-   * `<CHAOS_LOG_DIR>/<run>/<nn>-<name>.log`, so a violated invariant can be traced afterwards
-   * (CHAOS_LOG_LEVEL=debug for the apps' details).
-   */
-  private keepLogs(): void {
-    const root = process.env['CHAOS_LOG_DIR'];
-    if (!root) return;
-    const dir = join(root, basename(this.dir));
-    mkdirSync(dir, { recursive: true });
-    this.procs.forEach((p, i) => {
-      writeFileSync(join(dir, `${String(i).padStart(2, '0')}-${p.name}.log`), `${p.app.stdout()}${p.app.stderr() ? `\n--- stderr ---\n${p.app.stderr()}` : ''}`);
-    });
-    process.stderr.write(`chaos: process logs in ${dir}\n`);
-  }
-
   /** Kills every process (SIGCONT first for frozen ones), stops NATS, removes the directory. */
   async stop(): Promise<void> {
     if (this.closed) return;
@@ -726,7 +710,6 @@ export class ChaosCluster {
     for (const p of this.procs) p.expectedExit = true;
     for (const p of this.procs) if (p.frozen) p.app.child.kill('SIGCONT');
     await Promise.all(this.procs.map((p) => p.app.stop('SIGKILL', 1000)));
-    this.keepLogs();
     await this.nc.close().catch(() => undefined);
     await this.natsBackend.stop();
     rmSync(this.dir, { recursive: true, force: true });
