@@ -23,13 +23,19 @@ export interface HeartbeatSeen {
 export class HeartbeatClock {
   private readonly seen = new Map<string, { revision: number; at: number }>();
 
-  /** Records a full reading of the bucket taken at `now` (monotonic ms) and returns every defender's last-seen time. */
-  observe(readings: readonly HeartbeatReading[], now: number): HeartbeatSeen[] {
+  /**
+   * Records a full reading of the bucket taken at `now` (monotonic ms) and returns every defender's
+   * last-seen time. With `afterBlindness` (the observer could not read the bucket for a while before
+   * this reading), every defender in it counts as seen now: a heartbeat that could not be observed,
+   * or not written (NATS unavailable to all), is not held against anyone. A defender that died
+   * meanwhile is judged from this reading on, one detection time later.
+   */
+  observe(readings: readonly HeartbeatReading[], now: number, opts: { afterBlindness?: boolean } = {}): HeartbeatSeen[] {
     const present = new Set<string>();
     for (const r of readings) {
       present.add(r.id);
       const prev = this.seen.get(r.id);
-      if (!prev || prev.revision !== r.revision) this.seen.set(r.id, { revision: r.revision, at: now });
+      if (!prev || prev.revision !== r.revision || opts.afterBlindness) this.seen.set(r.id, { revision: r.revision, at: now });
     }
     for (const id of [...this.seen.keys()]) if (!present.has(id)) this.seen.delete(id);
     return [...this.seen.entries()]

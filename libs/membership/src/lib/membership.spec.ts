@@ -62,6 +62,21 @@ describe('HeartbeatClock', () => {
     // defender-0's entry was deleted (graceful leave): it disappears.
     expect(clock.observe([{ id: 'defender-1', revision: 10 }], 8000)).toEqual([{ id: 'defender-1', lastHeartbeatAt: 7000 }]);
   });
+
+  it('after a time the observer could not read the bucket, counts everyone in the next reading as seen then', () => {
+    const clock = new HeartbeatClock();
+    clock.observe([{ id: 'defender-0', revision: 1 }, { id: 'defender-1', revision: 2 }], 1000);
+    // Reads failed from 1000 to 9000; defender-1's beat got through meanwhile, defender-0's did not.
+    expect(clock.observe([{ id: 'defender-0', revision: 1 }, { id: 'defender-1', revision: 5 }], 9000, { afterBlindness: true })).toEqual([
+      { id: 'defender-0', lastHeartbeatAt: 9000 },
+      { id: 'defender-1', lastHeartbeatAt: 9000 },
+    ]);
+    // From then on, ageing as usual.
+    expect(clock.observe([{ id: 'defender-0', revision: 1 }, { id: 'defender-1', revision: 6 }], 12000)).toEqual([
+      { id: 'defender-0', lastHeartbeatAt: 9000 },
+      { id: 'defender-1', lastHeartbeatAt: 12000 },
+    ]);
+  });
 });
 
 describe('DefenderLifecycle', () => {

@@ -1,6 +1,6 @@
 import type { AssignmentMap, Heartbeat } from '@defender/contracts';
 import { buildAssignmentMap } from '@defender/membership';
-import { RevisionConflictError, type ObservedHeartbeat, type StoredMap } from '@defender/nats-kv';
+import { NatsUnavailableError, RevisionConflictError, type ObservedHeartbeat, type StoredMap } from '@defender/nats-kv';
 import { ControllerEngine, EngineConfig } from './controller-engine';
 
 const INTERVAL_MS = 2000;
@@ -33,7 +33,13 @@ const BEAT_MS = 2500;
  * due, and may step the wall clock (as NTP would). No real timers: the test runs the same on an
  * idle or a loaded machine.
  */
-function cluster(opts: { ticks: number; wallStepAt?: Record<number, number>; stopsBeatingAt?: Record<string, number> }) {
+function cluster(opts: {
+  ticks: number;
+  wallStepAt?: Record<number, number>;
+  stopsBeatingAt?: Record<string, number>;
+  /** Ticks [from, to) during which NATS is unavailable: no heartbeat is read or written. */
+  natsOutage?: { from: number; to: number };
+}) {
   let wall = Date.UTC(2026, 10, 27, 8);
   let mono = 1_000;
   let tick = 0;
@@ -59,6 +65,8 @@ function cluster(opts: { ticks: number; wallStepAt?: Record<number, number>; sto
   };
   let current = held;
   const activeByTick: number[] = [];
+  const blindFor: number[] = [];
+  const outage = () => opts.natsOutage !== undefined && tick >= opts.natsOutage.from && tick < opts.natsOutage.to;
   const engine: ControllerEngine = new ControllerEngine({ fencingToken: '7', isLeader: () => true }, config, {
     maps: {
       read: async () => current,
@@ -71,14 +79,18 @@ function cluster(opts: { ticks: number; wallStepAt?: Record<number, number>; sto
       },
     },
     heartbeats: {
-      readAll: async () => ({
-        heartbeats: [...revisions].map(([id, revision]): ObservedHeartbeat => ({ heartbeat: heartbeat(id), revision, storedAt: new Date(wall) })),
-        bad: [],
-      }),
+      readAll: async () => {
+        if (outage()) throw new NatsUnavailableError('heartbeats: no answer');
+        return {
+          heartbeats: [...revisions].map(([id, revision]): ObservedHeartbeat => ({ heartbeat: heartbeat(id), revision, storedAt: new Date(wall) })),
+          bad: [],
+        };
+      },
     },
     chambers: { list: async () => chambers },
     now: () => wall,
     monotonic: () => mono,
+    observer: { blind: (ms) => blindFor.push(ms) },
     sleep: async (ms) => {
       activeByTick.push(engine.activeDefenders);
       mono += ms;
@@ -88,13 +100,14 @@ function cluster(opts: { ticks: number; wallStepAt?: Record<number, number>; sto
         const stopsAt = opts.stopsBeatingAt?.[id];
         if (stopsAt !== undefined && tick >= stopsAt) continue;
         let due = nextBeatAt.get(id) as number;
-        for (; due <= mono; due += BEAT_MS) revisions.set(id, nextRevision++);
+        // A beat due while NATS is out fails; the defender beats again on its schedule.
+        for (; due <= mono; due += BEAT_MS) if (!outage()) revisions.set(id, nextRevision++);
         nextBeatAt.set(id, due);
       }
       if (tick >= opts.ticks) engine.stop();
     },
   });
-  return { run: () => engine.run(INTERVAL_MS), published, activeByTick, engine, monoNow: () => mono, wallNow: () => wall };
+  return { run: () => engine.run(INTERVAL_MS), published, activeByTick, blindFor, engine, monoNow: () => mono, wallNow: () => wall };
 }
 
 describe('ControllerEngine: liveness on the monotonic clock', () => {
@@ -139,6 +152,24 @@ describe('ControllerEngine: liveness on the monotonic clock', () => {
     expect(c.activeByTick[5]).toBe(2);
     // The map's own timestamp is wall-clock data, stepped with the clock.
     expect(Date.parse(crash.timestamp)).toBe(c.wallNow() - (8 - 5) * INTERVAL_MS);
+  });
+
+  it('a NATS outage longer than the detection time (no heartbeat read or written) publishes nothing: that time ages nobody', async () => {
+    // Ticks 3-8 fail to read (each retry sleeps its backoff); the defenders' beats fail meanwhile.
+    const c = cluster({ ticks: 30, natsOutage: { from: 3, to: 12 } });
+    await c.run();
+    expect(c.published).toEqual([]);
+    expect(c.blindFor).toHaveLength(1);
+    expect(c.blindFor[0]).toBeGreaterThan(3 * INTERVAL_MS);
+    expect(c.activeByTick.at(-1)).toBe(3);
+  });
+
+  it('a defender that died during a NATS outage is judged crashed a detection time after the heartbeats are readable again', async () => {
+    const c = cluster({ ticks: 40, natsOutage: { from: 3, to: 12 }, stopsBeatingAt: { 'defender-1': 5 } });
+    await c.run();
+    expect(c.published).toHaveLength(1);
+    expect(c.published[0]).toMatchObject({ trigger: 'crash', version: 2 });
+    expect(Object.keys((c.published[0] as AssignmentMap).defenderInfo)).toEqual(['defender-0', 'defender-2']);
   });
 
   it('reports a batching deadline as wall-clock time for people, whatever the monotonic origin', () => {

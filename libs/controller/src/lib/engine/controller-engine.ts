@@ -56,6 +56,8 @@ export interface EngineObserver {
   decision?(d: TriggerDecision, activeDefenders: number): void;
   published?(map: AssignmentMap, result: AssignmentResult | null, why: string): void;
   error?(what: string, err: unknown): void;
+  /** The heartbeats could be read again after `ms` of failed reads; that time aged no defender. */
+  blind?(ms: number): void;
   stopped?(reason: string): void;
 }
 
@@ -96,6 +98,8 @@ export class ControllerEngine {
   private revision = 0;
   private trigger: AssignmentTrigger | undefined;
   private readonly clock = new HeartbeatClock();
+  /** Since when (monotonic ms) the heartbeats could not be read; undefined while they can. */
+  private blindSince: number | undefined;
   /** The chamber list as the source gives it (weight: samples per run). */
   private chamberList: ChamberInput[] = [];
   private readonly loadBook: LoadBook | undefined;
@@ -310,11 +314,22 @@ export class ControllerEngine {
   private async tick(): Promise<TriggerDecision> {
     const trigger = this.trigger;
     if (!trigger) throw new Error('tick before takeover');
-    const { heartbeats } = await this.withDeadline('read the heartbeats', this.deps.heartbeats.readAll());
+    let heartbeats: Awaited<ReturnType<HeartbeatPort['readAll']>>['heartbeats'];
+    try {
+      ({ heartbeats } = await this.withDeadline('read the heartbeats', this.deps.heartbeats.readAll()));
+    } catch (err) {
+      this.blindSince ??= this.deps.monotonic();
+      throw err;
+    }
     // Liveness on this process's monotonic clock only: a heartbeat is fresh when its revision
     // changes, aged from when this process saw that. The heartbeat's own times (`sentAt`, the NATS
-    // server's store time) come from other clocks and are never compared with ours.
+    // server's store time) come from other clocks and are never compared with ours. Time during
+    // which the bucket could not be read ages nobody (findings.md, 5): a NATS outage or leader
+    // election stops the defenders' writes as well as these reads, and is not a crash.
     const t = this.deps.monotonic();
+    const afterBlindness = this.blindSince !== undefined;
+    if (this.blindSince !== undefined) this.deps.observer?.blind?.(t - this.blindSince);
+    this.blindSince = undefined;
     const now = this.deps.now();
     for (const h of heartbeats) this.noteVersion(h.heartbeat.mapVersionSeen);
     this.loadBook?.observe(heartbeats.map((h) => h.heartbeat));
@@ -322,6 +337,7 @@ export class ControllerEngine {
     const seen = this.clock.observe(
       heartbeats.map((h) => ({ id: h.heartbeat.defenderId, revision: h.revision })),
       t,
+      { afterBlindness },
     );
     const d = trigger.observe(t, seen);
     this.lastDecision = d;

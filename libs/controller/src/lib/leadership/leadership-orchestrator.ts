@@ -293,6 +293,8 @@ export class LeadershipOrchestrator {
           );
         }
       },
+      blind: (ms: number) =>
+        logger.warn({ msg: 'heartbeats readable again: the time they could not be read aged no defender', blindMs: Math.round(ms) }),
       stopped: (reason: string) => logger.warn({ msg: 'controller engine stopped', reason }),
     };
   }
