@@ -22,4 +22,8 @@ module.exports = {
   coverageReporters: ['text-summary', 'html'],
   // Integration tests start real servers; one worker per core is plenty on the 2-core CI machine.
   maxWorkers: 2,
+  // A hang guard, not a deadline: Jest's default of 5 s per test failed tests that start a real
+  // server or a worker thread on a busy machine (the SQLite store thread's start alone took longer in
+  // a fresh-clone CI beside a benchmark). Tests that need longer still say so.
+  testTimeout: 60_000,
 };

@@ -6,5 +6,4 @@ export default {
   globalSetup: '<rootDir>/../../tools/infra/src/jest/global-setup.ts',
   globalTeardown: '<rootDir>/../../tools/infra/src/jest/global-teardown.ts',
   globals: { infra: ['cassandra'] },
-  testTimeout: 60_000,
 };

@@ -1,5 +1,4 @@
 export default {
   displayName: 'scripts',
   preset: '../../jest.preset.js',
-  testTimeout: 60_000,
 };
