@@ -32,11 +32,23 @@ describe('parseSmaps', () => {
   });
 
   it('agrees with VmRSS for this process', () => {
-    const b = memoryBreakdownOf(process.pid);
-    const m = memoryOf(process.pid);
-    expect(b && m).toBeTruthy();
-    // Sampled moments apart: the two readings may differ by what was allocated in between.
-    expect(Math.abs((b?.rssMb ?? 0) - (m?.rssMb ?? 0))).toBeLessThan(0.1 * (m?.rssMb ?? 0));
+    // The two are read moments apart, and V8's background threads may map or free tens of MB in
+    // between (seen in a fresh-clone CI: 30 MB). VmRSS is read before and after the breakdown, and
+    // the comparison is made on a reading where the two VmRSS agree (a quiet moment), a few tries.
+    let sample: { b: ReturnType<typeof memoryBreakdownOf>; before: number; after: number } | undefined;
+    for (let i = 0; i < 20; i++) {
+      const before = memoryOf(process.pid)?.rssMb ?? NaN;
+      const b = memoryBreakdownOf(process.pid);
+      const after = memoryOf(process.pid)?.rssMb ?? NaN;
+      sample = { b, before, after };
+      if (Math.abs(after - before) <= 0.01 * before) break;
+    }
+    const b = sample?.b;
+    expect(b).toBeTruthy();
+    const lo = Math.min(sample?.before ?? NaN, sample?.after ?? NaN);
+    const hi = Math.max(sample?.before ?? NaN, sample?.after ?? NaN);
+    expect(b?.rssMb).toBeGreaterThan(0.9 * lo);
+    expect(b?.rssMb).toBeLessThan(1.1 * hi);
     expect(b?.nodeBinaryMb).toBeGreaterThan(0);
   });
 
