@@ -35,7 +35,9 @@
 // FAB_OVERLOAD (1.5: after the search, one step at this multiple of the highest sustained speed, to see
 // overload degrade gracefully; 0: none). FAB_PROFILE=<dir> (CPU profiles of pod-0's main and SQLite
 // store threads over each step's window, <dir>/pod-0-<thread>-step<k>-<speed>x.cpuprofile, their top
-// areas and functions logged).
+// areas and functions logged). FAB_WARM_STATE=<dir> (the warm-up's stores kept in <dir> and restored by
+// later runs of the same fab, chambers, seed, warm-up runs and defenders: fab-replay/warm-state.ts).
+import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -55,6 +57,7 @@ import { summariseProfile, type CpuProfile } from './pipeline/profile';
 import { cpuMsOf, threadCpuMsOf, envList, gaugesBy, histogramQuantile, loadAverage, memoryBreakdownOf, memoryOf, parseCounter, parseHistogram, heapSnapshotNodeOptions, takeHeapSnapshot, type MemoryBreakdown } from './pipeline/observe';
 import { judgeStep, nextSpeed, type StepVerdict } from './fab-replay/sustain';
 import { cpuBalance, judgeOverload } from './fab-replay/balance';
+import { checkWarmState, readWarmState, restoreWarmState, saveWarmState, type StorePaths, type WarmStateKey } from './fab-replay/warm-state';
 import {
   cycleSeconds,
   fabOfChambers,
@@ -107,6 +110,10 @@ Parameters (environment):
   FAB_HEAP_SNAPSHOTS=<dir>      a V8 heap snapshot of each defender after the warm-up and the last step
   FAB_OVERLOAD                  after the search, one step at this multiple of the highest sustained speed (1.5; 0: none)
   FAB_PROFILE=<dir>             CPU profiles of pod-0's main and store threads over each step's window, kept in <dir> (their top logged)
+  FAB_WARM_STATE=<dir>          keep the warm-up: if <dir> holds one of this fab (chambers, seed, warm-up runs, defenders),
+                                restore it instead of warming up; else warm up, save the stores into <dir> and measure
+                                the steps on the cluster started again over them (minutes instead of the 5,000-chamber
+                                fab's 75-120 min warm-up; the report names the commit that warmed up)
 
 Options:
   -h, --help                    this text
@@ -158,6 +165,8 @@ const P = {
   profileDir: process.env['FAB_PROFILE'],
   /** After the search, one step at this multiple of the highest sustained speed (0: none). */
   overload: num('FAB_OVERLOAD', QUICK ? 0 : 1.5),
+  /** A folder for the warm-up's stores: saved there after the warm-up, restored from it by later runs. */
+  warmState: process.env['FAB_WARM_STATE'] || undefined,
 };
 const SPEED_TARGET = 10;
 const RSS_TARGET_MB = 300;
@@ -694,14 +703,16 @@ async function runStep(
 type Params = typeof P;
 
 interface Outcome {
-  params: Omit<Params, 'reportFrom' | 'resultFile' | 'logDir' | 'heapSnapshots'>;
+  params: Omit<Params, 'reportFrom' | 'resultFile' | 'logDir' | 'heapSnapshots' | 'warmState'>;
   /** Not saved in the result file (regenerated from the parameters). */
   fab: FabSpec;
   /** Defenders in the cluster (absent in results of older runs: 2). */
   defenders?: number;
   rtRate: number;
   rtSamples: number;
-  warmup: { runs: number; seconds: number; rate: number; procs: ProcResult[]; frozen: number; checked: number };
+  warmup: WarmUp;
+  /** With FAB_WARM_STATE: the warm-up was saved by this run (restored: false) or restored from an earlier one. */
+  warmState?: { restored: boolean; commit: string; savedAt: string; node: string };
   steps: StepResult[];
   memory: { name: string; hwmMb: number; peakRssMb: number }[];
   /** Each defender's memory by kind at its highest sampled VmRSS (absent in results of older runs). */
@@ -840,6 +851,128 @@ async function heapSnapshots(cl: BenchCluster, label: string): Promise<void> {
   }
 }
 
+/** The warm-up as measured (saved with a warm state, so a run that restores it reports it too). */
+type WarmUp = { runs: number; seconds: number; rate: number; procs: ProcResult[]; frozen: number; checked: number };
+
+/** One start of the cluster over the stores at `paths` (a run that saves its warm-up starts it twice). */
+interface Live {
+  nats: NatsServerHandle;
+  store: DefenderStore;
+  cl: BenchCluster;
+  nc: NatsConnection;
+  r: Replay;
+}
+
+/**
+ * Starts nats-server over `paths.natsDir`, opens the SQLite file (seeding the fab's chambers into a
+ * new one), starts the processes and waits until every chamber has a worker. Fills `into` as it
+ * goes, so a failure half-way leaves what to stop.
+ */
+async function startLive(paths: StorePaths, fab: FabSpec, opts: { seedFab: boolean; tag?: string }, into: Partial<Live>): Promise<Live> {
+  into.nats = await startNatsServer({ storeDir: paths.natsDir });
+  into.store = await SqliteStore.open({ filename: paths.dbFile });
+  if (opts.seedFab) await seedChambers(into.store, fab);
+  const cl = await BenchCluster.start({
+    natsUrl: into.nats.url,
+    storeEnv: { STORE_BACKEND: 'sqlite', SQLITE_PATH: paths.dbFile },
+    heartbeatSeconds: 2,
+    coldStartWindowSeconds: 3,
+    scaleWindowSeconds: 3,
+    logLevel: P.logLevel,
+    ...(opts.tag ? { tag: opts.tag } : {}),
+  });
+  into.cl = cl;
+  await cl.startAgent();
+  await cl.startController('controller');
+  for (let i = 0; i < DEFENDERS; i++) await cl.startDefender(`pod-${i}`, snapshotEnv({ DEBUG_TOKEN, ...P.defenderEnv, ...P.defenderEnvEach[i] }));
+  await cl.settle(DEFENDERS, fab.chambers.length, 180_000);
+  into.nc = await connect({ servers: into.nats.url, name: 'bench-fab-replay' });
+  into.r = new Replay(fab, into.store, jetstream(into.nc), into.nc);
+  into.r.start();
+  return into as Live;
+}
+
+/** Stops what `l` holds: the replay, the processes (their logs kept under `prefix`), the store, nats-server. */
+async function stopLive(l: Partial<Live>, prefix: string, graceMs?: number): Promise<void> {
+  l.r?.stop();
+  await l.nc?.close().catch(() => undefined);
+  await l.cl?.stop(P.logDir, prefix, graceMs).catch(() => undefined);
+  await l.store?.close().catch(() => undefined);
+  await l.nats?.stop().catch(() => undefined);
+}
+
+/** The commit of this tree, `+dirty` when it has uncommitted changes ('unknown' outside git). */
+function gitCommit(): string {
+  try {
+    const head = execFileSync('git', ['rev-parse', '--short=12', 'HEAD'], { encoding: 'utf8' }).trim();
+    const dirty = execFileSync('git', ['status', '--porcelain', '--untracked-files=no'], { encoding: 'utf8' }).trim() !== '';
+    return dirty ? `${head}+dirty` : head;
+  } catch {
+    return 'unknown';
+  }
+}
+
+/**
+ * Phase I warm-up: every chamber's first runs, round-robin by run index, as fast as the cluster
+ * takes them (at most FAB_WARMUP_BACKLOG in flight). Their completion times lie before the replay's origin.
+ */
+async function warmUp(live: Live, fab: FabSpec, watch: ProcessWatch, notes: string[]): Promise<WarmUp> {
+  const { r, cl, store } = live;
+  const nowSeconds = Math.floor(Date.now() / 1000);
+  const maxCycle = Math.max(...fab.chambers.map((c) => c.contextDurationSeconds + c.overheadSeconds[1]));
+  const warmOrigin = nowSeconds - (P.warmupRuns + 1) * maxCycle;
+  r.pollMs = 500; // lags are not measured in the warm-up: spare the publisher's CPU
+  watch.begin();
+  const w0 = Date.now();
+  let lastLog = w0;
+  for (let k = 0; k < P.warmupRuns; k++) {
+    for (const ch of fab.chambers) {
+      while (r.backlog >= P.warmupBacklog) {
+        const c = cl.crashed();
+        if (c) throw new Error(c);
+        r.throwIfFailed();
+        await sleep(50);
+      }
+      await r.submit(
+        { chamber: ch.index, run: k, endSeconds: warmOrigin + (k + 1) * (ch.contextDurationSeconds + ch.overheadSeconds[1]) },
+        -1,
+        P.concurrency,
+      );
+      if (Date.now() - lastLog > 1_000) {
+        lastLog = Date.now();
+        const done = r.runs.filter((x) => x.committedAt !== undefined).length;
+        const total = fab.chambers.length * P.warmupRuns;
+        const left = remainingMs(done, total, Date.now() - w0);
+        progress.update(
+          `[${new Date().toISOString().slice(11, 19)}] warm-up ${textBar(done / total)} ${done} of ${total} runs committed · ${f1(done / ((Date.now() - w0) / 1000))} runs/s` +
+            (left === undefined ? '' : ` · about ${shortDuration(left)} left`),
+        );
+      }
+    }
+  }
+  await r.flush();
+  const warmDrain = await r.drain(600_000, () => {
+    const c = cl.crashed();
+    if (c) throw new Error(c);
+  });
+  if (!Number.isFinite(warmDrain)) throw new Error('the warm-up did not drain within 600 s');
+  const seconds = (Date.now() - w0) / 1000;
+  progress.done(`[${new Date().toISOString().slice(11, 19)}] warm-up: ${r.runs.length} runs committed in ${shortDuration(seconds * 1000)}`);
+  const procs = watch.end();
+  const runs = r.runs.length;
+  const dead = r.runs.filter((x) => x.dead).length;
+  if (dead > 0) notes.push(`${dead} warm-up runs were dead-lettered`);
+  // Frozen limits on a sample of chambers (every chamber would take long on 5,000).
+  const sample = fab.chambers.filter((_, i) => i % Math.max(1, Math.floor(fab.chambers.length / 200)) === 0);
+  let frozen = 0;
+  for (const ch of sample) if ((await store.uchart.currentLimitSets(ch)).length > 0) frozen++;
+  log(
+    `warm-up: ${runs} runs in ${f1(seconds)} s = ${f1(runs / seconds)} runs/s; chambers with frozen limits ${frozen}/${sample.length} (sampled); ` +
+      `CPU ${procs.map((p) => `${p.name} ${f0(p.cpuPct)}%`).join(', ')}`,
+  );
+  return { runs, seconds, rate: runs / seconds, procs, frozen, checked: sample.length };
+}
+
 async function main(): Promise<void> {
   const missing = missingBundles();
   if (missing.length > 0)
@@ -854,112 +987,63 @@ async function main(): Promise<void> {
       `steps of ${P.stepSeconds} s from ${P.speedStart}x (max ${P.speedMax}x)`,
   );
   const dir = mkdtempSync(join(tmpdir(), 'defender-bench-fab-'));
-  let nats: NatsServerHandle | undefined;
-  let store: DefenderStore | undefined;
-  let cluster: BenchCluster | undefined;
-  let nc: NatsConnection | undefined;
-  let replay: Replay | undefined;
+  const paths: StorePaths = { natsDir: join(dir, 'nats'), dbFile: join(dir, 'defender.db') };
+  const key: WarmStateKey = { chambers: P.chambers, seed: P.seed, warmupRuns: P.warmupRuns, defenders: DEFENDERS };
+  /** The cluster now running (a run that saves its warm-up starts it twice). */
+  let live: Partial<Live> = {};
   const notes: string[] = [];
   try {
-    nats = await startNatsServer({ storeDir: join(dir, 'nats') });
-    const filename = join(dir, 'defender.db');
-    store = await SqliteStore.open({ filename });
-    await seedChambers(store, fab);
-    const cl = await BenchCluster.start({
-      natsUrl: nats.url,
-      storeEnv: { STORE_BACKEND: 'sqlite', SQLITE_PATH: filename },
-      heartbeatSeconds: 2,
-      coldStartWindowSeconds: 3,
-      scaleWindowSeconds: 3,
-      logLevel: P.logLevel,
-    });
-    cluster = cl;
-    await cl.startAgent();
-    await cl.startController('controller');
-    for (let i = 0; i < DEFENDERS; i++) await cl.startDefender(`pod-${i}`, snapshotEnv({ DEBUG_TOKEN, ...P.defenderEnv, ...P.defenderEnvEach[i] }));
-    await cl.settle(DEFENDERS, fab.chambers.length, 180_000);
+    const saved = P.warmState ? readWarmState<WarmUp>(P.warmState) : undefined;
+    if (saved && P.warmState) {
+      checkWarmState(saved, key, P.warmState);
+      const t0 = Date.now();
+      restoreWarmState(P.warmState, saved, paths);
+      log(`warm-up restored from ${P.warmState} (saved ${saved.savedAt} by ${saved.commit}) in ${shortDuration(Date.now() - t0)}`);
+    }
+    let cur = await startLive(paths, fab, { seedFab: !saved, tag: saved?.tag }, live);
     const owned = await Promise.all(
-      cl.defenders().map(async (d) => `${d.name} ${((await getJson(`${d.url}/api/v1/chambers`)).body as { chambers: unknown[] }).chambers.length}`),
+      cur.cl.defenders().map(async (d) => `${d.name} ${((await getJson(`${d.url}/api/v1/chambers`)).body as { chambers: unknown[] }).chambers.length}`),
     );
     log(`cluster up: ${owned.join(', ')} chambers (${((Date.now() - started) / 1000).toFixed(0)} s)`);
-    const natsPid = nats.pid;
-    const byName = (name: string) => () => cl.procs.find((p) => p.name === name)?.app.child.pid;
+    const byName = (name: string) => () => live.cl?.procs.find((p) => p.name === name)?.app.child.pid;
     const watch = new ProcessWatch([
       ...Array.from({ length: DEFENDERS }, (_, i) => ({
         name: `defender pod-${i}`,
         pid: byName(`pod-${i}`),
-        url: () => cl.procs.find((p) => p.name === `pod-${i}`)?.url,
+        url: () => live.cl?.procs.find((p) => p.name === `pod-${i}`)?.url,
       })),
       { name: 'assignment-controller', pid: byName('controller') },
       { name: 'election-agent', pid: byName('agent-0') },
-      { name: 'nats-server', pid: () => natsPid },
+      { name: 'nats-server', pid: () => live.nats?.pid },
       { name: 'bench: fab-sim publisher + observer', pid: () => process.pid },
     ]);
     const memSampler = setInterval(() => watch.sample(), SAMPLE_MS);
 
-    const conn = await connect({ servers: nats.url, name: 'bench-fab-replay' });
-    nc = conn;
-    const js = jetstream(conn);
-    const r = new Replay(fab, store, js, conn);
-    replay = r;
-    r.start();
-
-    // Phase I warm-up: every chamber's first runs, round-robin by run index, as fast as the cluster
-    // takes them (at most FAB_WARMUP_BACKLOG in flight). Their completion times lie before the replay's origin.
-    const nowSeconds = Math.floor(Date.now() / 1000);
-    const maxCycle = Math.max(...fab.chambers.map((c) => c.contextDurationSeconds + c.overheadSeconds[1]));
-    const warmOrigin = nowSeconds - (P.warmupRuns + 1) * maxCycle;
-    r.pollMs = 500; // lags are not measured in the warm-up: spare the publisher's CPU
-    watch.begin();
-    const w0 = Date.now();
-    let lastLog = w0;
-    for (let k = 0; k < P.warmupRuns; k++) {
-      for (const ch of fab.chambers) {
-        while (r.backlog >= P.warmupBacklog) {
-          const c = cl.crashed();
-          if (c) throw new Error(c);
-          r.throwIfFailed();
-          await sleep(50);
-        }
-        await r.submit(
-          { chamber: ch.index, run: k, endSeconds: warmOrigin + (k + 1) * (ch.contextDurationSeconds + ch.overheadSeconds[1]) },
-          -1,
-          P.concurrency,
-        );
-        if (Date.now() - lastLog > 1_000) {
-          lastLog = Date.now();
-          const done = r.runs.filter((x) => x.committedAt !== undefined).length;
-          const total = fab.chambers.length * P.warmupRuns;
-          const left = remainingMs(done, total, Date.now() - w0);
-          progress.update(
-            `[${new Date().toISOString().slice(11, 19)}] warm-up ${textBar(done / total)} ${done} of ${total} runs committed · ${f1(done / ((Date.now() - w0) / 1000))} runs/s` +
-              (left === undefined ? '' : ` · about ${shortDuration(left)} left`),
-          );
-        }
+    let warm: WarmUp;
+    let warmState: Outcome['warmState'];
+    if (saved && P.warmState) {
+      warm = saved.warmup;
+      warmState = { restored: true, commit: saved.commit, savedAt: saved.savedAt, node: saved.node };
+      await heapSnapshots(cur.cl, 'after-restore');
+    } else {
+      warm = await warmUp(cur, fab, watch, notes);
+      await heapSnapshots(cur.cl, 'after-warmup');
+      if (P.warmState) {
+        // Saved with every process stopped (stores consistent on disk), then the same stores serve
+        // the measurement: this run's steps start on a restarted cluster, as every restored run's do.
+        const tag = cur.cl.tag;
+        const t0 = Date.now();
+        await stopLive(cur, 'fab-warmup-', 30_000);
+        live = {};
+        const commit = gitCommit();
+        saveWarmState<WarmUp>(P.warmState, paths, { ...key, tag, commit, node: process.version, savedAt: new Date().toISOString(), warmup: warm });
+        log(`warm-up saved to ${P.warmState} in ${shortDuration(Date.now() - t0)}; starting the cluster again over it`);
+        cur = await startLive(paths, fab, { seedFab: false, tag }, live);
+        warmState = { restored: false, commit, savedAt: new Date().toISOString(), node: process.version };
       }
     }
-    await r.flush();
-    const warmDrain = await r.drain(600_000, () => {
-      const c = cl.crashed();
-      if (c) throw new Error(c);
-    });
-    if (!Number.isFinite(warmDrain)) throw new Error('the warm-up did not drain within 600 s');
-    const warmSeconds = (Date.now() - w0) / 1000;
-    progress.done(`[${new Date().toISOString().slice(11, 19)}] warm-up: ${r.runs.length} runs committed in ${shortDuration(warmSeconds * 1000)}`);
-    const warmProcs = watch.end();
-    const warmRuns = r.runs.length;
-    const warmDead = r.runs.filter((x) => x.dead).length;
-    if (warmDead > 0) notes.push(`${warmDead} warm-up runs were dead-lettered`);
-    // Frozen limits on a sample of chambers (every chamber would take long on 5,000).
-    const sample = fab.chambers.filter((_, i) => i % Math.max(1, Math.floor(fab.chambers.length / 200)) === 0);
-    let frozen = 0;
-    for (const ch of sample) if ((await store.uchart.currentLimitSets(ch)).length > 0) frozen++;
-    log(
-      `warm-up: ${warmRuns} runs in ${f1(warmSeconds)} s = ${f1(warmRuns / warmSeconds)} runs/s; chambers with frozen limits ${frozen}/${sample.length} (sampled); ` +
-        `CPU ${warmProcs.map((p) => `${p.name} ${f0(p.cpuPct)}%`).join(', ')}`,
-    );
-
-    await heapSnapshots(cl, 'after-warmup');
+    const { r, cl } = cur;
+    const nowSeconds = Math.floor(Date.now() / 1000);
 
     // Paced steps.
     r.pollMs = POLL_MS;
@@ -1005,14 +1089,15 @@ async function main(): Promise<void> {
       if (res) cacheStats.push(`${d.name}: ${res.text.slice(0, 300)}`);
     }
     const maps = await controllerMaps(cl);
-    const { reportFrom: _r, resultFile: _f, logDir: _l, heapSnapshots: _h, ...params } = P;
+    const { reportFrom: _r, resultFile: _f, logDir: _l, heapSnapshots: _h, warmState: _w, ...params } = P;
     const outcome: Outcome = {
       params,
       fab,
       defenders: DEFENDERS,
       rtRate,
       rtSamples,
-      warmup: { runs: warmRuns, seconds: warmSeconds, rate: warmRuns / warmSeconds, procs: warmProcs, frozen, checked: sample.length },
+      warmup: warm,
+      ...(warmState ? { warmState } : {}),
       steps,
       memory: watch.hwm(),
       peakDetail: Object.fromEntries(watch.peakDetail),
@@ -1029,11 +1114,7 @@ async function main(): Promise<void> {
     log(`raw result: ${P.resultFile}`);
     publish(outcome);
   } finally {
-    replay?.stop();
-    await nc?.close().catch(() => undefined);
-    await cluster?.stop(P.logDir, 'fab-').catch(() => undefined);
-    await store?.close().catch(() => undefined);
-    await nats?.stop().catch(() => undefined);
+    await stopLive(live, 'fab-');
     rmSync(dir, { recursive: true, force: true });
     log(`process logs: ${P.logDir}`);
   }
@@ -1198,7 +1279,7 @@ function report(o: Outcome): string {
         ? 'Trace writing is bounded ahead (`FAB_PREWRITE=1`): before each step\'s window the traces of exactly the runs that window schedules are synthesized and written (column "pre-write s"), so in the window the publisher only publishes notifications, on schedule; in production the data-collection layer and its store writes run on other machines, and on this 2-core machine the trace synthesis (a CPU cost of the same order as the defenders\') would otherwise compete with the defenders and cap the offered load (the publisher, not the cluster, was the limit in trial runs). With `FAB_PREWRITE=0` each trace is written just before its notification, inside the window. '
         : 'Each trace is synthesized and written just before its notification, inside the window (`FAB_PREWRITE=0`: the data-collection layer on the same 2 cores as the cluster). ') +
       'Committed runs\' traces are deleted between steps (a retention job; disk would otherwise grow by ~2 MB per run). No trace blob is reused: the store keys a trace by (tool, chamber, run), so every run has its own. No excursions (this measures throughput, not detection).',
-    `- Warm-up (Phase I): every chamber's first ${q.warmupRuns} runs, round-robin, as fast as the cluster takes them (at most ${q.warmupBacklog} in flight): ${o.warmup.runs.toLocaleString('en-US')} runs in ${f0(o.warmup.seconds)} s = ${f1(o.warmup.rate)} runs/s (${f1(o.warmup.rate / o.rtRate)}x real time; the traces written inline by the publisher, which shares the 2 cores, and Phase I runs have no limits to check, so this is no capacity figure of the cluster); frozen limits on ${o.warmup.frozen}/${o.warmup.checked} sampled chambers afterwards.`,
+    `- Warm-up (Phase I): every chamber's first ${q.warmupRuns} runs, round-robin, as fast as the cluster takes them (at most ${q.warmupBacklog} in flight): ${o.warmup.runs.toLocaleString('en-US')} runs in ${f0(o.warmup.seconds)} s = ${f1(o.warmup.rate)} runs/s (${f1(o.warmup.rate / o.rtRate)}x real time; the traces written inline by the publisher, which shares the 2 cores, and Phase I runs have no limits to check, so this is no capacity figure of the cluster); frozen limits on ${o.warmup.frozen}/${o.warmup.checked} sampled chambers afterwards.` + warmStateText(o),
     `- Steps: the chambers' runs on their steady-state schedule (each chamber back to back, context + 1-5 min overhead, random phase; fab-sim's run model) at a speed factor for a ${q.stepSeconds} s window; ` +
       `the speed starts at ${q.speedStart}x and doubles (x${q.growth}) while sustained, then is bisected ${q.refine} times between the highest sustained and the lowest failed speed. Runs the publisher did not get out within the window are dropped. After each window the backlog drains before the next step starts.`,
     '- Sustained (tools/bench/fab-replay/sustain.ts): >= 90 % of the scheduled runs published; backlog trend (least-squares slope over 1 s samples) at most 2 % of the offered rate, or adding up over the window to at most max(10 runs, 1 s of offered runs); median lag of the last third of the window <= 2 x that of the first third + 1 s; the rest drained within max(10 s, 20 % of the window); no run lost, dead-lettered or committed without points.',
@@ -1233,6 +1314,17 @@ function report(o: Outcome): string {
  * Each defender's CPU by thread per window (from /proc/<pid>/task by OS thread name), when the run
  * recorded it (results from before it did not).
  */
+/** How the warm-up of a run with FAB_WARM_STATE came about ('' for a run without). */
+function warmStateText(o: Outcome): string {
+  const w = o.warmState;
+  if (!w) return '';
+  const restart =
+    'the steps ran on a cluster started again over the warmed stores (every process restarted: models and histories read back from the store on first use), not on the processes that warmed up';
+  return w.restored
+    ? ` **Restored, not run here** (FAB_WARM_STATE): the warm-up of commit ${w.commit} on ${w.node}, saved ${w.savedAt}; its figures (rate, the warm-up rows of the tables) are that run's; ${restart}.`
+    : ` Saved after it (FAB_WARM_STATE, commit ${w.commit}); ${restart}.`;
+}
+
 function threadCpuSection(o: Outcome): string[] {
   const windows: { label: string; procs: ProcResult[] }[] = [
     { label: 'warm-up (max speed)', procs: o.warmup.procs },
@@ -1300,7 +1392,7 @@ function balanceVerdicts(o: Outcome): string[] {
 
 /** `npm run bench:fab` with the FAB_* parameters this run was given (not where it put its files). */
 function reproduceCommand(): string {
-  const skip = new Set(['FAB_RESULT_FILE', 'FAB_LOG_DIR', 'FAB_REPORT_FROM', 'FAB_HEAP_SNAPSHOTS', 'FAB_WRITE']);
+  const skip = new Set(['FAB_RESULT_FILE', 'FAB_LOG_DIR', 'FAB_REPORT_FROM', 'FAB_HEAP_SNAPSHOTS', 'FAB_WRITE', 'FAB_WARM_STATE']);
   const given = Object.entries(process.env)
     .filter(([k, v]) => k.startsWith('FAB_') && !skip.has(k) && v !== undefined && v !== '')
     .sort(([a], [b]) => a.localeCompare(b))

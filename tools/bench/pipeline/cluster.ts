@@ -52,6 +52,11 @@ export interface BenchClusterOptions {
   coldStartWindowSeconds?: number;
   scaleWindowSeconds?: number;
   logLevel?: string;
+  /**
+   * The tag in the cluster's bucket names (`ids-<tag>`, `map-<tag>`, ...): a cluster started again
+   * over stores of an earlier one (a saved warm-up) must use that one's tag. Default: unique per cluster.
+   */
+  tag?: string;
 }
 
 export interface Proc {
@@ -98,7 +103,7 @@ export class BenchCluster {
 
   static async start(opts: BenchClusterOptions): Promise<BenchCluster> {
     const nc = await connect({ servers: opts.natsUrl });
-    const tag = `bench${++clusterNo}-${process.pid}`;
+    const tag = opts.tag ?? `bench${++clusterNo}-${process.pid}`;
     const c = new BenchCluster(opts, nc, tag);
     const kv = await openBucket(nc, `map-${tag}`, { history: 5 });
     const w = await new AssignmentMapBucket(kv, `map-${tag}`).watchPublications({
@@ -214,15 +219,22 @@ export class BenchCluster {
       check();
       let workers = 0;
       let ready = true;
+      // A cluster started again over stores of an earlier one sees that one's map first, and its
+      // first defender may hold every chamber until the others join: the newest map must still have
+      // every defender, and each defender workers, before the cluster counts as settled.
+      const m = this.latest();
+      let everyoneWorks = m !== undefined && m.defenderCount === defenders;
       for (const p of this.defenders()) {
         if ((await getJson(`${p.url}/health/ready`).catch(() => ({ status: 0 }))).status !== 200) {
           ready = false;
           break;
         }
         const res = await getJson(`${p.url}/api/v1/chambers`).catch(() => undefined);
-        workers += (res?.body as { chambers?: unknown[] } | undefined)?.chambers?.length ?? 0;
+        const own = (res?.body as { chambers?: unknown[] } | undefined)?.chambers?.length ?? 0;
+        if (own === 0 && chambers >= defenders) everyoneWorks = false;
+        workers += own;
       }
-      if (ready && workers === chambers) return;
+      if (ready && everyoneWorks && workers === chambers) return;
       if (Date.now() > deadline)
         throw new Error(
           `the defenders did not run a worker for each of ${chambers} chambers within ${timeoutMs} ms`,
@@ -239,10 +251,13 @@ export class BenchCluster {
       : undefined;
   }
 
-  /** Stops every process; with `logDir`, writes each one's stdout and stderr to `<logDir>/<prefix><name>.log`. */
-  async stop(logDir?: string, prefix = ''): Promise<void> {
+  /**
+   * Stops every process (SIGTERM, SIGKILL after `graceMs`); with `logDir`, writes each one's stdout
+   * and stderr to `<logDir>/<prefix><name>.log`.
+   */
+  async stop(logDir?: string, prefix = '', graceMs = 3000): Promise<void> {
     this.stopWatch?.();
-    await Promise.all(this.procs.map((p) => p.app.stop('SIGTERM', 3000)));
+    await Promise.all(this.procs.map((p) => p.app.stop('SIGTERM', graceMs)));
     if (logDir) {
       mkdirSync(logDir, { recursive: true });
       for (const p of this.procs)
