@@ -712,7 +712,7 @@ interface Outcome {
   rtSamples: number;
   warmup: WarmUp;
   /** With FAB_WARM_STATE: the warm-up was saved by this run (restored: false) or restored from an earlier one. */
-  warmState?: { restored: boolean; commit: string; savedAt: string; node: string };
+  warmState?: { restored: boolean; commit: string; savedAt: string; node: string; rewarm?: { runs: number; seconds: number } };
   steps: StepResult[];
   memory: { name: string; hwmMb: number; peakRssMb: number }[];
   /** Each defender's memory by kind at its highest sampled VmRSS (absent in results of older runs). */
@@ -913,19 +913,26 @@ function gitCommit(): string {
 }
 
 /**
- * Phase I warm-up: every chamber's first runs, round-robin by run index, as fast as the cluster
- * takes them (at most FAB_WARMUP_BACKLOG in flight). Their completion times lie before the replay's origin.
+ * Runs `runs` runs of every chamber from run index `firstRun` on, round-robin by run index, as fast
+ * as the cluster takes them (at most FAB_WARMUP_BACKLOG in flight), each completing at
+ * `endSeconds(chamber, k)` (before the replay's origin), and waits until all are committed. The
+ * Phase I warm-up is every chamber's first FAB_WARMUP_RUNS runs; the re-warm pass after a restart
+ * over saved stores is one more run per chamber (see {@link main}).
  */
-async function warmUp(live: Live, fab: FabSpec, watch: ProcessWatch, notes: string[]): Promise<WarmUp> {
+async function runPass(
+  live: Live,
+  fab: FabSpec,
+  watch: ProcessWatch,
+  notes: string[],
+  pass: { label: string; firstRun: number; runs: number; endSeconds: (ch: FabSpec['chambers'][number], k: number) => number },
+): Promise<WarmUp> {
   const { r, cl, store } = live;
-  const nowSeconds = Math.floor(Date.now() / 1000);
-  const maxCycle = Math.max(...fab.chambers.map((c) => c.contextDurationSeconds + c.overheadSeconds[1]));
-  const warmOrigin = nowSeconds - (P.warmupRuns + 1) * maxCycle;
-  r.pollMs = 500; // lags are not measured in the warm-up: spare the publisher's CPU
+  r.pollMs = 500; // lags are not measured here: spare the publisher's CPU
   watch.begin();
   const w0 = Date.now();
+  const runs0 = r.runs.length;
   let lastLog = w0;
-  for (let k = 0; k < P.warmupRuns; k++) {
+  for (let k = pass.firstRun; k < pass.firstRun + pass.runs; k++) {
     for (const ch of fab.chambers) {
       while (r.backlog >= P.warmupBacklog) {
         const c = cl.crashed();
@@ -933,44 +940,75 @@ async function warmUp(live: Live, fab: FabSpec, watch: ProcessWatch, notes: stri
         r.throwIfFailed();
         await sleep(50);
       }
-      await r.submit(
-        { chamber: ch.index, run: k, endSeconds: warmOrigin + (k + 1) * (ch.contextDurationSeconds + ch.overheadSeconds[1]) },
-        -1,
-        P.concurrency,
-      );
+      await r.submit({ chamber: ch.index, run: k, endSeconds: pass.endSeconds(ch, k) }, -1, P.concurrency);
       if (Date.now() - lastLog > 1_000) {
         lastLog = Date.now();
-        const done = r.runs.filter((x) => x.committedAt !== undefined).length;
-        const total = fab.chambers.length * P.warmupRuns;
+        const done = r.runs.slice(runs0).filter((x) => x.committedAt !== undefined).length;
+        const total = fab.chambers.length * pass.runs;
         const left = remainingMs(done, total, Date.now() - w0);
         progress.update(
-          `[${new Date().toISOString().slice(11, 19)}] warm-up ${textBar(done / total)} ${done} of ${total} runs committed · ${f1(done / ((Date.now() - w0) / 1000))} runs/s` +
+          `[${new Date().toISOString().slice(11, 19)}] ${pass.label} ${textBar(done / total)} ${done} of ${total} runs committed · ${f1(done / ((Date.now() - w0) / 1000))} runs/s` +
             (left === undefined ? '' : ` · about ${shortDuration(left)} left`),
         );
       }
     }
   }
   await r.flush();
-  const warmDrain = await r.drain(600_000, () => {
+  const drained = await r.drain(600_000, () => {
     const c = cl.crashed();
     if (c) throw new Error(c);
   });
-  if (!Number.isFinite(warmDrain)) throw new Error('the warm-up did not drain within 600 s');
+  if (!Number.isFinite(drained)) throw new Error(`the ${pass.label} did not drain within 600 s`);
   const seconds = (Date.now() - w0) / 1000;
-  progress.done(`[${new Date().toISOString().slice(11, 19)}] warm-up: ${r.runs.length} runs committed in ${shortDuration(seconds * 1000)}`);
+  const mine = r.runs.slice(runs0);
+  progress.done(`[${new Date().toISOString().slice(11, 19)}] ${pass.label}: ${mine.length} runs committed in ${shortDuration(seconds * 1000)}`);
   const procs = watch.end();
-  const runs = r.runs.length;
-  const dead = r.runs.filter((x) => x.dead).length;
-  if (dead > 0) notes.push(`${dead} warm-up runs were dead-lettered`);
+  const dead = mine.filter((x) => x.dead).length;
+  if (dead > 0) notes.push(`${dead} runs of the ${pass.label} were dead-lettered`);
   // Frozen limits on a sample of chambers (every chamber would take long on 5,000).
   const sample = fab.chambers.filter((_, i) => i % Math.max(1, Math.floor(fab.chambers.length / 200)) === 0);
   let frozen = 0;
   for (const ch of sample) if ((await store.uchart.currentLimitSets(ch)).length > 0) frozen++;
   log(
-    `warm-up: ${runs} runs in ${f1(seconds)} s = ${f1(runs / seconds)} runs/s; chambers with frozen limits ${frozen}/${sample.length} (sampled); ` +
+    `${pass.label}: ${mine.length} runs in ${f1(seconds)} s = ${f1(mine.length / seconds)} runs/s; chambers with frozen limits ${frozen}/${sample.length} (sampled); ` +
       `CPU ${procs.map((p) => `${p.name} ${f0(p.cpuPct)}%`).join(', ')}`,
   );
-  return { runs, seconds, rate: runs / seconds, procs, frozen, checked: sample.length };
+  return { runs: mine.length, seconds, rate: mine.length / seconds, procs, frozen, checked: sample.length };
+}
+
+/** The longest cycle (context + the longest overhead) of the fab's chambers, seconds. */
+function maxCycleOf(fab: FabSpec): number {
+  return Math.max(...fab.chambers.map((c) => c.contextDurationSeconds + c.overheadSeconds[1]));
+}
+
+/** Phase I warm-up: every chamber's first FAB_WARMUP_RUNS runs, completed before the replay's origin. */
+function warmUp(live: Live, fab: FabSpec, watch: ProcessWatch, notes: string[]): Promise<WarmUp> {
+  const maxCycle = maxCycleOf(fab);
+  const origin = Math.floor(Date.now() / 1000) - (P.warmupRuns + 1) * maxCycle;
+  return runPass(live, fab, watch, notes, {
+    label: 'warm-up',
+    firstRun: 0,
+    runs: P.warmupRuns,
+    endSeconds: (ch, k) => origin + (k + 1) * (ch.contextDurationSeconds + ch.overheadSeconds[1]),
+  });
+}
+
+/**
+ * After a restart over saved stores: one run per chamber (run index FAB_WARMUP_RUNS), so that the
+ * steps measure what a running defender holds (every owned chamber's history cached, its monitor
+ * model read, the code hot), not the cold caches of a restart. Each run completes within one cycle
+ * before now, after every warm-up run of its chamber (those ended at least a cycle before the
+ * warm-up began).
+ */
+function rewarm(live: Live, fab: FabSpec, watch: ProcessWatch, notes: string[]): Promise<WarmUp> {
+  const maxCycle = maxCycleOf(fab);
+  const now = Math.floor(Date.now() / 1000);
+  return runPass(live, fab, watch, notes, {
+    label: 're-warm',
+    firstRun: P.warmupRuns,
+    runs: 1,
+    endSeconds: (ch) => now - maxCycle + ch.contextDurationSeconds + ch.overheadSeconds[1],
+  });
 }
 
 async function main(): Promise<void> {
@@ -1043,11 +1081,14 @@ async function main(): Promise<void> {
       }
     }
     const { r, cl } = cur;
+    // A restarted cluster's caches are cold: one run per chamber first (not measured as a step).
+    const rewarmed = warmState ? await rewarm(cur, fab, watch, notes) : undefined;
+    if (warmState && rewarmed) warmState.rewarm = { runs: rewarmed.runs, seconds: rewarmed.seconds };
     const nowSeconds = Math.floor(Date.now() / 1000);
 
     // Paced steps.
     r.pollMs = POLL_MS;
-    const schedule = new SteadySchedule(fab, P.seed, P.warmupRuns);
+    const schedule = new SteadySchedule(fab, P.seed, P.warmupRuns + (rewarmed ? 1 : 0));
     const simClock = { t: 0, originSeconds: nowSeconds };
     const steps: StepResult[] = [];
     const tried: { speed: number; sustained: boolean }[] = [];
@@ -1319,7 +1360,10 @@ function warmStateText(o: Outcome): string {
   const w = o.warmState;
   if (!w) return '';
   const restart =
-    'the steps ran on a cluster started again over the warmed stores (every process restarted: models and histories read back from the store on first use), not on the processes that warmed up';
+    'the steps ran on a cluster started again over the warmed stores (every process restarted), not on the processes that warmed up' +
+    (w.rewarm
+      ? `; before the first step, one more run per chamber (${w.rewarm.runs.toLocaleString('en-US')} runs in ${f0(w.rewarm.seconds)} s, not measured) read every chamber's history and model back into the restarted defenders`
+      : '');
   return w.restored
     ? ` **Restored, not run here** (FAB_WARM_STATE): the warm-up of commit ${w.commit} on ${w.node}, saved ${w.savedAt}; its figures (rate, the warm-up rows of the tables) are that run's; ${restart}.`
     : ` Saved after it (FAB_WARM_STATE, commit ${w.commit}); ${restart}.`;

@@ -186,9 +186,11 @@ export class BenchCluster {
 
   /**
    * Waits until the newest map has `defenders` members and covers `chambers` chambers, every
-   * defender is ready and, between them, runs a worker for every chamber (claims done).
+   * defender is ready and, between them, runs a worker for every chamber (claims done), and no map
+   * was published for `quietMs` (a join's planned rebalance may follow the map that first has
+   * everyone).
    */
-  async settle(defenders: number, chambers: number, timeoutMs = 90_000): Promise<void> {
+  async settle(defenders: number, chambers: number, timeoutMs = 90_000, quietMs = 5_000): Promise<void> {
     const deadline = Date.now() + timeoutMs;
     const check = () => {
       const crashed = this.crashed();
@@ -234,7 +236,8 @@ export class BenchCluster {
         if (own === 0 && chambers >= defenders) everyoneWorks = false;
         workers += own;
       }
-      if (ready && everyoneWorks && workers === chambers) return;
+      const quiet = Date.now() - (this.publications[this.publications.length - 1]?.seenAt ?? 0) >= quietMs;
+      if (ready && everyoneWorks && workers === chambers && quiet) return;
       if (Date.now() > deadline)
         throw new Error(
           `the defenders did not run a worker for each of ${chambers} chambers within ${timeoutMs} ms`,
