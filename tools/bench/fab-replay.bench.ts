@@ -1441,7 +1441,9 @@ function reproduceCommand(): string {
     .filter(([k, v]) => k.startsWith('FAB_') && !skip.has(k) && v !== undefined && v !== '')
     .sort(([a], [b]) => a.localeCompare(b))
     .map(([k, v]) => `${k}=${v}`);
-  return [...given, 'npm run bench:fab'].join(' ');
+  // The folder is this machine's; that the run kept or restored its warm-up is not.
+  const warm = process.env['FAB_WARM_STATE'] ? ['FAB_WARM_STATE=<dir>'] : [];
+  return [...given, ...warm, 'npm run bench:fab'].join(' ');
 }
 
 function publish(outcome: Outcome): void {
