@@ -503,13 +503,22 @@ export class ChaosCluster {
     return id;
   }
 
+  /**
+   * How much longer than at a suite's own size (tens of chambers) the hang guards of this cluster's
+   * waits are: a GigaFab-size run (`--chambers 20000`) claims thousands of chambers per defender
+   * after a crash, which takes minutes on 2 cores. 1 up to 2,000 chambers (every CI run).
+   */
+  get waitScale(): number {
+    return Math.max(1, this.chambers.length / 2000);
+  }
+
   async waitForMap(what: string, pred: (m: MapRecord) => boolean, timeoutMs = 60_000): Promise<MapRecord> {
     let found: MapRecord | undefined;
     await waitFor(what, async () => {
       const l = this.latest();
       if (l && pred(l)) found = l;
       return found !== undefined;
-    }, timeoutMs, 25);
+    }, timeoutMs * this.waitScale, 25);
     return this.current();
   }
 
@@ -537,7 +546,7 @@ export class ChaosCluster {
       if (!ids.every((id) => seen.get(id) === m.map.version)) return false;
       stable = m;
       return true;
-    }, timeoutMs, 50);
+    }, timeoutMs * this.waitScale, 50);
     return stable ?? this.current();
   }
 

@@ -126,7 +126,7 @@ async function replace(run: ScenarioRun, victimIds: readonly string[], label: st
   const c = run.cluster;
   const before = c.maps.length;
   const pods = await Promise.all(victimIds.map(() => c.startDefender(newPod())));
-  await waitFor('replacements heartbeating', async () => pods.every((p) => c.defenderIdOf(p) !== undefined), 60_000, 50);
+  await waitFor('replacements heartbeating', async () => pods.every((p) => c.defenderIdOf(p) !== undefined), 60_000 * c.waitScale, 50);
   const ids = pods.map((p) => c.idOf(p)).sort();
   const m = await c.waitStable(60_000);
   const rejoin = c.maps.slice(before);
