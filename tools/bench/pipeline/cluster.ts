@@ -240,7 +240,9 @@ export class BenchCluster {
       if (ready && everyoneWorks && workers === chambers && quiet) return;
       if (Date.now() > deadline)
         throw new Error(
-          `the defenders did not run a worker for each of ${chambers} chambers within ${timeoutMs} ms`,
+          `the cluster did not settle within ${timeoutMs} ms: ${ready ? '' : 'a defender not ready; '}${workers} of ${chambers} chambers with a worker` +
+            `${everyoneWorks ? '' : `; newest map ${m ? `v${m.version} with ${m.defenderCount} of ${defenders} defenders` : 'none'} or a defender without chambers`}` +
+            `${quiet ? '' : `; a map published less than ${quietMs} ms ago`}`,
         );
       await new Promise((r) => setTimeout(r, 200));
     }
