@@ -63,6 +63,8 @@ describeWithInfra(
     it('an R3 stream keeps every message when its leader is killed; another node is elected', async () => {
       // Set-up calls wait as long as a busy machine needs (a stream of 3 replicas needs its peers' votes).
       await (await jetstreamManager(nc, { timeout: SETUP_TIMEOUT_MS })).streams.add({ name: 'R3', subjects: ['r3.>'], num_replicas: 3, storage: StorageType.File });
+      // A new replicated stream answers publications only once its leader is elected ("no responders" before).
+      await cluster.waitStreamCurrent(nc, 'R3', SETUP_TIMEOUT_MS);
       for (let i = 0; i < 20; i++) await jetstream(nc, { timeout: SETUP_TIMEOUT_MS }).publish('r3.a', `m${i}`, { msgID: `id-${i}` });
       const jsm = await jetstreamManager(nc);
       const js = jetstream(nc);
@@ -96,6 +98,7 @@ describeWithInfra(
 
     it('an R3 KV bucket survives killing its leader: values and revisions kept, compare-and-set still fenced', async () => {
       const kv = await new Kvm(nc).create('assignments-r3', { history: 5, replicas: 3 });
+      await cluster.waitStreamCurrent(nc, 'KV_assignments-r3', SETUP_TIMEOUT_MS);
       const r1 = await kv.put('map', 'v1');
       const leader = await cluster.waitStreamCurrent(nc, 'KV_assignments-r3');
       expect((await cluster.kvLeader(nc, 'assignments-r3'))?.name).toBe(leader.name);
@@ -199,6 +202,7 @@ describeWithInfra(['nats'], 'a partitionable 3-node NATS cluster (routes through
   it('a node cut off from its peers keeps running but leads nothing; the majority keeps the stream; healed, it catches up', async () => {
     // Set-up calls wait as long as a busy machine needs (a stream of 3 replicas needs its peers' votes).
     await (await jetstreamManager(nc, { timeout: SETUP_TIMEOUT_MS })).streams.add({ name: 'PART', subjects: ['part.>'], num_replicas: 3, storage: StorageType.File });
+    await cluster.waitStreamCurrent(nc, 'PART', SETUP_TIMEOUT_MS);
     for (let i = 0; i < 5; i++) await jetstream(nc, { timeout: SETUP_TIMEOUT_MS }).publish('part.a', `m${i}`, { msgID: `p-${i}` });
     // Set-up and read calls get the same hang guard: a busy machine may take seconds to answer one.
     const jsm = await jetstreamManager(nc, { timeout: SETUP_TIMEOUT_MS });

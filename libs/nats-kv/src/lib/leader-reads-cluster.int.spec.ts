@@ -79,6 +79,8 @@ describeWithInfra(['nats'], 'leader reads on a partitioned 3-node NATS cluster',
       60_000,
       500,
     );
+    // A new replicated stream answers publications only once its leader is elected ("no responders" before).
+    await cluster.waitStreamCurrent(nc, 'NOTES');
     const js = jetstream(nc);
     const subject = 'dc.t1.c1.completed';
     for (let i = 0; i < 3; i++) await js.publish(subject, `run-${i}`);
@@ -129,6 +131,8 @@ describeWithInfra(['nats'], 'leader reads on a partitioned 3-node NATS cluster',
     await waitFor('maps-r3 created', async () => !!(kv = await new Kvm(nc).create('maps-r3', { history: 5, replicas: 3 })), 60_000, 500);
     if (!kv) throw new Error('unreachable');
     const bucket = kv;
+    // The bucket's stream answers writes only once its leader is elected ("no responders" before).
+    await cluster.waitStreamCurrent(nc, 'KV_maps-r3');
     await bucket.put('head', 'v1');
     await cluster.waitStreamCurrent(nc, 'KV_maps-r3');
     await leaderAwayFromN0('KV_maps-r3');

@@ -30,6 +30,8 @@ describeWithInfra(['nats'], 'publication of a message whose first attempt is sti
   it('is not acknowledged until the stream holds it; once the leader is back among its peers the retry stores it exactly once', async () => {
     const jsm = await jetstreamManager(nc, { timeout: 10_000 });
     await waitFor('PUBS created', async () => !!(await jsm.streams.add({ name: 'PUBS', subjects: ['pubs.>'], num_replicas: 3, storage: StorageType.File })), 60_000, 500);
+    // A new replicated stream answers publications only once its leader is elected ("no responders" before).
+    await cluster.waitStreamCurrent(nc, 'PUBS');
     await jetstream(nc).publish('pubs.a', 'before', { msgID: 'before' });
     const leader = await cluster.waitStreamCurrent(nc, 'PUBS');
 

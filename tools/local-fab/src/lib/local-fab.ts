@@ -329,7 +329,9 @@ export class LocalFab {
         if (n > 1) return natsMetaPeersReady(nodes.map((x, i) => ({ name: `n${i}`, monitorPort: x.monitor })));
         return (await Promise.all(nodes.map(async (x) => (await fetch(`http://127.0.0.1:${x.monitor}/healthz?js-enabled-only=true`)).ok))).every(Boolean);
       },
-      n === 1 ? 20_000 : 60_000,
+      // Hang guards: a node's first statistics reach the meta leader on a backing-off timer, which a
+      // machine busy with other work (a CI running beside this) stretches past a minute.
+      n === 1 ? 20_000 : 120_000,
       100,
     );
     this.natsUrl = nodes.map((x) => `nats://127.0.0.1:${x.port}`).join(',');
@@ -346,7 +348,7 @@ export class LocalFab {
           if (err instanceof NatsUnavailableError) return false;
           throw err;
         }
-      }, 60_000, 250);
+      }, 120_000, 250);
     }
   }
 
