@@ -42,6 +42,13 @@ export const defenderEnvSchema = z.object({
    */
   TRACE_MEMORY_MB: env.int(32, 1, 65_536),
   /**
+   * Runs at once that read a chamber's whole history (a Phase I fit, a baseline extension): the
+   * largest transient of a run (every baseline point of 30+ runs decoded, the fit's matrices, the
+   * model's JSON). V8 keeps the pages of its heap's peak resident after a collection (its page pool),
+   * so fits running side by side set a defender's RSS for good (ADR 0014).
+   */
+  MAX_CONCURRENT_FITS: env.int(1, 1, 1000),
+  /**
    * Seconds between returns of the C heap's free pages to the kernel (glibc malloc_trim; 0: never).
    * glibc keeps memory freed between live blocks resident. A trim costs a few milliseconds.
    */

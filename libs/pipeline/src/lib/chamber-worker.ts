@@ -55,6 +55,12 @@ export interface WorkerDeps {
   readonly cache: HistoryProvider;
   readonly semaphore: Semaphore;
   /**
+   * Bounds the evaluations that read the chamber's whole history (Phase I completing, a baseline
+   * extension) running at once across chambers; taken inside a run's slot of `semaphore`, for the
+   * full read and the evaluation on it. Without it, as many as `semaphore` allows.
+   */
+  readonly fitSlots?: Semaphore;
+  /**
    * Bounds the bytes of traces held by runs in flight (TRACE_MEMORY_MB): a run reserves its declared
    * size before its attempts (waiting does not count against the attempt timeout); an undeclared
    * size is charged once the trace is read. Without it, traces are not bounded.
@@ -95,7 +101,8 @@ interface AttemptState {
   readonly abandoned: AbortSignal;
   outageMs: number;
   /**
-   * Time the attempt spent evaluating its run: bounded CPU work that cannot hang, so it does not count
+   * Time the attempt spent evaluating its run (and waiting for a fit slot, i.e. for other runs'
+   * evaluations): bounded CPU work that cannot hang, so it does not count
    * against the attempt's timeout (on a saturated machine a Phase I fit of thousands of indicators
    * outlasted the timeout; the attempt was abandoned at its next write and the fit done again, up to
    * a dead letter of a valid run).
@@ -572,8 +579,18 @@ export class ChamberWorker {
         // The steady state's history was not enough for this run (Phase I completes, a chart reads
         // further back): read as much as it asks for and judge it again.
         if (!(err instanceof HistoryTooShortError)) throw err;
-        const more = await moreHistory(err.runs);
-        evaluation = judge({ history: more.runs, historyLimit: more.limit });
+        // The whole history and a fit on it are a run's largest transient: a few at a time (fitSlots).
+        // Waiting for a slot, like evaluating, is bounded work of other runs: not against the timeout.
+        const waitFrom = this.deps.monotonic();
+        const releaseFit = await this.deps.fitSlots?.acquire();
+        const waitedMs = this.deps.monotonic() - waitFrom;
+        if (this.currentAttempt) this.currentAttempt.evaluationMs += waitedMs;
+        try {
+          const more = await moreHistory(err.runs);
+          evaluation = judge({ history: more.runs, historyLimit: more.limit });
+        } finally {
+          releaseFit?.();
+        }
       }
       if (this.currentAttempt) this.currentAttempt.evaluationMs += evaluationMs;
       this.deps.observer?.stage?.('evaluate', evaluationMs);

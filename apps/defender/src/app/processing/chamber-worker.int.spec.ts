@@ -1038,3 +1038,86 @@ describeWithInfra(['nats'], 'ChamberWorker reading more history when a run needs
     });
   });
 });
+
+describeWithInfra(['nats'], 'ChamberWorker fits a few at a time (fitSlots), against real NATS and SQLite', () => {
+  /**
+   * Three chambers complete Phase I together. Returns the most whole-history reads held at once (from
+   * the read's start to the end of the evaluation on it; each read made 50 ms slower so that they can
+   * overlap) and the chambers' fitted models.
+   */
+  async function fitTogether(fitSlots: Semaphore | undefined): Promise<{ maxHeld: number; models: number[] }> {
+    let maxHeld = 0;
+    const models: number[] = [];
+    await withChamber('worker-fit-slots-', async ({ nc, store, reader }) => {
+      const chambers = ['c1', 'c2', 'c3'].map((chamberId) => ({ toolId: 't1', chamberId }));
+      for (const ch of chambers.slice(1)) {
+        await store.chamberMetadata.upsert({ ...ch, svidCount: 1, collectionFreqHz: 1, contextDurationSeconds: 60, weight: 60, lastUpdated: new Date(), source: 'configured', observedRuns: 0 });
+      }
+      const base = createRunEvaluator();
+      // The whole histories read (every point) and not yet evaluated.
+      const whole = new WeakSet<object>();
+      let held = 0;
+      const evaluator: RunEvaluator = {
+        historyRuns: (s, sc) => base.historyRuns(s, sc),
+        fullHistoryRuns: (s, sc) => base.fullHistoryRuns(s, sc),
+        evaluate: (input) => {
+          try {
+            return base.evaluate(input);
+          } finally {
+            if (whole.delete(input.history)) held--;
+          }
+        },
+      };
+      const cached = new UChartHistoryCache({ source: store.uchart, sizeMb: 8, runsPerChamber: base.historyRuns(undefined), leaveOut: isBaselineData });
+      const cache: WorkerDeps['cache'] = {
+        record: (run) => cached.record(run),
+        invalidate: (ref) => cached.invalidate(ref),
+        history: async (ref, opts) => {
+          if (!opts.allPoints) return cached.history(ref, opts);
+          maxHeld = Math.max(maxHeld, ++held);
+          await new Promise((r) => setTimeout(r, 50));
+          const runs = await cached.history(ref, opts);
+          whole.add(runs);
+          return runs;
+        },
+      };
+      const deps = { ...workerDeps({ nc, reader, cache: cached, store, deadLetters: [], now: () => new Date() }), evaluator, cache, ...(fitSlots ? { fitSlots } : {}) };
+      const workers = chambers.map(
+        (ch) => new ChamberWorker(ch, 1, deps, { processTimeoutMs: 30_000, maxAttempts: 3, idlePollMs: 60_000, maxTracePoints: 1_000_000, maxOutageBackoffMs: 1000, ownerId: 'defender-0' }),
+      );
+      const byKey = new Map(chambers.map((ch, i) => [ch.chamberId, workers[i]!]));
+      const feed = await watchNotifications(nc, (s, seq) => byKey.get(s.split('.')[2] ?? '')?.notify(seq));
+      for (const w of workers) w.start(() => undefined);
+      const rand = seededRandom(7);
+      const last = new Map<string, number>();
+      // Every chamber's runs written first, then published round-robin: the three Phase I completions arrive together.
+      const bodies: { ch: (typeof chambers)[number]; body: string }[] = [];
+      for (let k = 0; k < 31; k++) {
+        for (const ch of chambers) {
+          const offset = normalDeviate(rand);
+          const values = new Float64Array(60).map(() => 50 + offset + 0.1 * normalDeviate(rand));
+          await store.traces.write({ ...ch, runId: `r${k}`, timing: { kind: 'regular', startSeconds: 1_800_000_000 + k * 60, frequencyHz: 1 }, svids: new Map([[SVIDS[0]!, values]]), steps: [] });
+          const start = new Date(Date.UTC(2026, 10, 25, 0, k)).toISOString();
+          bodies.push({ ch, body: JSON.stringify({ schema: 1, ...ch, runId: `r${k}`, recipe: 'R', contextWindow: { start, end: start }, svids: SVIDS, trace: { store: 'default' }, completedAt: start }) });
+        }
+      }
+      for (const { ch, body } of bodies) last.set(ch.chamberId, (await jetstream(nc).publish(notificationSubject(ch.toolId, ch.chamberId), body)).seq);
+      await waitFor('every run of the three chambers applied', async () => workers.every((w, i) => w.mark === last.get(chambers[i]!.chamberId)), 90_000);
+      await Promise.all(workers.map((w) => w.stop()));
+      await feed.stop();
+      cached.close();
+      for (const ch of chambers) models.push((await store.uchart.currentLimitSets(ch)).find((l) => l.indicatorKey === 'R|m:model')?.version ?? 0);
+    });
+    return { maxHeld, models };
+  }
+
+  it('holds one whole history at a time with one slot, and fits every chamber', async () => {
+    expect(await fitTogether(new Semaphore(1))).toEqual({ maxHeld: 1, models: [1, 1, 1] });
+  }, 120_000);
+
+  it('without the bound, the same completions hold several at once (what the slot prevents)', async () => {
+    const { maxHeld, models } = await fitTogether(undefined);
+    expect(models).toEqual([1, 1, 1]);
+    expect(maxHeld).toBeGreaterThan(1);
+  }, 120_000);
+});

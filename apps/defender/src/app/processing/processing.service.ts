@@ -53,6 +53,7 @@ export class ProcessingService implements ChamberWork, OnApplicationBootstrap, O
   /** The newest map membership applied, for a supervisor created after it. */
   private lastApplied: { readonly owned: readonly string[]; readonly mapVersion: number } | undefined;
   private readonly semaphore: Semaphore;
+  private readonly fitSlots: Semaphore;
   private readonly traceBudget: ByteBudget;
   private cache: UChartHistoryCache | undefined;
   private reader: NotificationReader | undefined;
@@ -85,6 +86,7 @@ export class ProcessingService implements ChamberWork, OnApplicationBootstrap, O
   ) {
     store.addObserver(metrics.storeOperationDone);
     this.semaphore = new Semaphore(config.MAX_CONCURRENT_MESSAGES);
+    this.fitSlots = new Semaphore(config.MAX_CONCURRENT_FITS);
     this.traceBudget = new ByteBudget(config.TRACE_MEMORY_MB * 1024 * 1024);
     // Only where the store's chunk copies are the main thread's garbage (Cassandra's rows share the
     // driver's frame buffers). The SQLite store reads on its own thread and frees each copy as it reads
@@ -320,6 +322,7 @@ export class ProcessingService implements ChamberWork, OnApplicationBootstrap, O
       evaluator: this.evaluator,
       cache,
       semaphore: this.semaphore,
+      fitSlots: this.fitSlots,
       traceBudget: this.traceBudget,
       // A trace's arrays outlive young collections (a run holds them across its reads): without
       // this they would stay resident until the next full collection.
