@@ -128,7 +128,6 @@ export {
   parseWith,
   runNotificationSchema,
   splitChamberKey,
-  stableIdClaimSchema,
   subjectTokenSchema,
   tokenSchema,
 } from './lib/cluster';

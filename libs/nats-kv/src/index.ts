@@ -13,6 +13,7 @@ export type { BucketOptions } from './lib/buckets';
 export { MAX_GENERATION, STALE_AFTER_INTERVALS, StableIdRegistry } from './lib/stable-ids';
 export type { HeldClaim, StableIdOptions } from './lib/stable-ids';
 export { HeartbeatBucket } from './lib/heartbeats';
+export { HeartbeatWriter } from './lib/heartbeat-writer';
 export type { BadHeartbeat, ObservedHeartbeat } from './lib/heartbeats';
 export {
   ASSIGNMENT_MAP_KEY,

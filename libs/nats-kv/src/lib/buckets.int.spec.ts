@@ -7,7 +7,7 @@ import {
   heartbeatSchema,
   MAX_RATES_PER_HEARTBEAT,
   StableIdClaim,
-  stableIdClaimSchema,
+  parseStableIdClaim,
 } from '@defender/contracts';
 import { describeWithInfra, SecuredNatsServer, startSecuredNatsServer, testNatsConnectOptions } from '@defender/infra-harness';
 import { AssignmentMapBucket } from './assignment-map';
@@ -22,17 +22,19 @@ const TOO_LARGE = /message size exceeds maximum allowed/;
 
 /** A stable-ID claim with every field at its longest. */
 function largestClaim(): StableIdClaim {
-  return stableIdClaimSchema.parse({
-    schema: 1,
-    defenderId: 'defender-999999',
-    ownerId: 'o'.repeat(128),
-    podName: 'p'.repeat(253),
-    claimedAt: T,
-    refreshedAt: T,
-    generation: 2 ** 21 - 1,
-    intervalSeconds: 2,
-    released: true,
-  });
+  return parseStableIdClaim(
+    JSON.stringify({
+      schema: 1,
+      defenderId: 'defender-999999',
+      ownerId: 'o'.repeat(128),
+      podName: 'p'.repeat(253),
+      claimedAt: T,
+      refreshedAt: T,
+      generation: 2 ** 21 - 1,
+      intervalSeconds: 2,
+      released: true,
+    }),
+  );
 }
 
 /** A heartbeat with every field at its longest: 64 rates of chamber keys of 257 characters. */

@@ -1,15 +1,11 @@
 import type { NatsConnection } from '@nats-io/nats-core';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { Bucket, Kvm, KV } from '@nats-io/kv';
+import { DEFAULT_BUCKETS } from './bucket-names';
 import { isStreamNotFound, mapKvError, StreamMissingError } from './errors';
 import { MAX_MAP_VALUE_BYTES } from './map-chunks';
 
-/** Bucket names from the seeds (overridable through NATS_KV_* variables in the apps). */
-export const DEFAULT_BUCKETS = {
-  stableIds: 'stable-ids',
-  heartbeats: 'defender-heartbeats',
-  assignments: 'defender-assignments',
-} as const;
+export { DEFAULT_BUCKETS };
 
 /**
  * Room for the headers NATS counts in a message's size against `max_msg_size` (a KV write carries

@@ -1,6 +1,7 @@
 import type { KV } from '@nats-io/kv';
-import { Heartbeat, InvalidMessageError, parseHeartbeat } from '@defender/contracts';
+import { type Heartbeat, InvalidMessageError, parseHeartbeat } from '@defender/contracts';
 import { DEFAULT_BUCKETS, listKeys } from './buckets';
+import { HeartbeatWriter } from './heartbeat-writer';
 import { mapKvError } from './errors';
 
 /** A heartbeat as read from the bucket. */
@@ -26,28 +27,9 @@ export interface BadHeartbeat {
  * when it last saw a key's revision change, on its own monotonic clock, never from KV expiry (NATS
  * before 2.11 sends no watch event when an entry ages out) nor from a stored time.
  */
-export class HeartbeatBucket {
-  constructor(
-    private readonly kv: KV,
-    private readonly bucket: string = DEFAULT_BUCKETS.heartbeats,
-  ) {}
-
-  /** Publishes (overwrites) this defender's heartbeat. */
-  async publish(hb: Heartbeat): Promise<number> {
-    try {
-      return await this.kv.put(hb.defenderId, JSON.stringify(hb));
-    } catch (err) {
-      throw mapKvError(err, this.bucket, hb.defenderId);
-    }
-  }
-
-  /** Removes this defender's heartbeat on a clean shutdown, so the controller sees a leave at once. */
-  async remove(defenderId: string): Promise<void> {
-    try {
-      await this.kv.delete(defenderId);
-    } catch (err) {
-      throw mapKvError(err, this.bucket, defenderId);
-    }
+export class HeartbeatBucket extends HeartbeatWriter {
+  constructor(kv: KV, bucket: string = DEFAULT_BUCKETS.heartbeats) {
+    super(kv, bucket);
   }
 
   /** Every current heartbeat, and the entries that are not valid heartbeats. */

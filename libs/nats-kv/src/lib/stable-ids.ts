@@ -1,7 +1,8 @@
 import type { KV, KvEntry } from '@nats-io/kv';
 import { performance } from 'node:perf_hooks';
-import { defenderIdOf, InvalidMessageError, parseStableIdClaim, StableIdClaim } from '@defender/contracts';
-import { DEFAULT_BUCKETS } from './buckets';
+// Nothing that loads zod: the defender's heartbeat thread refreshes its claim with this (ADR 0014).
+import { defenderIdOf, InvalidMessageError, parseStableIdClaim, type StableIdClaim } from '@defender/contracts/stable-id';
+import { DEFAULT_BUCKETS } from './bucket-names';
 import { ClaimLostError, mapKvError, PoolExhaustedError, RevisionConflictError } from './errors';
 
 export interface StableIdOptions {

@@ -1,4 +1,4 @@
-import type { HeldClaim } from '@defender/nats-kv';
+import type { HeldClaim } from '@defender/nats-kv/heartbeat';
 import type { HeartbeatSnapshot } from './heartbeat-beater';
 
 /** Marks the worker data of a heartbeat thread (the entry refuses to run without it). */

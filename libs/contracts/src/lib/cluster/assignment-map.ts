@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { chamberKeySchema, defenderIdSchema, isoTimeSchema } from './shared';
 import { InvalidMessageError, parseWith } from './parse';
+import { DEFENDER_ID_PATTERN } from './stable-id';
 
 export const LIFECYCLE_STATES = ['cold_start', 'post_cold_start', 'stable'] as const;
 export const CLUSTER_STATES = ['STABLE', 'SCALING', 'REBALANCING', 'EMERGENCY'] as const;
@@ -135,9 +136,8 @@ export const assignmentMapHeadSchema = z
 
 export type AssignmentMapHead = z.infer<typeof assignmentMapHeadSchema>;
 
-/** ids.ts's chamberKeySchema and defenderIdSchema as plain expressions (20,000 entries per map: zod per entry is slow). */
+/** ids.ts's chamberKeySchema as a plain expression (and stable-id.ts's DEFENDER_ID_PATTERN for defenderIdSchema) (20,000 entries per map: zod per entry is slow). */
 export const CHAMBER_KEY_PATTERN = /^[A-Za-z0-9_-]{1,128}:[A-Za-z0-9_-]{1,128}$/;
-export const DEFENDER_ID_PATTERN = /^defender-(0|[1-9]\d{0,5})$/;
 
 /** One entry of a chunk: chamber key, owner, lastMovedAt (epoch ms, 0 when the chamber never moved). */
 export type MapChunkEntry = [chamber: string, owner: string, lastMovedAt: number];

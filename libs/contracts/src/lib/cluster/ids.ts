@@ -1,7 +1,8 @@
 import { z } from 'zod';
+import { DEFENDER_ID_PATTERN } from './stable-id';
 
 /** `defender-<n>`, n a non-negative integer without leading zeros. */
-export const defenderIdSchema = z.string().regex(/^defender-(0|[1-9]\d{0,5})$/, 'must look like defender-<n>');
+export const defenderIdSchema = z.string().regex(DEFENDER_ID_PATTERN, 'must look like defender-<n>');
 
 export type DefenderId = z.infer<typeof defenderIdSchema>;
 
@@ -13,10 +14,6 @@ export const chamberKeySchema = z
   .string()
   .regex(/^[A-Za-z0-9_-]{1,128}:[A-Za-z0-9_-]{1,128}$/, 'must look like <tool_id>:<chamber_id>');
 
-export function defenderIdOf(n: number): string {
-  if (!Number.isInteger(n) || n < 0) throw new RangeError(`defender number must be a non-negative integer, got ${n}`);
-  return `defender-${n}`;
-}
 
 /** The n of `defender-<n>`, or undefined when `id` is not a defender id. */
 export function defenderNumberOf(id: string): number | undefined {

@@ -1,17 +1,7 @@
 import { z } from 'zod';
+import { InvalidMessageError } from './invalid-message';
 
-/** A message or stored record that does not match its schema; `reason` is short and loggable. */
-export class InvalidMessageError extends Error {
-  override readonly name = 'InvalidMessageError';
-
-  constructor(
-    readonly kind: string,
-    readonly reason: string,
-    options?: { cause?: unknown },
-  ) {
-    super(`invalid ${kind}: ${reason}`, options);
-  }
-}
+export { InvalidMessageError };
 
 /**
  * Decodes UTF-8 JSON and validates it against `schema`.
