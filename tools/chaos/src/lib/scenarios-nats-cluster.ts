@@ -116,14 +116,14 @@ async function nodeFault(
   if (crashes.length > 0) {
     run.note(
       'Crash maps here come from heartbeats that could not be written while the heartbeat bucket had no leader: a JetStream leader election ' +
-        '(several seconds on nats-server 2.9) outlasts the crash detection of these intervals. Defenders that kept running are judged dead and ' +
+        '(several seconds) outlasts the crash detection of these intervals. Defenders that kept running are judged dead and ' +
         'their chambers move; the invariants still hold (fencing), but the controller cannot tell a NATS election from crashes.',
     );
   }
   run.measure({ name: 'chambers moved', value: moved.length, unit: 'count', target: '0', verdict: moved.length === 0 ? 'met' : 'missed' });
   return run.finish((ev: ChamberEvidence[]) => {
     const during = ev.flatMap((ch) => ch.committed.filter((r) => r.committedAt >= faultAt && r.committedAt < healedAt)).length;
-    run.measure({ name: 'runs committed while the node was out', value: during, unit: 'count', verdict: 'info', note: 'two nodes keep a quorum, but what the lost node led has no leader until JetStream elects one (seconds on nats-server 2.9)' });
+    run.measure({ name: 'runs committed while the node was out', value: during, unit: 'count', verdict: 'info', note: 'two nodes keep a quorum, but what the lost node led has no leader until JetStream elects one (seconds)' });
     const after = ev.flatMap((ch) => ch.committed.filter((r) => r.committedAt >= faultAt).map((r) => r.committedAt));
     const first = after.length ? Math.min(...after) : null;
     if (first !== null) run.mark(first, 'first run committed after the fault');
