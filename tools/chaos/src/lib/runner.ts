@@ -170,7 +170,7 @@ export class ScenarioRun {
     await pub.quiesce();
     const orphaned = await c.chambersWithoutWorker();
     // A chamber whose owner runs no worker for it never catches up by itself: do not wait long.
-    const behind = await waitCaughtUp(c, pub, orphaned.length > 0 ? 20_000 : 60_000);
+    const behind = await waitCaughtUp(c, pub, (orphaned.length > 0 ? 20_000 : 60_000) * c.waitScale);
     const evidence = await storeEvidence(c, pub);
     const streams = await streamEvidence(c);
     const found: InvariantResult[] = [...checkInvariants(evidence, streams, { natsCluster: c.natsCluster !== undefined }), checkMapSequence(c.mapHeads)];

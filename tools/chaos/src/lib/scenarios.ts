@@ -1,7 +1,7 @@
 import { waitFor } from '@defender/infra-harness';
 import { analyseTakeover, ChamberEvidence, chambersOf, mapVersionOfEpoch, percentile, TakeoverAnalysis, takeoverWithout } from './analysis';
 import { isAlive, MapRecord, Proc } from './cluster';
-import { fencedLogLines, logLines } from './evidence';
+import { fencedLogLines, logLines, waitCaughtUp } from './evidence';
 import { ScenarioOutcome, ScenarioRun, sleep, Suite } from './runner';
 import { DEFAULT_SETTINGS, detectionSeconds, failoverBoundSeconds, targetsFor, type ClusterSettings } from './settings';
 
@@ -25,6 +25,12 @@ export async function bringUp(suite: Suite, n: number): Promise<MapRecord> {
   suite.publisher.resume();
   const m = await c.waitStable(120_000);
   suite.publisher.pause();
+  // The runs published so far (every chamber's warm-up) are processed before the first scenario: at
+  // a suite's own size that takes seconds, at 20,000 chambers (120,000 warm-up runs) many minutes, and
+  // a scenario started on that backlog measured the backlog, not its fault. A hang guard of 20 ms
+  // per run (50 runs/s; the cluster does more).
+  const behind = await waitCaughtUp(c, suite.publisher, Math.max(60_000, suite.publisher.total() * 20));
+  if (behind.length > 0) throw new Error(`bring-up: ${behind.length} chambers did not process their published runs (${behind.slice(0, 3).join(', ')})`);
   return m;
 }
 
