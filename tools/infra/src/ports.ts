@@ -1,5 +1,7 @@
-import { readFileSync } from 'node:fs';
+import { mkdirSync, openSync, readFileSync, unlinkSync, writeSync, closeSync } from 'node:fs';
 import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 
 /**
  * Ports this process handed out, so two servers of one test never get the same one before either
@@ -19,6 +21,75 @@ function ephemeralLow(): number {
     return Number.isInteger(low) && low > 0 ? low : 32768;
   } catch {
     return 32768;
+  }
+}
+
+/**
+ * Ports handed out by live test processes of this machine, one file each (its content the holder's
+ * pid). A test that restarts a server on its port (an agent killed and started again) leaves the port
+ * free in between, and another test process, of another project running beside it, could pick and
+ * bind it there: the restarted server then died with "address already in use" (a fresh-clone CI,
+ * election.chaos.int.spec). A port reserved here is handed to no other process while its holder
+ * lives; the holder's files go when it exits, and a dead holder's (SIGKILL) are taken over.
+ */
+export const PORT_RESERVATIONS = join(tmpdir(), 'defender-test-ports');
+const RESERVATIONS = PORT_RESERVATIONS;
+const reserved = new Set<number>();
+let cleanupRegistered = false;
+
+function holderAlive(pid: number): boolean {
+  if (!Number.isInteger(pid) || pid <= 0) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** Reserves `port` for this process on this machine; false when a live process holds it. */
+export function reservePort(port: number): boolean {
+  mkdirSync(RESERVATIONS, { recursive: true });
+  const file = join(RESERVATIONS, String(port));
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      const fd = openSync(file, 'wx');
+      writeSync(fd, String(process.pid));
+      closeSync(fd);
+      reserved.add(port);
+      if (!cleanupRegistered) {
+        cleanupRegistered = true;
+        process.once('exit', () => {
+          for (const p of reserved) release(p);
+        });
+      }
+      return true;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+      let holder = NaN;
+      try {
+        holder = Number(readFileSync(file, 'utf8').trim());
+      } catch {
+        // Being written or removed right now: treat as held.
+        return false;
+      }
+      if (holder === process.pid || holderAlive(holder)) return false;
+      try {
+        unlinkSync(file);
+      } catch {
+        // Another process took it over first.
+      }
+    }
+  }
+  return false;
+}
+
+function release(port: number): void {
+  reserved.delete(port);
+  try {
+    unlinkSync(join(RESERVATIONS, String(port)));
+  } catch {
+    // Already gone.
   }
 }
 
@@ -63,10 +134,12 @@ export async function freePort(): Promise<number> {
       // Unseeded on purpose: jest workers and child processes pick at once and must not pick alike.
       const port = RANGE_LOW + Math.floor(Math.random() * (RANGE_HIGH - RANGE_LOW + 1));
       if (handedOut.has(port)) continue;
+      if (!reservePort(port)) continue;
       if (await canBind(port)) {
         handedOut.add(port);
         return port;
       }
+      release(port);
     }
   }
   for (;;) {
