@@ -33,7 +33,6 @@ function ephemeralLow(): number {
  * lives; the holder's files go when it exits, and a dead holder's (SIGKILL) are taken over.
  */
 export const PORT_RESERVATIONS = join(tmpdir(), 'defender-test-ports');
-const RESERVATIONS = PORT_RESERVATIONS;
 const reserved = new Set<number>();
 let cleanupRegistered = false;
 
@@ -49,8 +48,8 @@ function holderAlive(pid: number): boolean {
 
 /** Reserves `port` for this process on this machine; false when a live process holds it. */
 export function reservePort(port: number): boolean {
-  mkdirSync(RESERVATIONS, { recursive: true });
-  const file = join(RESERVATIONS, String(port));
+  mkdirSync(PORT_RESERVATIONS, { recursive: true });
+  const file = join(PORT_RESERVATIONS, String(port));
   for (let attempt = 0; attempt < 2; attempt++) {
     try {
       const fd = openSync(file, 'wx');
@@ -87,7 +86,7 @@ export function reservePort(port: number): boolean {
 function release(port: number): void {
   reserved.delete(port);
   try {
-    unlinkSync(join(RESERVATIONS, String(port)));
+    unlinkSync(join(PORT_RESERVATIONS, String(port)));
   } catch {
     // Already gone.
   }

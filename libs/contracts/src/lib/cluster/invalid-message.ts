@@ -12,3 +12,16 @@ export class InvalidMessageError extends Error {
     super(`invalid ${kind}: ${reason}`, options);
   }
 }
+
+/**
+ * Decodes UTF-8 JSON of a `kind` record.
+ *
+ * @throws InvalidMessageError with reason `invalid-json`.
+ */
+export function decodeJson(kind: string, data: Uint8Array | string): unknown {
+  try {
+    return JSON.parse(typeof data === 'string' ? data : Buffer.from(data.buffer, data.byteOffset, data.byteLength).toString('utf8'));
+  } catch (err) {
+    throw new InvalidMessageError(kind, 'invalid-json', { cause: err });
+  }
+}

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { InvalidMessageError } from './invalid-message';
+import { decodeJson, InvalidMessageError } from './invalid-message';
 
 export { InvalidMessageError };
 
@@ -9,12 +9,7 @@ export { InvalidMessageError };
  * @throws InvalidMessageError with reason `invalid-json` or the first schema problems (path: message).
  */
 export function parseWith<S extends z.ZodType>(kind: string, schema: S, data: Uint8Array | string): z.infer<S> {
-  let raw: unknown;
-  try {
-    raw = JSON.parse(typeof data === 'string' ? data : Buffer.from(data.buffer, data.byteOffset, data.byteLength).toString('utf8'));
-  } catch (err) {
-    throw new InvalidMessageError(kind, 'invalid-json', { cause: err });
-  }
+  const raw = decodeJson(kind, data);
   const res = schema.safeParse(raw);
   if (!res.success) {
     const problems = res.error.issues

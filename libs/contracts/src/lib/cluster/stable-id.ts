@@ -1,7 +1,7 @@
 // No zod in this module: the defender's heartbeat thread refreshes its claim with it, and loading
 // zod alone costs that thread's V8 heap about 11 MB (ADR 0014). The claim is small enough to check by
 // hand; this is its only validator.
-import { InvalidMessageError } from './invalid-message';
+import { decodeJson, InvalidMessageError } from './invalid-message';
 
 /** `defender-<n>`, n a non-negative integer without leading zeros (at most 6 digits). */
 export const DEFENDER_ID_PATTERN = /^defender-(0|[1-9]\d{0,5})$/;
@@ -80,12 +80,7 @@ function claimProblem(o: Record<string, unknown>): string | undefined {
  * @throws InvalidMessageError (kind `stable-id claim`) with reason `invalid-json` or the first problem.
  */
 export function parseStableIdClaim(data: Uint8Array | string): StableIdClaim {
-  let raw: unknown;
-  try {
-    raw = JSON.parse(typeof data === 'string' ? data : Buffer.from(data.buffer, data.byteOffset, data.byteLength).toString('utf8'));
-  } catch (err) {
-    throw new InvalidMessageError('stable-id claim', 'invalid-json', { cause: err });
-  }
+  const raw = decodeJson('stable-id claim', data);
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw new InvalidMessageError('stable-id claim', '(root): must be an object');
   const o = raw as Record<string, unknown>;
   const problem = claimProblem(o);
