@@ -21,6 +21,8 @@ import {
   type LevelTerms,
   type MonitorModel,
   type MonitorSpec,
+  type MonitorStatistic,
+  type MonitorLayout,
   type MonitorViolation,
 } from '@defender/defense-rules';
 import type { IndicatorCalculator, Trace } from '@defender/uchart';
@@ -185,102 +187,160 @@ function encodeModel(
   return [...parts, record(key, MONITOR_CHART_TYPE, { parts: parts.length, digest: xxh64Hex(json), summary: modelSummary(model) })];
 }
 
-/** The indicator keys a model judges, by the `<prefix>m/<svid>@<window>:` groups they fall in. */
-interface Needed {
-  /** Each group's statistics (a key is its group and its statistic). */
-  readonly groups: ReadonlyMap<string, ReadonlySet<string>>;
-  /**
-   * Every `<prefix>m/<svid>@` a group may start with (each `@` of a group cut after it: an SVID may hold
-   * `@` itself): an SVID none of whose windows is needed is passed over without building its groups.
-   */
-  readonly svidHeads: ReadonlySet<string>;
-}
-
-const NEEDED = new WeakMap<MonitorModel, Needed>();
 /** The statistics of a constant window worth checking: a change of any statistic changes one of them. */
 const CONSTANT_CHECKS = /:(min|max|mean|max-mean|mean-min)$/;
-
-/** What a model judges (remembered per decoded model). Statistic names hold no `:`. */
-function neededOf(model: MonitorModel): Needed {
-  let needed = NEEDED.get(model);
-  if (!needed) {
-    const keys = new Set(model.variables);
-    for (const nc of model.notCharted) if (nc.reason === 'constant' && CONSTANT_CHECKS.test(nc.key)) keys.add(nc.key);
-    const groups = new Map<string, Set<string>>();
-    for (const key of keys) {
-      const cut = key.lastIndexOf(':') + 1;
-      const group = key.slice(0, cut);
-      let statistics = groups.get(group);
-      if (!statistics) groups.set(group, (statistics = new Set()));
-      statistics.add(key.slice(cut));
-    }
-    const svidHeads = new Set<string>();
-    for (const group of groups.keys()) for (let at = group.indexOf('@'); at >= 0; at = group.indexOf('@', at + 1)) svidHeads.add(group.slice(0, at + 1));
-    needed = { groups, svidHeads };
-    NEEDED.set(model, needed);
-  }
-  return needed;
-}
 
 /** What a Phase I run stores of a window whose samples are all equal (see {@link runMonitorStage}). */
 const CONSTANT_STATISTICS: ReadonlySet<string> = new Set(['mean', 'min', 'max']);
 
+/** The indicators selected for a run (see {@link phaseOneSpecs} and {@link judgedSpecs}). */
+interface SelectedSpecs {
+  /** Store keys (`prefix` + monitor key), one per spec of `wanted`. */
+  readonly keys: string[];
+  readonly wanted: MonitorSpec[];
+  /** Per spec of `wanted`: the index of its window's range spec in `windows` (Phase I), else -1. */
+  readonly windowOfSpec: number[];
+  /** Phase I: a range spec of each window with a wanted spec (tells constant windows apart); else empty. */
+  readonly windows: MonitorSpec[];
+}
+
+function specOf(key: string, svid: string, w: MonitorLayout['windows'][number], statistic: MonitorStatistic, despike: boolean): MonitorSpec {
+  return despike
+    ? { key, svid, windowName: w.name, window: w.window, statistic, filter: 'median3' }
+    : { key, svid, windowName: w.name, window: w.window, statistic };
+}
+
+/** A key over the store's limit, as `skipped` reports it. */
+function tooLong(prefix: string, svid: string, window: string, statistic: string, limit: number): { indicatorKey: string; reason: string } {
+  return { indicatorKey: `${prefix}m/${svid}@${window}:${statistic}`.slice(0, limit), reason: `key-too-long: over ${limit} characters` };
+}
+
 /**
- * The monitor's indicators of a run with their store keys (`prefix` + monitor key), in the order of
- * `monitorSpecs`: all of them in Phase I (`needed` undefined), else only the ones the model judges —
- * found per SVID window, so the thousands of keys of a chamber's other windows are never built. Keys
- * over the store's limit are reported in `skipped`, in either phase. `windowOfSpec[i]` is the index of
- * `wanted[i]`'s window among the windows with a wanted spec.
+ * Phase I's indicators of a run: every SVID x window x statistic of the layout, in the order of
+ * `monitorSpecs`, with their store keys (`prefix` + monitor key); keys over the store's limit are
+ * reported in `skipped` instead.
  */
-function selectSpecs(
-  trace: Trace,
-  cfg: MonitorConfig,
-  prefix: string,
-  needed: Needed | undefined,
-  skipped: { indicatorKey: string; reason: string }[],
-): { keys: string[]; wanted: MonitorSpec[]; windowOfSpec: number[]; windows: MonitorSpec[] } {
+export function phaseOneSpecs(trace: Trace, cfg: MonitorConfig, prefix: string, skipped: { indicatorKey: string; reason: string }[]): SelectedSpecs {
   const { svids, windows } = monitorLayout(trace, cfg);
   const limit = RECORD_LIMITS.indicatorKey;
-  let longest = 0;
-  for (const st of cfg.statistics) longest = Math.max(longest, st.length);
-  const filter = cfg.despike ? { filter: 'median3' as const } : {};
-  const keys: string[] = [];
-  const wanted: MonitorSpec[] = [];
-  const windowOfSpec: number[] = [];
-  const windowSpecs: MonitorSpec[] = [];
-  let longestWindow = 0;
-  for (const w of windows) longestWindow = Math.max(longestWindow, w.name.length);
-  for (const svid of svids) {
-    if (needed) {
-      // No window of this SVID is needed (most SVIDs of a chamber after Phase I), and none of its keys is too long to report.
-      const head = `${prefix}m/${svid}@`;
-      if (!needed.svidHeads.has(head) && head.length + longestWindow + 1 + longest <= limit) continue;
-    }
-    for (const w of windows) {
+  const statistics = cfg.statistics;
+  const out: SelectedSpecs = { keys: [], wanted: [], windowOfSpec: [], windows: [] };
+  // Indexed loops, not for-of: they run for every SVID window of a run, and iterator results were
+  // a third of what selecting a run's indicators allocated (not optimized away).
+  for (let i = 0; i < svids.length; i++) {
+    const svid = svids[i] as string;
+    for (let j = 0; j < windows.length; j++) {
+      const w = windows[j] as MonitorLayout['windows'][number];
       const group = `${prefix}m/${svid}@${w.name}:`;
-      const statistics = needed?.groups.get(group);
-      if (needed && !statistics && group.length + longest <= limit) continue;
-      let first = true;
-      for (const statistic of cfg.statistics) {
+      let range = -1;
+      for (let s = 0; s < statistics.length; s++) {
+        const statistic = statistics[s] as MonitorStatistic;
         if (group.length + statistic.length > limit) {
-          skipped.push({ indicatorKey: (group + statistic).slice(0, limit), reason: `key-too-long: over ${limit} characters` });
+          skipped.push(tooLong(prefix, svid, w.name, statistic, limit));
           continue;
         }
-        // Statistic names hold no `:`, so a key is needed exactly when its group has its statistic.
-        if (needed && !statistics?.has(statistic)) continue;
         const key = group + statistic;
-        const spec: MonitorSpec = { key: key.slice(prefix.length), svid, windowName: w.name, window: w.window, statistic, ...filter };
-        if (first) {
-          windowSpecs.push({ ...spec, key: '', statistic: 'range' });
-          first = false;
+        if (range < 0) {
+          out.windows.push(specOf('', svid, w, 'range', cfg.despike));
+          range = out.windows.length - 1;
         }
-        keys.push(key);
-        wanted.push(spec);
-        windowOfSpec.push(windowSpecs.length - 1);
+        out.keys.push(key);
+        out.wanted.push(specOf(key.slice(prefix.length), svid, w, statistic, cfg.despike));
+        out.windowOfSpec.push(range);
       }
     }
   }
-  return { keys, wanted, windowOfSpec, windows: windowSpecs };
+  return out;
+}
+
+/** Index of each statistic of a strategy's list (one map per list: a strategy has a handful). */
+const STATISTIC_INDEX = new WeakMap<readonly string[], ReadonlyMap<string, number>>();
+
+function statisticIndex(statistics: readonly string[]): ReadonlyMap<string, number> {
+  let index = STATISTIC_INDEX.get(statistics);
+  if (!index) {
+    const m = new Map<string, number>();
+    statistics.forEach((s, i) => {
+      if (!m.has(s)) m.set(s, i);
+    });
+    STATISTIC_INDEX.set(statistics, (index = m));
+  }
+  return index;
+}
+
+/**
+ * The indicators a model judges in a run: its charted indicators and the checked statistics of its
+ * constant windows that this run's layout has, in the order of `monitorSpecs`, each with its store key
+ * (the model's own key string). Found from the model's keys, so a judged run builds no key of the
+ * layout: a key `<prefix>m/<svid>@<window>:<statistic>` is split at each window name of the layout that
+ * ends its group (an SVID may hold `@`), and kept when the SVID is the layout's. Keys of the layout
+ * over the store's limit are reported in `skipped`, as in Phase I (found by their length alone).
+ */
+export function judgedSpecs(trace: Trace, cfg: MonitorConfig, prefix: string, model: MonitorModel, skipped: { indicatorKey: string; reason: string }[]): SelectedSpecs {
+  const { svids, windows } = monitorLayout(trace, cfg);
+  const limit = RECORD_LIMITS.indicatorKey;
+  const statistics = cfg.statistics;
+  const base = prefix.length + 2; // `${prefix}m/`
+  let longest = 0;
+  for (let s = 0; s < statistics.length; s++) longest = Math.max(longest, (statistics[s] as string).length);
+  let longestWindow = 0;
+  for (let j = 0; j < windows.length; j++) longestWindow = Math.max(longestWindow, (windows[j] as MonitorLayout['windows'][number]).name.length);
+  const svidIndex = new Map<string, number>();
+  for (let i = 0; i < svids.length; i++) {
+    const svid = svids[i] as string;
+    if (!svidIndex.has(svid)) svidIndex.set(svid, i);
+    if (base + svid.length + 1 + longestWindow + 1 + longest <= limit) continue;
+    for (let j = 0; j < windows.length; j++) {
+      const name = (windows[j] as MonitorLayout['windows'][number]).name;
+      for (let s = 0; s < statistics.length; s++) {
+        const statistic = statistics[s] as string;
+        if (base + svid.length + 1 + name.length + 1 + statistic.length > limit) skipped.push(tooLong(prefix, svid, name, statistic, limit));
+      }
+    }
+  }
+  const stats = statisticIndex(statistics);
+  // Each match as one number, ordered as monitorSpecs orders its indicators.
+  const codes: number[] = [];
+  const matched: string[] = [];
+  const match = (key: string): void => {
+    if (!key.startsWith(prefix) || key.charCodeAt(prefix.length) !== 0x6d /* m */ || key.charCodeAt(prefix.length + 1) !== 0x2f /* / */) return;
+    const colon = key.lastIndexOf(':');
+    const s = colon > base ? stats.get(key.slice(colon + 1)) : undefined;
+    if (s === undefined) return;
+    for (let j = 0; j < windows.length; j++) {
+      const name = (windows[j] as MonitorLayout['windows'][number]).name;
+      const at = colon - name.length - 1;
+      if (at <= base || key.charCodeAt(at) !== 0x40 /* @ */ || !key.startsWith(name, at + 1)) continue;
+      const i = svidIndex.get(key.slice(base, at));
+      if (i === undefined) continue;
+      codes.push((i * windows.length + j) * statistics.length + s);
+      matched.push(key);
+    }
+  };
+  const variables = model.variables;
+  for (let k = 0; k < variables.length; k++) match(variables[k] as string);
+  const notCharted = model.notCharted;
+  for (let k = 0; k < notCharted.length; k++) {
+    const nc = notCharted[k] as MonitorModel['notCharted'][number];
+    if (nc.reason === 'constant' && CONSTANT_CHECKS.test(nc.key)) match(nc.key);
+  }
+  const order = codes.map((_, k) => k).sort((a, b) => (codes[a] as number) - (codes[b] as number));
+  const out: SelectedSpecs = { keys: [], wanted: [], windowOfSpec: [], windows: [] };
+  let last = -1;
+  for (let r = 0; r < order.length; r++) {
+    const k = order[r] as number;
+    const code = codes[k] as number;
+    if (code === last) continue; // a key both charted and a constant check, or listed twice
+    last = code;
+    const s = code % statistics.length;
+    const j = Math.floor(code / statistics.length) % windows.length;
+    const i = Math.floor(code / statistics.length / windows.length);
+    const key = matched[k] as string;
+    out.keys.push(key);
+    out.wanted.push(specOf(key.slice(prefix.length), svids[i] as string, windows[j] as MonitorLayout['windows'][number], statistics[s] as MonitorStatistic, cfg.despike));
+    out.windowOfSpec.push(-1);
+  }
+  return out;
 }
 
 /** The model's point among a run's points (written last, so searched from the end). */
@@ -433,7 +493,7 @@ export function runMonitorStage(args: {
 
   // After Phase I only what the model judges is computed: the charted indicators, and the level and
   // extremes of each constant window (a constant window whose min and max keep the value kept every statistic).
-  const { keys, wanted, windowOfSpec, windows } = selectSpecs(args.trace, cfg, args.keyPrefix, model ? neededOf(model) : undefined, skipped);
+  const { keys, wanted, windowOfSpec, windows } = model ? judgedSpecs(args.trace, cfg, args.keyPrefix, model, skipped) : phaseOneSpecs(args.trace, cfg, args.keyPrefix, skipped);
   // Phase I also needs each window's range, to tell constant windows (setpoints, states) apart.
   const phaseOne = !model;
   const computed = monitorValues(args.trace, phaseOne ? [...wanted, ...windows] : wanted, args.calculator);
