@@ -89,9 +89,13 @@ function runOnce(st: ChamberState, runIndex: number): Timed {
   for (const v of trace.svids.values()) samples += v.length;
   const sequence = ++st.sequence;
   const judged = st.limits.size > 0;
+  // The limit sets as a defender's store read hands them out: new objects, parsed from their stored
+  // JSON on every run (the parse is the defender's, on its main thread; the stringify stands for the store).
+  const stored = [...st.limits.values()].map((l) => ({ record: l, params: JSON.stringify(l.params) }));
   const cpu0 = process.cpuUsage();
   const t0 = performance.now();
-  const evaluation = evaluateWithHistory(evaluator, { chamber: st.ref, sequence, notification, trace, limits: [...st.limits.values()], strategy: undefined, now }, (limit, allPoints) => {
+  const limits = stored.map((s): LimitSetRecord => ({ ...s.record, params: JSON.parse(s.params) as LimitSetRecord['params'] }));
+  const evaluation = evaluateWithHistory(evaluator, { chamber: st.ref, sequence, notification, trace, limits, strategy: undefined, now }, (limit, allPoints) => {
     const newest = st.sets.slice(-limit);
     return allPoints ? newest : newest.map(withoutBaselineData);
   });
@@ -161,7 +165,7 @@ async function main(): Promise<void> {
       'Run evaluator: cost per run on the whole-fab replay\'s chambers',
       'npm run bench:evaluator',
       [
-        `${states.length} chambers taken evenly from the 5,000-chamber fab of bench:fab (tools/fab-sim, seed 1), the default strategy: ${PHASE_ONE_RUNS} runs each first (the default strategy's Phase I; the run that completes it fits the model) and ${JUDGED} more, through the product's RunEvaluator in process (no store, no NATS: the evaluation's own cost), history read as a defender reads it (\`evaluateWithHistory\`: the steady state's runs without what only a baseline fit reads, the full history when a run asks for it). Trace synthesis is outside the clock. ${unfitted} chamber(s) had no model after Phase I. ${seconds.toFixed(0)} s in total.`,
+        `${states.length} chambers taken evenly from the 5,000-chamber fab of bench:fab (tools/fab-sim, seed 1), the default strategy: ${PHASE_ONE_RUNS} runs each first (the default strategy's Phase I; the run that completes it fits the model) and ${JUDGED} more, through the product's RunEvaluator in process (no store, no NATS: the evaluation's own cost, with the limit sets parsed from their stored JSON on every run, as a defender's store read hands them out), history read as a defender reads it (\`evaluateWithHistory\`: the steady state's runs without what only a baseline fit reads, the full history when a run asks for it). Trace synthesis is outside the clock. ${unfitted} chamber(s) had no model after Phase I. ${seconds.toFixed(0)} s in total.`,
         '',
         table(header, rows),
         '',
