@@ -330,15 +330,79 @@ describe('AssignmentTrigger — windows, crashes and lifecycle', () => {
     });
   });
 
-  it('a map defender missing when a leader takes over (no memory of it) counts as crashed', () => {
+  it('a map defender missing when a leader takes over (no memory of it) is crashed one threshold after the takeover', () => {
     const trigger = new AssignmentTrigger(map('stable', 30));
     const cluster = stableCluster(29, 0);
-    const [first] = run(trigger, cluster, 50, 50);
-    expect(first!.decision).toMatchObject({
-      action: 'recompute',
-      trigger: 'crash',
-      changes: { crashed: ['defender-29'] },
+    const steps = run(trigger, cluster, 50, 60);
+    // Aged from the first observation (50 s) like a heartbeat seen then: dead once over 6 s, at 57 s.
+    expect(steps.filter((s) => s.at < 57).map((s) => s.decision.action)).toEqual(Array(7).fill('idle'));
+    const r = recomputes(steps);
+    expect(r).toHaveLength(1);
+    expect(r[0]!.at).toBe(57);
+    expect(r[0]!.decision).toMatchObject({ trigger: 'crash', mode: 'orphans-only', changes: { crashed: ['defender-29'] } });
+    expect(r[0]!.decision.defenders).toHaveLength(29);
+  });
+
+  it('a defender restarting beside a new leader keeps its chambers when it heartbeats within one threshold', () => {
+    const trigger = new AssignmentTrigger(map('post_cold_start', 2));
+    const cluster = new Cluster();
+    cluster.start('defender-0', 100 * S);
+    // defender-1 has no entry at the takeover (100 s) and its first heartbeat lands 5 s later.
+    const steps = run(trigger, cluster, 100, 200, { 105: (c, at) => c.start('defender-1', at) });
+    expect(trigger.restartDetected).toBe(false);
+    expect(recomputes(steps)).toHaveLength(0);
+    expect(steps.every((s) => s.decision.action === 'idle')).toBe(true);
+  });
+
+  it('a defender missing for longer than one threshold after the takeover is a crash, and its return a planned join', () => {
+    const trigger = new AssignmentTrigger(map('post_cold_start', 2));
+    const cluster = new Cluster();
+    cluster.start('defender-0', 100 * S);
+    const steps = run(trigger, cluster, 100, 200, { 110: (c, at) => c.start('defender-1', at) });
+    expect(recomputes(steps).map((s) => [s.at, s.decision.trigger, s.decision.mode, s.decision.defenders])).toEqual([
+      [107, 'crash', 'orphans-only', ['defender-0']],
+      [120, 'planned_scale', 'balance', ['defender-0', 'defender-1']],
+    ]);
+  });
+
+  it('a small cluster restarted whole (nobody alive at the takeover) is a restart: one map after the 30 s window, no crash', () => {
+    // The seeds' rule (>= 10 in the map, < 5 alive) cannot fire with 2 defenders; nobody alive can only be a restart.
+    const trigger = new AssignmentTrigger(map('post_cold_start', 2));
+    const cluster = new Cluster();
+    const steps = run(trigger, cluster, 100, 200, {
+      103: (c, at) => c.start('defender-0', at),
+      // 12 s after the first: beyond one death threshold, which during a restart judges nobody.
+      115: (c, at) => c.start('defender-1', at),
     });
+    expect(trigger.restartDetected).toBe(true);
+    expect(steps[0]!.decision).toEqual({ action: 'no-defenders', state: 'STABLE' });
+    expect(steps.find((s) => s.at === 110)!.decision).toMatchObject({ action: 'wait', trigger: 'cold_start', windowMs: 30 * S });
+    const r = recomputes(steps);
+    expect(r).toHaveLength(1);
+    expect(r[0]!.at).toBe(115 + 30);
+    expect(r[0]!.decision).toMatchObject({
+      trigger: 'cold_start',
+      restart: true,
+      mode: 'balance',
+      lifecycle: 'post_cold_start',
+      defenders: ['defender-0', 'defender-1'],
+      changes: { crashed: [] },
+    });
+  });
+
+  it('a cluster that loses every defender while the leader runs is no restart below the seeds\' threshold: the first back takes the orphans', () => {
+    const trigger = new AssignmentTrigger(map('stable', 2));
+    const cluster = stableCluster(2, 0);
+    const steps = run(trigger, cluster, 90, 160, {
+      100: (c) => ids(2).forEach((id) => c.crash(id)),
+      120: (c, at) => c.start('defender-0', at),
+      140: (c, at) => c.start('defender-1', at),
+    });
+    expect(trigger.restartDetected).toBe(false);
+    expect(recomputes(steps).map((s) => [s.at, s.decision.trigger, s.decision.mode])).toEqual([
+      [120, 'crash', 'orphans-only'],
+      [150, 'planned_scale', 'balance'],
+    ]);
   });
 
   it('repeats a recompute until the map is published (a failed publication is retried)', () => {

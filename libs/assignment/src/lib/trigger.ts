@@ -106,7 +106,7 @@ export interface RecomputeDecision {
   readonly changes: TopologyChanges;
   /** Lifecycle to write into the map being published. */
   readonly lifecycle: ClusterLifecycle;
-  /** True when this recalculation follows a detected restart (previous >= 10, active < 5). */
+  /** True when this recalculation follows a detected restart (previous >= 10, active < 5; or nobody alive at takeover). */
   readonly restart: boolean;
 }
 
@@ -160,7 +160,13 @@ function validateConfig(c: TriggerConfig): void {
  * - Restart: at the first observation (leader takeover), or later when no crash is pending, a map
  *   of >= 10 defenders with < 5 alive switches to cold start: departures are not crashes, and
  *   the 30 s window batches the rejoin; the first map after it is published with
- *   `post_cold_start`.
+ *   `post_cold_start`. At the first observation a map none of whose defenders is alive is a
+ *   restart whatever its size: the whole cluster was down (the seeds' thresholds tell a restart
+ *   from a partial failure in a large cluster; with nobody alive there is no partial failure).
+ * - A new leader has no memory of a map defender without a heartbeat entry: its death is counted
+ *   from the leader's first observation (one full threshold), as for an entry it has not seen
+ *   change yet. A defender restarting beside the leader is not declared crashed, and all its
+ *   chambers moved, only because the leader was up first.
  * - Zero live defenders: the batch is dropped (a later join starts a fresh one).
  */
 export class AssignmentTrigger {
@@ -171,6 +177,8 @@ export class AssignmentTrigger {
   private restartMode = false;
   private restartSeen = false;
   private observed = false;
+  /** Time of the first observation (the leader's takeover): map defenders never seen are aged from it. */
+  private firstObservedAt = 0;
   private lastNow = Number.NEGATIVE_INFINITY;
   private readonly lastSeen = new Map<string, number>();
   private readonly gracefulLeft = new Set<string>();
@@ -202,7 +210,7 @@ export class AssignmentTrigger {
     return this.stateValue;
   }
 
-  /** True once a restart (previous >= 10, active < 5) has been detected by this instance. */
+  /** True once a restart (previous >= 10, active < 5; or nobody alive at takeover) has been detected by this instance. */
   get restartDetected(): boolean {
     return this.restartSeen;
   }
@@ -233,21 +241,24 @@ export class AssignmentTrigger {
 
     const firstObservation = !this.observed;
     this.observed = true;
+    if (firstObservation) this.firstObservedAt = now;
     const restartPattern =
       this.hasMap &&
       this.mapSet.size >= this.config.restartMinPrevious &&
       alive.size < this.config.restartMaxActive;
+    const wholeClusterDown = firstObservation && this.hasMap && this.mapSet.size > 0 && alive.size === 0;
 
     // Classify map defenders that are not alive. Classifications stick until the next publication.
     for (const id of alive) {
       this.gracefulLeft.delete(id);
       this.crashed.delete(id);
     }
-    if (firstObservation && restartPattern) this.enterRestart();
+    if (firstObservation && (restartPattern || wholeClusterDown)) this.enterRestart();
     if (!this.restartMode) {
       for (const id of this.mapSet) {
         if (alive.has(id) || this.gracefulLeft.has(id) || this.crashed.has(id)) continue;
         const seen = this.lastSeen.get(id);
+        if (seen === undefined && now - this.firstObservedAt <= deadAfter) continue; // not judged yet
         if (!present.has(id) && seen !== undefined && now - seen <= deadAfter) this.gracefulLeft.add(id);
         else this.crashed.add(id);
       }

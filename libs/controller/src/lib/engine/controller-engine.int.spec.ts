@@ -1,7 +1,7 @@
 import { connect } from '@nats-io/transport-node';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { performance } from 'node:perf_hooks';
-import type { Heartbeat } from '@defender/contracts';
+import type { AssignmentMap, Heartbeat } from '@defender/contracts';
 import { buildAssignmentMap } from '@defender/membership';
 import { AssignmentMapBucket, HeartbeatBucket, openBucket } from '@defender/nats-kv';
 import { describeWithInfra, testNatsConnectOptions, waitFor } from '@defender/infra-harness';
@@ -35,14 +35,30 @@ describeWithInfra(['nats'], 'ControllerEngine against real NATS KV', () => {
     return { schema: 1, defenderId: id, state: 'FOLLOWER', mapVersionSeen: 0, load: { chambers: 0, inflight: 0, processedTotal: 0 }, intervalSeconds: 0.2, startedAt: t, sentAt: t };
   }
 
-  function engine(b: Awaited<ReturnType<typeof buckets>>, token: string, leader: { on: boolean }) {
-    return new ControllerEngine({ fencingToken: token, isLeader: () => leader.on }, config, {
+  function engine(b: Awaited<ReturnType<typeof buckets>>, token: string, leader: { on: boolean }, cfg: EngineConfig = config) {
+    return new ControllerEngine({ fencingToken: token, isLeader: () => leader.on }, cfg, {
       maps: b.maps,
       heartbeats: b.heartbeats,
       chambers: { list: async () => chambers },
       now: Date.now,
       monotonic: () => performance.now(),
       sleep,
+    });
+  }
+
+  /** The map a previous term (token 3) published, version 4, two defenders; `owner` places chamber i. */
+  function previousMap(trigger: AssignmentMap['trigger'], lifecycleState: AssignmentMap['lifecycleState'], owner: (i: number) => string): AssignmentMap {
+    return buildAssignmentMap({
+      version: 4,
+      now: new Date(),
+      fencingToken: '3',
+      controllerId: 'old',
+      trigger,
+      state: 'STABLE',
+      lifecycleState,
+      firstAssignmentAt: new Date().toISOString(),
+      assignments: Object.fromEntries(chambers.map((c, i) => [c.key, owner(i)])),
+      defenders: [{ id: 'defender-0' }, { id: 'defender-1' }],
     });
   }
 
@@ -70,20 +86,41 @@ describeWithInfra(['nats'], 'ControllerEngine against real NATS KV', () => {
     }
   });
 
+  it('a two-defender cluster restarted whole: the leader, up first, publishes one restart map and moves no chamber', async () => {
+    const b = await buckets();
+    // Balanced by samples (15 units each): a balance pass has nothing to move.
+    const old = previousMap('cold_start', 'post_cold_start', (i) => (i % 4 === 0 || i % 4 === 3 ? 'defender-0' : 'defender-1'));
+    await b.maps.publish(old, null);
+    // The heartbeat bucket is empty (every entry expired while the cluster was down).
+    const beating: string[] = [];
+    const beat = setInterval(() => void Promise.all(beating.map((id) => b.heartbeats.publish(hb(id)))), 150);
+    const leader = { on: true };
+    // The cold-start window (3 s) covers both defenders' start; the death threshold (600 ms) does not.
+    const e = engine(b, '9', leader, { ...config, trigger: { ...config.trigger, coldStartWindowMs: 3000, maxBatchWaitMs: 6000 } });
+    const running = e.run(200);
+    try {
+      await waitFor('takeover', async () => (await b.maps.read())!.map.fencingToken === '9', 10_000);
+      beating.push('defender-0');
+      // defender-1 comes up more than one death threshold (3 x 200 ms) after defender-0.
+      await new Promise((r) => setTimeout(r, 1500));
+      beating.push('defender-1');
+      await waitFor('the map after the restart', async () => (await b.maps.read())!.map.version > 5, 10_000);
+      const after = (await b.maps.read())!.map;
+      // One map after the takeover (v5): no crash map giving defender-0 everything, then a join.
+      expect(after).toMatchObject({ version: 6, trigger: 'restart', lifecycleState: 'post_cold_start', defenderCount: 2, assignments: old.assignments });
+      expect(after.statistics.chambersMoved).toBe(0);
+      await new Promise((r) => setTimeout(r, 1000));
+      expect((await b.maps.read())!.map.version).toBe(6);
+    } finally {
+      leader.on = false;
+      expect(await running).toBe('term ended');
+      clearInterval(beat);
+    }
+  });
+
   it('takeover re-stamps the map with the new token; an older term then cannot publish', async () => {
     const b = await buckets();
-    const old = buildAssignmentMap({
-      version: 4,
-      now: new Date(),
-      fencingToken: '3',
-      controllerId: 'old',
-      trigger: 'planned_scale',
-      state: 'STABLE',
-      lifecycleState: 'stable',
-      firstAssignmentAt: new Date().toISOString(),
-      assignments: Object.fromEntries(chambers.map((c, i) => [c.key, `defender-${i % 2}`])),
-      defenders: [{ id: 'defender-0' }, { id: 'defender-1' }],
-    });
+    const old = previousMap('planned_scale', 'stable', (i) => `defender-${i % 2}`);
     const rev = await b.maps.publish(old, null);
     let beating = ['defender-0', 'defender-1'];
     const beat = setInterval(() => void Promise.all(beating.map((id) => b.heartbeats.publish(hb(id)))), 150);
