@@ -56,6 +56,7 @@ export {
   fitMonitorModel,
   MONITOR_MODEL_KEY,
   MonitorBaselineError,
+  monitorGroup,
   monitorKey,
   monitorLayout,
   monitorSpecs,

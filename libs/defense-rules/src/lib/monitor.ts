@@ -146,9 +146,17 @@ export interface Budget {
 /** History key of the monitor model's own point (T², SPE, MEWMA state) and of its limit set. */
 export const MONITOR_MODEL_KEY = 'm:model';
 
+/**
+ * What the history keys of one SVID window's indicators start with: `monitorKey` is this and the
+ * statistic (a statistic name holds no `:`). Built once per window where a run builds many keys.
+ */
+export function monitorGroup(svid: string, window: string): string {
+  return `m/${svid}@${window}:`;
+}
+
 /** History key of one monitored indicator. */
 export function monitorKey(svid: string, window: string, statistic: MonitorStatistic): string {
-  return `m/${svid}@${window}:${statistic}`;
+  return monitorGroup(svid, window) + statistic;
 }
 
 /** One indicator of the monitor for a trace. */

@@ -13,6 +13,8 @@ import {
   nextLevelOffsets,
   MONITOR_MODEL_KEY,
   MonitorBaselineError,
+  monitorGroup,
+  monitorKey,
   monitorLayout,
   monitorValues,
   scoreMonitorRun,
@@ -211,8 +213,8 @@ function specOf(key: string, svid: string, w: MonitorLayout['windows'][number], 
 }
 
 /** A key over the store's limit, as `skipped` reports it. */
-function tooLong(prefix: string, svid: string, window: string, statistic: string, limit: number): { indicatorKey: string; reason: string } {
-  return { indicatorKey: `${prefix}m/${svid}@${window}:${statistic}`.slice(0, limit), reason: `key-too-long: over ${limit} characters` };
+function tooLong(prefix: string, svid: string, window: string, statistic: MonitorStatistic, limit: number): { indicatorKey: string; reason: string } {
+  return { indicatorKey: (prefix + monitorKey(svid, window, statistic)).slice(0, limit), reason: `key-too-long: over ${limit} characters` };
 }
 
 /**
@@ -231,7 +233,7 @@ export function phaseOneSpecs(trace: Trace, cfg: MonitorConfig, prefix: string, 
     const svid = svids[i] as string;
     for (let j = 0; j < windows.length; j++) {
       const w = windows[j] as MonitorLayout['windows'][number];
-      const group = `${prefix}m/${svid}@${w.name}:`;
+      const group = prefix + monitorGroup(svid, w.name);
       let range = -1;
       for (let s = 0; s < statistics.length; s++) {
         const statistic = statistics[s] as MonitorStatistic;
@@ -293,7 +295,7 @@ export function judgedSpecs(trace: Trace, cfg: MonitorConfig, prefix: string, mo
     for (let j = 0; j < windows.length; j++) {
       const name = (windows[j] as MonitorLayout['windows'][number]).name;
       for (let s = 0; s < statistics.length; s++) {
-        const statistic = statistics[s] as string;
+        const statistic = statistics[s] as MonitorStatistic;
         if (base + svid.length + 1 + name.length + 1 + statistic.length > limit) skipped.push(tooLong(prefix, svid, name, statistic, limit));
       }
     }
