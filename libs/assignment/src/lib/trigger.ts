@@ -246,7 +246,8 @@ export class AssignmentTrigger {
       this.hasMap &&
       this.mapSet.size >= this.config.restartMinPrevious &&
       alive.size < this.config.restartMaxActive;
-    const wholeClusterDown = firstObservation && this.hasMap && this.mapSet.size > 0 && alive.size === 0;
+    // Defenders in the map, none alive: the whole cluster was down (used at the first observation only).
+    const wholeClusterDown = this.mapSet.size > 0 && alive.size === 0;
 
     // Classify map defenders that are not alive. Classifications stick until the next publication.
     for (const id of alive) {
