@@ -109,6 +109,9 @@ Parameters (environment):
   FAB_SECTION=<name>            the docs/benchmarks.md section to write (fab-replay)
   FAB_HEAP_SNAPSHOTS=<dir>      a V8 heap snapshot of each defender after the warm-up and the last step
   FAB_OVERLOAD                  after the search, one step at this multiple of the highest sustained speed (1.5; 0: none)
+  FAB_CRASH=1                   after the search (and the overload step), SIGKILL the last defender, wait for the map
+                                without it, start it again, wait for the map with it, and run two steps at the highest
+                                sustained speed: the CPU per defender after the remap of a defender judged dead
   FAB_PROFILE=<dir>             CPU profiles of pod-0's main and store threads over each step's window, kept in <dir> (their top logged)
   FAB_WARM_STATE=<dir>          keep the warm-up: if <dir> holds one of this fab (chambers, seed, warm-up runs, defenders),
                                 restore it instead of warming up; else warm up, save the stores into <dir> and measure
@@ -165,6 +168,8 @@ const P = {
   profileDir: process.env['FAB_PROFILE'],
   /** After the search, one step at this multiple of the highest sustained speed (0: none). */
   overload: num('FAB_OVERLOAD', QUICK ? 0 : 1.5),
+  /** After the search, a defender killed and started again, then two steps at the highest sustained speed. */
+  crash: flag('FAB_CRASH', false),
   /** A folder for the warm-up's stores: saved there after the warm-up, restored from it by later runs. */
   warmState: process.env['FAB_WARM_STATE'] || undefined,
 };
@@ -560,6 +565,30 @@ interface StepResult {
   lost?: number;
   /** The overload step: offered at FAB_OVERLOAD x this sustained speed, outside the search. */
   overloadOf?: number;
+  /** FAB_CRASH: the n-th step (1, 2) after a defender was killed and came back, outside the search. */
+  afterCrash?: number;
+}
+
+/** Inside the speed search (not the overload step, not a step after FAB_CRASH's remap). */
+const searchStep = (s: StepResult) => s.overloadOf === undefined && s.afterCrash === undefined;
+
+/** A step's name in tables: its speed, and what it was outside the search. */
+function stepLabel(s: StepResult): string {
+  return `${s.speed}x${s.overloadOf !== undefined ? ' (overload)' : ''}${s.afterCrash !== undefined ? ` (after the crash, ${s.afterCrash})` : ''}`;
+}
+
+/** FAB_CRASH: how the kill and return of a defender went. */
+interface CrashRecord {
+  readonly victim: string;
+  /** Kill -> the first map without the victim, s. */
+  readonly crashMapSeconds: number;
+  /** Restart -> the cluster settled with every defender in the newest map, s. */
+  readonly rejoinSeconds: number;
+  /** Maps published from the kill to the settled rejoin. */
+  readonly maps: number;
+  /** Chambers per defender in the maps seen: after the crash, and once settled. */
+  readonly chambersAfterCrash: string;
+  readonly chambersAfterRejoin: string;
 }
 
 async function defenderCounters(cl: BenchCluster): Promise<{ dead: number; failed: number; assigned: string }> {
@@ -714,6 +743,8 @@ interface Outcome {
   /** With FAB_WARM_STATE: the warm-up was saved by this run (restored: false) or restored from an earlier one. */
   warmState?: { restored: boolean; commit: string; savedAt: string; node: string; rewarm?: { runs: number; seconds: number } };
   steps: StepResult[];
+  /** FAB_CRASH: the kill and return of a defender before the last two steps. */
+  crash?: CrashRecord;
   memory: { name: string; hwmMb: number; peakRssMb: number }[];
   /** Each defender's memory by kind at its highest sampled VmRSS (absent in results of older runs). */
   peakDetail?: Record<string, PeakDetail>;
@@ -861,6 +892,47 @@ interface Live {
   cl: BenchCluster;
   nc: NatsConnection;
   r: Replay;
+}
+
+/** Chambers per defender of a map, by defender id, in the order of the map's defenders. */
+function chambersPerDefender(m: { assignments: Record<string, string> } | undefined): string {
+  if (!m) return '-';
+  const n = new Map<string, number>();
+  for (const d of Object.values(m.assignments)) n.set(d, (n.get(d) ?? 0) + 1);
+  return [...n.entries()].map(([d, c]) => `${d} ${c}`).join(', ');
+}
+
+/**
+ * FAB_CRASH: kills the last defender (SIGKILL, as a node failure), waits for the controller to
+ * judge it dead and publish a map without it, starts it again under the same pod name and waits
+ * until the cluster has settled with every defender (its rejoin map published, no map for 5 s).
+ */
+async function crashAndRejoin(cl: BenchCluster, fab: FabSpec): Promise<CrashRecord> {
+  const i = DEFENDERS - 1;
+  const victim = `pod-${i}`;
+  const maps0 = cl.publications.length;
+  const t0 = Date.now();
+  await cl.kill(victim);
+  log(`crash: ${victim} killed (SIGKILL); waiting for a map without it`);
+  const deadline = t0 + 120_000;
+  for (;;) {
+    const c = cl.crashed();
+    if (c) throw new Error(c);
+    const m = cl.latest();
+    if (cl.publications.length > maps0 && m && m.defenderCount === DEFENDERS - 1) break;
+    if (Date.now() > deadline) throw new Error(`crash: no map without ${victim} within 120 s of its kill`);
+    await sleep(100);
+  }
+  const crashMapSeconds = (Date.now() - t0) / 1000;
+  const chambersAfterCrash = chambersPerDefender(cl.latest());
+  log(`crash: map without ${victim} after ${f1(crashMapSeconds)} s (${chambersAfterCrash}); starting it again`);
+  const t1 = Date.now();
+  await cl.startDefender(victim, snapshotEnv({ DEBUG_TOKEN, ...P.defenderEnv, ...P.defenderEnvEach[i] }));
+  await cl.settle(DEFENDERS, fab.chambers.length, 300_000);
+  const rejoinSeconds = (Date.now() - t1) / 1000;
+  const chambersAfterRejoin = chambersPerDefender(cl.latest());
+  log(`crash: ${victim} back, cluster settled after ${f1(rejoinSeconds)} s (${chambersAfterRejoin})`);
+  return { victim, crashMapSeconds, rejoinSeconds, maps: cl.publications.length - maps0, chambersAfterCrash, chambersAfterRejoin };
 }
 
 /**
@@ -1122,6 +1194,17 @@ async function main(): Promise<void> {
         }
       }
     }
+    let crash: CrashRecord | undefined;
+    const bestSustained = steps.filter((x) => x.verdict.sustained && searchStep(x)).sort((a, b) => b.speed - a.speed)[0];
+    if (P.crash && DEFENDERS >= 2 && bestSustained) {
+      crash = await crashAndRejoin(cl, fab);
+      for (let n = 1; n <= 2; n++) {
+        log(`after the crash, step ${n} of 2: ${bestSustained.speed}x (the highest sustained)`);
+        const s = await runStep(steps.length, bestSustained.speed, { replay: r, schedule, cluster: cl, watch, simClock, rtRate });
+        s.afterCrash = n;
+        steps.push(s);
+      }
+    } else if (P.crash) notes.push('FAB_CRASH: no crash run (no sustained step, or a single defender)');
     clearInterval(memSampler);
     await heapSnapshots(cl, 'after-steps');
     const cacheStats: string[] = [];
@@ -1140,6 +1223,7 @@ async function main(): Promise<void> {
       warmup: warm,
       ...(warmState ? { warmState } : {}),
       steps,
+      ...(crash ? { crash } : {}),
       memory: watch.hwm(),
       peakDetail: Object.fromEntries(watch.peakDetail),
       imageEnv: imageRuntimeEnv('defender'),
@@ -1195,7 +1279,7 @@ function peakDetailText(d: PeakDetail): string {
 function windowPeakDetailLines(o: Outcome): string[] {
   const windows: { label: string; procs: ProcResult[] }[] = [
     { label: 'warm-up', procs: o.warmup.procs },
-    ...o.steps.map((s) => ({ label: `${s.speed}x${s.overloadOf !== undefined ? ' (overload)' : ''}`, procs: s.procs })),
+    ...o.steps.map((s) => ({ label: stepLabel(s), procs: s.procs })),
   ];
   const lines = windows.flatMap((w) => w.procs.filter((p) => p.peakDetail).map((p) => `- ${w.label}, ${p.name} ${peakDetailText(p.peakDetail as PeakDetail)}`));
   if (lines.length === 0) return [];
@@ -1220,7 +1304,7 @@ function envNote(q: Outcome['params'], imageEnv: Outcome['imageEnv']): string {
 function report(o: Outcome): string {
   const q = o.params;
   const ws = weightStats(o.fab);
-  const searched = o.steps.filter((s) => s.overloadOf === undefined);
+  const searched = o.steps.filter(searchStep);
   const best = searched.filter((s) => s.verdict.sustained).sort((a, b) => b.speed - a.speed)[0];
   const lowestFail = searched.filter((s) => !s.verdict.sustained && (!best || s.speed > best.speed)).sort((a, b) => a.speed - b.speed)[0];
   const defenderPeak = Math.max(...o.memory.filter((m) => m.name.startsWith('defender')).map((m) => Math.max(m.hwmMb, m.peakRssMb)));
@@ -1279,6 +1363,7 @@ function report(o: Outcome): string {
     s.assignedAtStart ?? '-',
     f1(s.load),
     (s.overloadOf !== undefined ? `overload (${f2(s.speed / s.overloadOf)} x ${s.overloadOf}x): ` : '') +
+      (s.afterCrash !== undefined ? `after the crash (${s.afterCrash} of 2): ` : '') +
       (s.verdict.sustained ? 'sustained' : `no: ${s.verdict.reasons.join('; ')}`),
   ]);
   const procNames = o.memory.map((m) => m.name);
@@ -1288,11 +1373,11 @@ function report(o: Outcome): string {
   };
   const cpuRows = [
     ['warm-up (max speed)', ...procNames.map((n) => f0(o.warmup.procs.find((p) => p.name === n)?.cpuPct ?? NaN)), spread(o.warmup.procs)],
-    ...o.steps.map((s) => [`${s.speed}x${s.overloadOf !== undefined ? ' (overload)' : ''}`, ...procNames.map((n) => f0(s.procs.find((p) => p.name === n)?.cpuPct ?? NaN)), spread(s.procs)]),
+    ...o.steps.map((s) => [stepLabel(s), ...procNames.map((n) => f0(s.procs.find((p) => p.name === n)?.cpuPct ?? NaN)), spread(s.procs)]),
   ];
   const rssRows = [
     ['warm-up (max speed)', ...procNames.map((n) => f0(o.warmup.procs.find((p) => p.name === n)?.peakRssMb ?? NaN))],
-    ...o.steps.map((s) => [`${s.speed}x`, ...procNames.map((n) => f0(s.procs.find((p) => p.name === n)?.peakRssMb ?? NaN))]),
+    ...o.steps.map((s) => [stepLabel(s), ...procNames.map((n) => f0(s.procs.find((p) => p.name === n)?.peakRssMb ?? NaN))]),
     ['whole run: sampled VmRSS peak', ...o.memory.map((m) => f0(m.peakRssMb))],
     ['whole run: VmHWM (kernel peak)', ...o.memory.map((m) => f0(m.hwmMb))],
   ];
@@ -1372,7 +1457,7 @@ function warmStateText(o: Outcome): string {
 function threadCpuSection(o: Outcome): string[] {
   const windows: { label: string; procs: ProcResult[] }[] = [
     { label: 'warm-up (max speed)', procs: o.warmup.procs },
-    ...o.steps.map((s) => ({ label: `${s.speed}x${s.overloadOf !== undefined ? ' (overload)' : ''}`, procs: s.procs })),
+    ...o.steps.map((s) => ({ label: stepLabel(s), procs: s.procs })),
   ];
   const defenders = [...new Set(windows.flatMap((w) => w.procs.filter((p) => p.threads).map((p) => p.name)))];
   if (defenders.length === 0) return [];
@@ -1401,6 +1486,7 @@ function threadCpuSection(o: Outcome): string[] {
 function balanceVerdicts(o: Outcome): string[] {
   const out: string[] = [];
   const sustained = o.steps.filter((s) => s.verdict.sustained && s.overloadOf === undefined);
+  const afterCrash = o.steps.filter((s) => s.afterCrash !== undefined);
   if (sustained.length > 0) {
     const judged = sustained.map((s) => ({ s, b: cpuBalance(s.procs, CPU_BAND) }));
     const worst = judged.reduce((a, x) => (!(x.b.maxDeviation <= a.b.maxDeviation) ? x : a));
@@ -1412,8 +1498,18 @@ function balanceVerdicts(o: Outcome): string[] {
         ').',
     );
   }
+  if (o.crash && afterCrash.length > 0) {
+    const c = o.crash;
+    const judged = afterCrash.map((s) => ({ s, b: cpuBalance(s.procs, CPU_BAND) }));
+    out.push(
+      `After a defender judged dead (FAB_CRASH: ${c.victim} killed with SIGKILL; a map without it ${f1(c.crashMapSeconds)} s later, chambers ${c.chambersAfterCrash}; ` +
+        `started again, the cluster settled ${f1(c.rejoinSeconds)} s later with ${c.chambersAfterRejoin}; ${c.maps} maps from the kill to the settled rejoin): ` +
+        judged.map((x) => `step ${x.s.afterCrash} at ${x.s.speed}x ${x.s.verdict.sustained ? 'sustained' : 'NOT sustained'}, CPU ${x.s.procs.filter((p) => p.name.startsWith('defender')).map((p) => `${p.name} ${f0(p.cpuPct)} %`).join(' / ')}, largest distance from the mean ${f1(x.b.maxDeviation * 100)} %`).join('; ') +
+        `. Within ±${f0(CPU_BAND * 100)} % after the remap: **${judged.every((x) => x.b.within) ? 'met' : 'MISSED'}**.`,
+    );
+  }
   for (const s of o.steps.filter((x) => x.overloadOf !== undefined)) {
-    const base = o.steps.find((x) => x.overloadOf === undefined && x.speed === s.overloadOf && x.verdict.sustained);
+    const base = o.steps.find((x) => searchStep(x) && x.speed === s.overloadOf && x.verdict.sustained);
     if (!base) continue;
     const peakRssMb = Math.max(0, ...s.procs.filter((p) => p.name.startsWith('defender')).map((p) => p.peakRssMb));
     const v = judgeOverload({

@@ -71,6 +71,8 @@ let clusterNo = 0;
 
 export class BenchCluster {
   readonly procs: Proc[] = [];
+  /** Processes killed on purpose ({@link kill}): out of {@link procs}, their logs still written by {@link stop}. */
+  private readonly killed: Proc[] = [];
   readonly publications: { revision: number; map: AssignmentMap; seenAt: number }[] = [];
   private readonly env: Record<string, string>;
   private readonly agents: Proc[] = [];
@@ -248,6 +250,20 @@ export class BenchCluster {
     }
   }
 
+  /**
+   * Kills a process at once (SIGKILL: no shutdown, no deregistration, as a node failure does) and
+   * takes it out of {@link procs}, so that {@link crashed} does not report it and a process started
+   * again under the same name replaces it.
+   */
+  async kill(name: string): Promise<void> {
+    const i = this.procs.findIndex((p) => p.name === name);
+    const p = this.procs[i];
+    if (!p) throw new Error(`no process named ${name} in the cluster`);
+    await p.app.stop('SIGKILL', 0);
+    this.procs.splice(i, 1);
+    this.killed.push({ ...p, name: `${p.name}-killed-${this.killed.length + 1}` });
+  }
+
   /** A crashed process, if any (name and stderr tail). */
   crashed(): string | undefined {
     const p = this.procs.find((x) => x.app.child.exitCode !== null || x.app.child.signalCode !== null);
@@ -265,7 +281,7 @@ export class BenchCluster {
     await Promise.all(this.procs.map((p) => p.app.stop('SIGTERM', graceMs)));
     if (logDir) {
       mkdirSync(logDir, { recursive: true });
-      for (const p of this.procs)
+      for (const p of [...this.killed, ...this.procs])
         writeFileSync(
           join(logDir, `${prefix}${p.name}.log`),
           `${p.app.stdout()}\n--- stderr ---\n${p.app.stderr()}`,
