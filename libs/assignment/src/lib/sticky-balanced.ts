@@ -25,6 +25,9 @@ export interface PhaseTimes {
   readonly rebalanceIterations: number;
 }
 
+/** The golden ratio's fractional part: successive multiples spread evenly over [0, 1). */
+const GOLDEN = 0.6180339887498949;
+
 /** Relative slack for float comparisons against the band, so rounding never triggers a move. */
 const REL_EPS = 1e-9;
 
@@ -38,8 +41,9 @@ const REL_EPS = 1e-9;
  *    b. if the pool cannot lift every defender below the band (share x (1 - tol)) to
  *       share x (1 - tol/2), the most loaded defenders shed down to a common level (water
  *       filling from the top, never below their share) until it can.
- *    Shedding takes the heaviest chambers that fit the amount first (fewest moves), and, when
- *    a minimum must be reached, the smallest chamber that reaches it.
+ *    Shedding gives up a systematic sample of the donor's chambers in weight order (the mix of
+ *    sizes of those that stay), brought nearer the amount by exchanges, and, when a minimum must
+ *    be reached, the smallest chamber that reaches it.
  * 3. Place the pool largest first, each chamber on the least-loaded defender (load / capacity)
  *    where it stays inside the band, else where it ends least loaded (list scheduling). This
  *    bounds every defender by max(1 + tol, 1 + w_max / share_min) x its share.
@@ -199,22 +203,33 @@ class StickyBalanced {
   }
 
   /**
-   * Sheds from `d` at most `target` weight, taking the heaviest chambers that fit, then (if less
-   * than `minimum` came off) the smallest chamber that reaches `minimum`, or the heaviest left.
+   * Sheds about `target` weight from `d` as a sample of its chambers that looks like the rest: the
+   * movable chambers in weight order, every k-th one (a systematic sample at the fraction
+   * target / movable weight), so the chambers that leave carry the same mix of sizes as those that
+   * stay. Both sides then hold the same share of the count as of the weight, and a defender's CPU
+   * and memory follow its weight however far the load model's split between fixed and per-sample
+   * cost is off. Then as near `target` as exchanging picks for chambers left behind gets
+   * ({@link nearTarget}), and at least `minimum`
+   * (the smallest unpicked chamber that reaches it, or the heaviest left).
    */
-  private shedAmount(d: number, minimum: number, target: number): number {
+  private shedAmount(d: number, minimum: number, target: number, phase: { acc: number } = { acc: (d * GOLDEN) % 1 }): number {
     const { weight } = this.p;
     const cands = this.movable(d);
     const picked = new Uint8Array(cands.length);
-    let rest = target;
+    let total = 0;
+    for (let k = 0; k < cands.length; k++) total += weight[cands[k]];
     let taken = 0;
-    for (let k = 0; k < cands.length; k++) {
-      const w = weight[cands[k]];
-      if (w <= rest + this.eps[d]) {
-        picked[k] = 1;
-        rest -= w;
-        taken += w;
+    if (target > this.eps[d] && total > 0) {
+      const f = Math.min(1, target / total);
+      for (let k = 0; k < cands.length; k++) {
+        phase.acc += f;
+        if (phase.acc >= 1) {
+          phase.acc -= 1;
+          picked[k] = 1;
+          taken += weight[cands[k]];
+        }
       }
+      taken += this.nearTarget(cands, picked, taken, target, this.eps[d]);
     }
     while (taken < minimum - this.eps[d]) {
       const need = minimum - taken;
@@ -233,6 +248,53 @@ class StickyBalanced {
     }
     for (let k = 0; k < cands.length; k++) if (picked[k] === 1) this.shed(cands[k], REASON_REBALANCE);
     return taken;
+  }
+
+  /**
+   * Brings a sample's weight nearer `target` by exchanging picks for chambers left behind, each time
+   * the one exchange (a picked chamber for an unpicked one, found by binary search in the weight
+   * order) that most reduces the distance; the count of picks stays, so does the mix of sizes.
+   * Returns the change of the sample's weight.
+   */
+  private nearTarget(cands: number[], picked: Uint8Array, taken: number, target: number, eps: number): number {
+    const { weight } = this.p;
+    let delta = 0;
+    for (let round = 0; round < 4; round++) {
+      const diff = taken + delta - target;
+      if (Math.abs(diff) <= eps) break;
+      const left: number[] = [];
+      for (let k = 0; k < cands.length; k++) if (picked[k] === 0) left.push(k);
+      if (left.length === 0) break;
+      let best = Math.abs(diff);
+      let bestOut = -1;
+      let bestIn = -1;
+      for (let k = 0; k < cands.length; k++) {
+        if (picked[k] === 0) continue;
+        // Wanted: an unpicked chamber of weight w_k - diff; `left` is heaviest first.
+        const want = weight[cands[k]] - diff;
+        let lo = 0;
+        let hi = left.length;
+        while (lo < hi) {
+          const mid = (lo + hi) >> 1;
+          if (weight[cands[left[mid]]] > want) lo = mid + 1;
+          else hi = mid;
+        }
+        for (const j of [lo - 1, lo]) {
+          if (j < 0 || j >= left.length) continue;
+          const after = Math.abs(diff - weight[cands[k]] + weight[cands[left[j]]]);
+          if (after < best - eps) {
+            best = after;
+            bestOut = k;
+            bestIn = left[j];
+          }
+        }
+      }
+      if (bestOut < 0) break;
+      picked[bestOut] = 0;
+      picked[bestIn] = 1;
+      delta += weight[cands[bestIn]] - weight[cands[bestOut]];
+    }
+    return delta;
   }
 
   /** Step 2a: every defender above the band sheds to share x (1 + tol/2). */
@@ -284,10 +346,14 @@ class StickyBalanced {
       rho = Math.max(1, level);
     }
     let still = missing;
+    // One systematic sample over the donors' chambers in turn (its phase carried from donor to
+    // donor): when each donor sheds less than a chamber's worth, together they still give up about
+    // the amount, in chambers of every size.
+    const phase = { acc: 0.5 };
     for (const d of donors) {
       const amount = this.load[d] - rho * p.target[d];
       if (amount <= this.eps[d]) continue;
-      still -= this.shedAmount(d, 0, Math.min(amount, still));
+      still -= this.shedAmount(d, 0, Math.min(amount, still), phase);
       if (still <= 0) break;
     }
   }
