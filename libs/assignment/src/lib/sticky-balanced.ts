@@ -209,8 +209,8 @@ class StickyBalanced {
    * stay. Both sides then hold the same share of the count as of the weight, and a defender's CPU
    * and memory follow its weight however far the load model's split between fixed and per-sample
    * cost is off. Then as near `target` as exchanging picks for chambers left behind gets
-   * ({@link nearTarget}), and at least `minimum`
-   * (the smallest unpicked chamber that reaches it, or the heaviest left).
+   * ({@link nearTarget}), and at least `minimum` (the smallest unpicked chamber that reaches it,
+   * or the heaviest left).
    */
   private shedAmount(d: number, minimum: number, target: number, phase: { acc: number } = { acc: (d * GOLDEN) % 1 }): number {
     const { weight } = this.p;
@@ -279,8 +279,8 @@ class StickyBalanced {
           if (weight[cands[left[mid]]] > want) lo = mid + 1;
           else hi = mid;
         }
-        for (const j of [lo - 1, lo]) {
-          if (j < 0 || j >= left.length) continue;
+        // The nearest on either side of `want`: left[lo - 1] (heavier) and left[lo].
+        for (let j = Math.max(0, lo - 1); j <= lo && j < left.length; j++) {
           const after = Math.abs(diff - weight[cands[k]] + weight[cands[left[j]]]);
           if (after < best - eps) {
             best = after;
