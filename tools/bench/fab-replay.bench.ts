@@ -37,18 +37,33 @@
 // store threads over each step's window, <dir>/pod-0-<thread>-step<k>-<speed>x.cpuprofile, their top
 // areas and functions logged). FAB_WARM_STATE=<dir> (the warm-up's stores kept in <dir> and restored by
 // later runs of the same fab, chambers, seed, warm-up runs and defenders: fab-replay/warm-state.ts).
+// FAB_STORE=sqlite|cassandra (sqlite; cassandra: a private node from the harness, or CASSANDRA_HOSTS,
+// a keyspace of this run; the design's speed target is for SQLite, so this is for memory and cost
+// comparisons; not with FAB_WARM_STATE).
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
+import { Client } from 'cassandra-driver';
 import { connect } from '@nats-io/transport-node';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { jetstream, type JetStreamClient } from '@nats-io/jetstream';
 import type { DefenderStore } from '@defender/contracts';
-import { imageRuntimeEnv, ProgressLine, RUNTIME_ENV_PATTERN, remainingMs, shortDuration, startNatsServer, textBar, type NatsServerHandle } from '@defender/infra-harness';
+import {
+  imageRuntimeEnv,
+  ProgressLine,
+  RUNTIME_ENV_PATTERN,
+  remainingMs,
+  shortDuration,
+  startCassandra,
+  startNatsServer,
+  textBar,
+  type CassandraHandle,
+  type NatsServerHandle,
+} from '@defender/infra-harness';
 import { DEFAULT_STRATEGY } from '@defender/defense-rules';
-import { SqliteStore, STORE_THREAD_NAME } from '@defender/store';
+import { CassandraStore, SqliteStore, STORE_THREAD_NAME } from '@defender/store';
 import { percentile, table, writeBenchmarkSection } from './report';
 import { stepCharts } from './fab-replay/charts';
 import { handleBenchCommandLine } from './cli';
@@ -117,6 +132,8 @@ Parameters (environment):
                                 restore it instead of warming up; else warm up, save the stores into <dir> and measure
                                 the steps on the cluster started again over them (minutes instead of the 5,000-chamber
                                 fab's 75-120 min warm-up; the report names the commit that warmed up)
+  FAB_STORE=sqlite|cassandra    the store (sqlite; cassandra: a private node from the harness, or CASSANDRA_HOSTS;
+                                for memory and cost comparisons, the speed target is for SQLite; not with FAB_WARM_STATE)
 
 Options:
   -h, --help                    this text
@@ -172,7 +189,19 @@ const P = {
   crash: flag('FAB_CRASH', false),
   /** A folder for the warm-up's stores: saved there after the warm-up, restored from it by later runs. */
   warmState: process.env['FAB_WARM_STATE'] || undefined,
+  /** The store of the cluster and the publisher. */
+  store: storeOf(process.env['FAB_STORE']),
 };
+if (P.store === 'cassandra' && P.warmState)
+  throw new Error('FAB_WARM_STATE keeps SQLite and NATS files only: it cannot be used with FAB_STORE=cassandra');
+
+function storeOf(v: string | undefined): 'sqlite' | 'cassandra' {
+  if (v === undefined || v === '' || v === 'sqlite') return 'sqlite';
+  if (v === 'cassandra') return 'cassandra';
+  throw new Error(`FAB_STORE must be sqlite or cassandra, got ${v}`);
+}
+/** The store's name in the report. */
+const STORE_NAME = { sqlite: 'SQLite', cassandra: 'Cassandra' } as const;
 const SPEED_TARGET = 10;
 const RSS_TARGET_MB = 300;
 /** Issue 23: each defender's CPU within ±10 % of the defenders' mean in every sustained step. */
@@ -942,11 +971,12 @@ async function crashAndRejoin(cl: BenchCluster, fab: FabSpec): Promise<CrashReco
  */
 async function startLive(paths: StorePaths, fab: FabSpec, opts: { seedFab: boolean; tag?: string }, into: Partial<Live>): Promise<Live> {
   into.nats = await startNatsServer({ storeDir: paths.natsDir });
-  into.store = await SqliteStore.open({ filename: paths.dbFile });
+  const { store, storeEnv } = await openStore(paths);
+  into.store = store;
   if (opts.seedFab) await seedChambers(into.store, fab);
   const cl = await BenchCluster.start({
     natsUrl: into.nats.url,
-    storeEnv: { STORE_BACKEND: 'sqlite', SQLITE_PATH: paths.dbFile },
+    storeEnv,
     heartbeatSeconds: 2,
     coldStartWindowSeconds: 3,
     scaleWindowSeconds: 3,
@@ -962,6 +992,40 @@ async function startLive(paths: StorePaths, fab: FabSpec, opts: { seedFab: boole
   into.r = new Replay(fab, into.store, jetstream(into.nc), into.nc);
   into.r.start();
   return into as Live;
+}
+
+/** FAB_STORE=cassandra: the node (started once per run, in {@link main}) and this run's keyspace. */
+let cassandra: CassandraHandle | undefined;
+const CASSANDRA_KEYSPACE = `bench_fab_${process.pid}`;
+
+/** The publisher's store and the processes' store environment: the SQLite file of `paths`, or this run's Cassandra keyspace. */
+async function openStore(paths: StorePaths): Promise<{ store: DefenderStore; storeEnv: Record<string, string> }> {
+  if (P.store === 'sqlite') return { store: await SqliteStore.open({ filename: paths.dbFile }), storeEnv: { STORE_BACKEND: 'sqlite', SQLITE_PATH: paths.dbFile } };
+  if (!cassandra) throw new Error('FAB_STORE=cassandra: no Cassandra node started');
+  const store = await CassandraStore.connect({
+    contactPoints: cassandra.contactPoints,
+    localDataCenter: cassandra.localDataCenter,
+    keyspace: CASSANDRA_KEYSPACE,
+    requestTimeoutMs: 60_000,
+  });
+  const storeEnv = {
+    STORE_BACKEND: 'cassandra',
+    CASSANDRA_HOSTS: cassandra.contactPoints.join(','),
+    CASSANDRA_LOCAL_DC: cassandra.localDataCenter,
+    CASSANDRA_KEYSPACE,
+  };
+  return { store, storeEnv };
+}
+
+/** An external cluster (CASSANDRA_HOSTS) keeps nothing of the run: its keyspace is dropped. */
+async function dropKeyspace(c: CassandraHandle): Promise<void> {
+  const client = new Client({ contactPoints: c.contactPoints, localDataCenter: c.localDataCenter });
+  try {
+    await client.connect();
+    await client.execute(`DROP KEYSPACE IF EXISTS ${CASSANDRA_KEYSPACE}`);
+  } finally {
+    await client.shutdown();
+  }
 }
 
 /** Stops what `l` holds: the replay, the processes (their logs kept under `prefix`), the store, nats-server. */
@@ -1104,6 +1168,11 @@ async function main(): Promise<void> {
   const notes: string[] = [];
   try {
     const saved = P.warmState ? readWarmState<WarmUp>(P.warmState) : undefined;
+    if (P.store === 'cassandra') {
+      const t0 = Date.now();
+      cassandra = await startCassandra({ heapMb: 1024, log });
+      log(`cassandra ${cassandra.version} up in ${shortDuration(Date.now() - t0)}${cassandra.external ? ' (CASSANDRA_HOSTS)' : ''}; keyspace ${CASSANDRA_KEYSPACE}`);
+    }
     if (saved && P.warmState) {
       checkWarmState(saved, key, P.warmState);
       const t0 = Date.now();
@@ -1125,6 +1194,7 @@ async function main(): Promise<void> {
       { name: 'assignment-controller', pid: byName('controller') },
       { name: 'election-agent', pid: byName('agent-0') },
       { name: 'nats-server', pid: () => live.nats?.pid },
+      ...(cassandra?.pid ? [{ name: 'cassandra', pid: () => cassandra?.pid ?? undefined }] : []),
       { name: 'bench: fab-sim publisher + observer', pid: () => process.pid },
     ]);
     const memSampler = setInterval(() => watch.sample(), SAMPLE_MS);
@@ -1240,6 +1310,8 @@ async function main(): Promise<void> {
     publish(outcome);
   } finally {
     await stopLive(live, 'fab-');
+    if (cassandra && cassandra.external) await dropKeyspace(cassandra).catch((err: unknown) => log(`cassandra: keyspace ${CASSANDRA_KEYSPACE} not dropped: ${(err as Error).message}`));
+    await cassandra?.stop();
     rmSync(dir, { recursive: true, force: true });
     log(`process logs: ${P.logDir}`);
   }
@@ -1386,7 +1458,11 @@ function report(o: Outcome): string {
       `weight median ${f0(ws.median / 1e3)} K, p90 ${f0(ws.p90 / 1e3)} K, max ${f1(ws.max / 1e6)} M samples per run, the heaviest 10 % carry ${f0(ws.top10Share * 100)} %; cycle ${f0(Math.min(...cycles))}-${f0(Math.max(...cycles))} s). ` +
       `In real time the fab completes **${f2(o.rtRate)} runs/s** (${f2(o.rtSamples / 1e6)} M samples/s), so ${SPEED_TARGET}x is ${f1(o.rtRate * SPEED_TARGET)} runs/s.`,
     '',
-    `Cluster: built processes (\`dist/apps/*/main.js\`): a private nats-server, 1 election agent, 1 assignment controller, ${o.defenders ?? 2} defenders with default settings (\`MAX_CONCURRENT_MESSAGES\` 10, cache 100 MB, default strategy)${envNote(q, o.imageEnv)}, heartbeats every 2 s, one SQLite file (WAL) shared with the publisher.`,
+    `Cluster: built processes (\`dist/apps/*/main.js\`): a private nats-server, 1 election agent, 1 assignment controller, ${o.defenders ?? 2} defenders with default settings (\`MAX_CONCURRENT_MESSAGES\` 10, cache 100 MB, default strategy)${envNote(q, o.imageEnv)}, heartbeats every 2 s, ${
+      (q.store ?? 'sqlite') === 'sqlite'
+        ? 'one SQLite file (WAL) shared with the publisher'
+        : 'a private single Cassandra node from the harness (RF 1, QUORUM, heap 1 GB; its JVM shares the 2 cores), one keyspace shared with the publisher'
+    }.`,
     '',
     ...(o.maps
       ? [
@@ -1394,7 +1470,7 @@ function report(o: Outcome): string {
           '',
         ]
       : []),
-    '**Verdict** (design.md section 5: whole-fab replay >= 10x real time with 2 defenders on SQLite; defender RSS <= 300 MB):',
+    `**Verdict** (design.md section 5: whole-fab replay >= 10x real time with 2 defenders on SQLite; defender RSS <= 300 MB)${(q.store ?? 'sqlite') === 'sqlite' ? '' : `; this run is on ${STORE_NAME[q.store]}, so the speed verdict is not the target's`}:`,
     '',
     ...verdicts.map((v) => `- ${v}`),
     '',
@@ -1410,7 +1486,7 @@ function report(o: Outcome): string {
       `the speed starts at ${q.speedStart}x and doubles (x${q.growth}) while sustained, then is bisected ${q.refine} times between the highest sustained and the lowest failed speed. Runs the publisher did not get out within the window are dropped. After each window the backlog drains before the next step starts.`,
     '- Sustained (tools/bench/fab-replay/sustain.ts): >= 90 % of the scheduled runs published; backlog trend (least-squares slope over 1 s samples) at most 2 % of the offered rate, or adding up over the window to at most max(10 runs, 1 s of offered runs); median lag of the last third of the window <= 2 x that of the first third + 1 s; the rest drained within max(10 s, 20 % of the window); no run lost, dead-lettered or committed without points.',
     '- Lag: notification publish (bench clock, just before the JetStream publish) -> commit (`committedAt` of the run\'s point set, the defender\'s clock on the same machine), per run, including runs committed during the drain. Processed runs/s: commits within the window / window.',
-    `- CPU: user + system time from /proc/<pid>/stat over the window (100 % = one core; the machine has 2, shared with other work). RSS: VmRSS sampled every ${SAMPLE_MS / 1000} s (peak per window), VmHWM at the end. The bench process row is the publisher (publishes${q.prewrite ? '' : ', trace synthesis and SQLite trace writes'}) plus the observer (high-water-mark and point-set reads).`,
+    `- CPU: user + system time from /proc/<pid>/stat over the window (100 % = one core; the machine has 2, shared with other work). RSS: VmRSS sampled every ${SAMPLE_MS / 1000} s (peak per window), VmHWM at the end. The bench process row is the publisher (publishes${q.prewrite ? '' : ', trace synthesis and SQLite trace writes'}) plus the observer (high-water-mark and point-set reads).${(q.store ?? 'sqlite') === 'sqlite' ? '' : ' The cassandra row is the store node\'s JVM.'}`,
     `- Load average (1 min) ${f1(o.loadBefore)} before, ${f1(o.loadAfter)} after; whole bench ${f0(o.seconds)} s.`,
     '',
     '### Steps',
@@ -1548,7 +1624,7 @@ function publish(outcome: Outcome): void {
   if (P.write) {
     writeBenchmarkSection(
       outcome.params.section ?? 'fab-replay',
-      `Whole-fab replay${(outcome.params.section ?? 'fab-replay') === 'fab-replay' ? '' : ` (${outcome.params.section})`}: ${outcome.fab.chambers.length.toLocaleString('en-US')} chambers, ${outcome.defenders ?? 2} defenders, SQLite`,
+      `Whole-fab replay${(outcome.params.section ?? 'fab-replay') === 'fab-replay' ? '' : ` (${outcome.params.section})`}: ${outcome.fab.chambers.length.toLocaleString('en-US')} chambers, ${outcome.defenders ?? 2} defenders, ${STORE_NAME[outcome.params.store ?? 'sqlite']}`,
       reproduceCommand(),
       body,
     );
