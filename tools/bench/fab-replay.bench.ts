@@ -84,6 +84,8 @@ import {
   SvidNames,
   type FabSpec,
   writeRunTrace,
+  retryStore,
+  storeRetries,
   type ReplayEvent,
 } from './fab-replay/workload';
 import { seedChambers, weightStats } from '@defender/fab-sim';
@@ -458,7 +460,7 @@ class Replay {
     for (const key of this.written.keys()) {
       const [chamber, run] = key.split(':').map(Number);
       const ch = this.chamberAt(chamber ?? -1);
-      await this.store.traces.delete({ toolId: ch.toolId, chamberId: ch.chamberId, runId: runIdOf('fab', run ?? 0) });
+      await retryStore(() => this.store.traces.delete({ toolId: ch.toolId, chamberId: ch.chamberId, runId: runIdOf('fab', run ?? 0) }));
       n++;
     }
     this.written.clear();
@@ -469,7 +471,7 @@ class Replay {
   async flushDeletes(): Promise<void> {
     for (const d of this.toDelete.splice(0)) {
       const ch = this.chamberAt(d.chamber);
-      await this.store.traces.delete({ toolId: ch.toolId, chamberId: ch.chamberId, runId: d.runId });
+      await retryStore(() => this.store.traces.delete({ toolId: ch.toolId, chamberId: ch.chamberId, runId: d.runId }));
     }
   }
 
@@ -529,16 +531,16 @@ class Replay {
       for (const [idx, list] of this.pending) {
         const ch = this.fab.chambers[idx];
         if (!ch) continue;
-        const hwm = (await this.store.chamberState.get(ch))?.highWaterMark ?? 0;
+        const hwm = (await retryStore(() => this.store.chamberState.get(ch)))?.highWaterMark ?? 0;
         while (list.length > 0 && (list[0]?.seq ?? Infinity) <= hwm) {
           const run = list.shift();
           if (!run) break;
           this.pendingCount--;
-          const set = await this.store.uchart.run(ch, run.seq);
+          const set = await retryStore(() => this.store.uchart.run(ch, run.seq));
           run.committedAt = set?.committedAt.getTime() ?? Date.now();
           run.dead = !set || set.points.length === 0 || set.runId !== run.runId;
           if (this.deferDeletes) this.toDelete.push({ chamber: idx, runId: run.runId });
-          else await this.store.traces.delete({ toolId: ch.toolId, chamberId: ch.chamberId, runId: run.runId });
+          else await retryStore(() => this.store.traces.delete({ toolId: ch.toolId, chamberId: ch.chamberId, runId: run.runId }));
         }
         if (list.length === 0) this.pending.delete(idx);
       }
@@ -1275,6 +1277,7 @@ async function main(): Promise<void> {
         steps.push(s);
       }
     } else if (P.crash) notes.push('FAB_CRASH: no crash run (no sustained step, or a single defender)');
+    if (storeRetries.count > 0) notes.push(`the publisher retried ${storeRetries.count} store operations after retryable errors (e.g. write timeouts of an overloaded store)`);
     clearInterval(memSampler);
     await heapSnapshots(cl, 'after-steps');
     const cacheStats: string[] = [];

@@ -3,6 +3,7 @@
 // notification format; only the schedule differs (see SteadySchedule).
 import type { JetStreamClient } from '@nats-io/jetstream';
 import { publishStored } from '@defender/nats-kv';
+import { exponentialBackoff } from '@defender/backoff';
 import { notificationSubject, type DefenderStore, type RunNotification } from '@defender/contracts';
 import {
   generateFab,
@@ -137,8 +138,29 @@ export interface RunRefs {
 export async function writeRunTrace(store: DefenderStore, ch: ChamberSpec, run: RunRefs): Promise<number> {
   const startSeconds = run.endSeconds - ch.contextDurationSeconds;
   const trace = synthesizeTrace(ch, { runId: run.runId, runIndex: run.runIndex, startSeconds });
-  await store.traces.write(trace);
+  await retryStore(() => store.traces.write(trace));
   return samplesPerRun(ch) * ch.svidCount;
+}
+
+/** Retries of store operations so far ({@link retryStore}), for the report. */
+export const storeRetries = { count: 0 };
+
+/**
+ * Runs a store operation again after an error the store marks retryable (a write timeout of an
+ * overloaded Cassandra node, a busy SQLite file), as fab-sim's simulator does: up to 20 attempts,
+ * exponential backoff from 100 ms to 5 s. Trace writes and deletes are idempotent (keyed by run).
+ */
+export async function retryStore<T>(op: () => Promise<T>): Promise<T> {
+  const backoff = exponentialBackoff({ baseMs: 100, maxMs: 5000, random: Math.random });
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await op();
+    } catch (err) {
+      if (attempt >= 20 || (err as { retryable?: unknown }).retryable !== true) throw err;
+      storeRetries.count++;
+      await new Promise((r) => setTimeout(r, backoff.next()));
+    }
+  }
 }
 
 /**
