@@ -8,6 +8,9 @@ process.env.TZ = 'UTC';
 // stderr in every process that has both, which the tests that read a child's stderr would see.
 if (process.env.FORCE_COLOR !== undefined) delete process.env.NO_COLOR;
 
+// Packages published as ESM only that the tests load (directly or through one another).
+const ESM_ONLY_PACKAGES = ['@nestjs', '@standard-schema', 'file-type'];
+
 module.exports = {
   testEnvironment: 'node',
   testMatch: ['**/?(*.)+(spec|test).ts'],
@@ -18,7 +21,11 @@ module.exports = {
     // Transpile only (isolatedModules in tsconfig.base.json): types are checked by each project's
     // `typecheck` target, so tests start fast.
     '^.+\\.ts$': ['ts-jest', { tsconfig: '<rootDir>/tsconfig.spec.json' }],
+    // NestJS 12 ships ESM only ("type": "module") and Jest loads CommonJS: those packages (and the
+    // ESM-only packages they import) are compiled to CommonJS, see tools/jest/esm-to-cjs.js.
+    '^.+/node_modules/.+\\.js$': join(__dirname, 'tools/jest/esm-to-cjs.js'),
   },
+  transformIgnorePatterns: [`/node_modules/(?!(${ESM_ONLY_PACKAGES.join('|')})/)`],
   coverageReporters: ['text-summary', 'html'],
   // Integration tests start real servers; one worker per core is plenty on the 2-core CI machine.
   maxWorkers: 2,
