@@ -1492,6 +1492,7 @@ function report(o: Outcome): string {
     `- CPU: user + system time from /proc/<pid>/stat over the window (100 % = one core; the machine has 2, shared with other work). RSS: VmRSS sampled every ${SAMPLE_MS / 1000} s (peak per window), VmHWM at the end. The bench process row is the publisher (publishes${q.prewrite ? '' : ', trace synthesis and SQLite trace writes'}) plus the observer (high-water-mark and point-set reads).${(q.store ?? 'sqlite') === 'sqlite' ? '' : ' The cassandra row is the store node\'s JVM.'}`,
     `- Load average (1 min) ${f1(o.loadBefore)} before, ${f1(o.loadAfter)} after; whole bench ${f0(o.seconds)} s.`,
     '',
+    ...settingsComparison(o),
     '### Steps',
     '',
     table(
@@ -1531,6 +1532,43 @@ function warmStateText(o: Outcome): string {
   return w.restored
     ? ` **Restored, not run here** (FAB_WARM_STATE): the warm-up of commit ${w.commit} on ${w.node}, saved ${w.savedAt}; its figures (rate, the warm-up rows of the tables) are that run's; ${restart}.`
     : ` Saved after it (FAB_WARM_STATE, commit ${w.commit}); ${restart}.`;
+}
+
+/**
+ * With FAB_DEFENDER_ENV_<i> (defenders run with different settings): the before / after of the
+ * comparison, one row per defender: its settings, peak RSS per window and at the whole run's end
+ * (sampled and VmHWM), CPU in each step. Empty when every defender ran with the same settings.
+ */
+function settingsComparison(o: Outcome): string[] {
+  const each = o.params.defenderEnvEach ?? [];
+  if (!each.some((env) => Object.keys(env ?? {}).length > 0)) return [];
+  const settings = (env: Record<string, string> | undefined) => {
+    const extra = Object.entries(env ?? {}).map(([k, v]) => (v === '' && RUNTIME_ENV_PATTERN.test(k) ? `no \`${k}\`` : `\`${k}=${v}\``));
+    return extra.length > 0 ? `the image, ${extra.join(', ')}` : 'the image';
+  };
+  const cpu = (p: ProcResult | undefined) =>
+    !p ? '-' : p.threads && Number.isFinite(p.threads.store) ? `${f0(p.cpuPct)} = ${f0(p.threads.main)} / ${f0(p.threads.store)} / ${f0(p.cpuPct - p.threads.main - p.threads.store)}` : p.threads ? `${f0(p.cpuPct)} = ${f0(p.threads.main)} / ${f0(p.cpuPct - p.threads.main)}` : f0(p.cpuPct);
+  const sqlite = (o.params.store ?? 'sqlite') === 'sqlite';
+  const rows = Array.from({ length: o.defenders ?? 2 }, (_, i) => {
+    const name = `defender pod-${i}`;
+    const rss = [o.warmup.procs, ...o.steps.map((s) => s.procs)].map((procs) => f0(procs.find((p) => p.name === name)?.peakRssMb ?? NaN));
+    const m = o.memory.find((x) => x.name === name);
+    return [`pod-${i}`, settings(each[i]), `${rss.join(' / ')} / ${f0(m?.peakRssMb ?? NaN)} / ${f0(m?.hwmMb ?? NaN)}`, o.steps.map((s) => cpu(s.procs.find((p) => p.name === name))).join('; ')];
+  });
+  return [
+    '### Settings compared (the defenders of this run)',
+    '',
+    table(
+      [
+        'defender',
+        'settings',
+        `peak RSS MB: warm-up / ${o.steps.map(stepLabel).join(' / ')} / whole run sampled / VmHWM`,
+        `CPU % per step (${sqlite ? 'process = main / store thread / rest' : 'process = main thread / rest'})`,
+      ],
+      rows,
+    ),
+    '',
+  ];
 }
 
 function threadCpuSection(o: Outcome): string[] {
