@@ -53,13 +53,6 @@ export const defenderEnvSchema = z.object({
    * glibc keeps memory freed between live blocks resident. A trim costs a few milliseconds.
    */
   MALLOC_TRIM_INTERVAL_SECONDS: env.seconds(5, 0, 3600),
-  /**
-   * Cassandra store only: after reading a trace of at least this many MB, run V8's young-generation
-   * GC (about a millisecond; 0: never): the driver's frame buffers holding the trace's chunks, as
-   * large as the trace, are then freed at once instead of at a later scavenge, after more reads have
-   * stacked theirs on top. The SQLite store frees its chunk copies on its own thread as it reads them.
-   */
-  TRACE_GC_THRESHOLD_MB: env.int(4, 0, 65_536),
   /** Budget of the in-memory U-chart history cache. */
   CACHE_SIZE_MB: env.int(100, 1, 65_536),
   /** Largest trace accepted, in samples over all SVIDs; bigger ones are dead-lettered. */

@@ -41,7 +41,7 @@ describe('DefenderMetricsObserver', () => {
   it('owns every metric of the defender under its seed name (nothing else registers one)', async () => {
     const names = [...Object.values(PM), ...Object.values(M), ...Object.values(MM)].sort();
     expect((await register.getMetricsAsJSON()).map((x) => x.name).sort()).toEqual(names);
-    expect(names).toHaveLength(23 + 23 + 6);
+    expect(names).toHaveLength(22 + 23 + 6);
   });
 
   // Each event and the one set of metrics it moves.
@@ -62,7 +62,6 @@ describe('DefenderMetricsObserver', () => {
     ['storeOperationDone', (o) => o.storeOperationDone({ store: 'sqlite', operation: 'chamberState.get', kind: 'read', durationSeconds: 0.002, outcome: 'ok' }), [PM.storeOperation]],
     ['timedStore read', (o) => o.timedStore('read', async () => 1)(), [PM.storeRead]],
     ['timedStore write', (o) => o.timedStore('write', async () => 1)(), [PM.storeWrite]],
-    ['traceGcRun', (o) => o.traceGcRun(() => undefined), [PM.traceGc]],
     ['stateCode', (o) => o.stateCode(2), [M.state]],
     ['stableId', (o) => o.stableId(4), [M.stableId]],
     ['heartbeatFailed', (o) => o.heartbeatFailed(), [M.heartbeatErrors]],
@@ -160,10 +159,6 @@ describe('DefenderMetricsObserver', () => {
     await expect(m.timedStore('write', async () => Promise.reject(new Error('store down')))()).rejects.toThrow('store down');
     expect(await count(PM.storeRead)).toBe(1);
     expect(await count(PM.storeWrite)).toBe(1);
-    let ran = 0;
-    m.traceGcRun(() => void ran++);
-    expect(ran).toBe(1);
-    expect(await count(PM.traceGc)).toBe(1);
   });
 
   it('membership: state code, stable ID, an applied map in every gauge and counter that shows it', async () => {

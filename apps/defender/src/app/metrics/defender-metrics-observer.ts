@@ -61,7 +61,6 @@ export class DefenderMetricsObserver {
     @InjectMetric(PM.paused) private readonly paused: Counter,
     @InjectMetric(PM.inflight) private readonly inflight: Gauge,
     @InjectMetric(PM.storeOperation) private readonly storeOperation: Histogram,
-    @InjectMetric(PM.traceGc) private readonly traceGc: Histogram,
     @InjectMetric(PM.streamMismatch) private readonly mismatch: Gauge,
     @InjectMetric(PM.streamRebased) private readonly rebased: Counter,
     @InjectMetric(PM.streamMissing) private readonly missing: Gauge,
@@ -206,13 +205,6 @@ export class DefenderMetricsObserver {
         end();
       }
     };
-  }
-
-  /** Runs a young-generation GC after a large trace read, timed. */
-  traceGcRun(gc: () => void): void {
-    const end = this.traceGc.startTimer();
-    gc();
-    end();
   }
 
   // --- Membership -------------------------------------------------------------------------------

@@ -18,7 +18,6 @@ export const PM = {
   paused: 'defender_processing_paused_total',
   inflight: 'defender_inflight_runs',
   storeOperation: 'defender_store_operation_duration_seconds',
-  traceGc: 'defender_trace_gc_duration_seconds',
   streamMismatch: 'defender_store_stream_mismatch',
   streamRebased: 'defender_stream_rebased_total',
   streamMissing: 'defender_stream_missing',
@@ -61,11 +60,6 @@ export const processingMetricProviders = [
       'Strategy lookups of run attempts by the scope that holds the strategy judging them: chamber_recipe, chamber, ' +
       'legacy_key (the deprecated <tool>:<chamber> key: store it under chamber/<tool>:<chamber>), recipe, default, builtin (none stored)',
     labelNames: ['scope'],
-  }),
-  makeHistogramProvider({
-    name: PM.traceGc,
-    help: 'Young-generation GCs run after large trace reads (TRACE_GC_THRESHOLD_MB), seconds',
-    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1],
   }),
   makeHistogramProvider({
     name: PM.storeOperation,

@@ -13,7 +13,6 @@ import { DEFENDER_CONFIG } from '../tokens';
 import { ChamberWork } from '../membership/chamber-work';
 import { DefenderMetricsObserver } from '../metrics/defender-metrics-observer';
 import { DefenderIdentity } from '../membership/defender-identity';
-import { loadYoungGc, type YoungGc } from '../memory/young-gc';
 import { LoadReporter, processCpuMs } from './load-reporter';
 
 export const RUN_EVALUATOR = Symbol('RUN_EVALUATOR');
@@ -66,7 +65,6 @@ export class ProcessingService implements ChamberWork, OnApplicationBootstrap, O
   /** Run rates and CPU cost measured for the controller's load model (ADR 0008). */
   private readonly loadReporter = new LoadReporter(() => performance.now(), processCpuMs);
   private storeHandle: DefenderStore | undefined;
-  private readonly youngGc: YoungGc | undefined;
   /** Chambers paused on a stream mismatch (ADR 0007), for the gauge's total. */
   private readonly mismatched = new Set<string>();
   private unknownChambers: UnknownChamberDeadLetters | undefined;
@@ -88,16 +86,6 @@ export class ProcessingService implements ChamberWork, OnApplicationBootstrap, O
     this.semaphore = new Semaphore(config.MAX_CONCURRENT_MESSAGES);
     this.fitSlots = new Semaphore(config.MAX_CONCURRENT_FITS);
     this.traceBudget = new ByteBudget(config.TRACE_MEMORY_MB * 1024 * 1024);
-    // Only where the store's chunk copies are the main thread's garbage (Cassandra's rows share the
-    // driver's frame buffers). The SQLite store reads on its own thread and frees each copy as it reads
-    // it: there a scavenge after the read frees nothing (bench:fab, fab-replay-memory-pool).
-    if (config.TRACE_GC_THRESHOLD_MB > 0 && store.backend === 'cassandra') {
-      try {
-        this.youngGc = loadYoungGc();
-      } catch (err) {
-        this.logger.warn({ msg: 'no young-generation GC after large trace reads', err: (err as Error).message });
-      }
-    }
   }
 
   onApplicationBootstrap(): void {
@@ -360,7 +348,6 @@ export class ProcessingService implements ChamberWork, OnApplicationBootstrap, O
   private storeWithTimings(): WorkerDeps['store'] {
     const s = this.storeOrThrow();
     const timed = this.metrics.timedStore.bind(this.metrics);
-    const readTrace = timed('read', (r: Parameters<typeof s.traces.read>[0]) => s.traces.read(r));
     return {
       chamberState: {
         get: timed('read', (c: ChamberRef) => s.chamberState.get(c)),
@@ -369,26 +356,13 @@ export class ProcessingService implements ChamberWork, OnApplicationBootstrap, O
         appliedRun: timed('read', (c: ChamberRef, runId: string) => s.chamberState.appliedRun(c, runId)),
         bindStream: timed('write', (i: Parameters<typeof s.chamberState.bindStream>[0]) => s.chamberState.bindStream(i)),
       },
-      traces: {
-        ...s.traces,
-        // The GC after a large read is not part of the read's time.
-        read: async (r: Parameters<typeof s.traces.read>[0]) => this.afterTraceRead(await readTrace(r)),
-      } as typeof s.traces,
+      traces: { ...s.traces, read: timed('read', (r: Parameters<typeof s.traces.read>[0]) => s.traces.read(r)) } as typeof s.traces,
       uchart: s.uchart,
       alarms: s.alarms,
       outbox: s.outbox,
       strategies: s.strategies,
       chamberMetadata: s.chamberMetadata,
     };
-  }
-
-  /** Frees the store's copies of a large trace's chunks now (TRACE_GC_THRESHOLD_MB). */
-  private afterTraceRead<T extends { svids: ReadonlyMap<string, { byteLength: number }> }>(trace: T): T {
-    if (!this.youngGc) return trace;
-    let bytes = 0;
-    for (const a of trace.svids.values()) bytes += a.byteLength;
-    if (bytes >= this.config.TRACE_GC_THRESHOLD_MB * 1024 * 1024) this.metrics.traceGcRun(this.youngGc);
-    return trace;
   }
 
   private storeOrThrow(): DefenderStore {
