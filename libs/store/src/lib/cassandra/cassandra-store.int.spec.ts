@@ -221,6 +221,22 @@ describeWithInfra(['cassandra'], 'Cassandra store', () => {
   });
 
   describe('consistency and outages', () => {
+    it('more requests at once than the driver may send on its connections wait for their turn instead of failing', async () => {
+      // A defender starting with thousands of chambers reads (and claims) every one of them at once;
+      // the driver refuses a request beyond 2,048 in flight per connection ("All connections to host
+      // ... are busy"), which surfaced as thousands of paused chambers at start (bench:fab on Cassandra).
+      const store = await CassandraStore.connect(options(newKeyspace()));
+      try {
+        const chambers = Array.from({ length: 5000 }, () => freshChamber());
+        const results = await Promise.allSettled(chambers.map((ch) => store.chamberState.get(ch)));
+        const failed = results.filter((r) => r.status === 'rejected').map((r) => String((r as PromiseRejectedResult).reason));
+        expect(failed.slice(0, 3)).toEqual([]);
+        expect(results.every((r) => r.status === 'fulfilled' && r.value === undefined)).toBe(true);
+      } finally {
+        await store.close();
+      }
+    }, 180_000);
+
     it('runs with LOCAL_QUORUM (and LOCAL_SERIAL for the lightweight transactions)', async () => {
       const store = await CassandraStore.connect(options(newKeyspace(), { consistency: 'LOCAL_QUORUM' }));
       try {

@@ -87,6 +87,7 @@ import { observed, type StoreObserver } from '../observer';
 import { runPool } from '../pool';
 import { mapCassandraError } from './errors';
 import { migrateCassandra } from './migrations';
+import { RequestGate } from './request-gate';
 import {
   cassandraSslOptions,
   consistencyCode,
@@ -122,6 +123,9 @@ function chamberOf(ref: ChamberRef): ChamberRef {
   return { toolId: ref.toolId, chamberId: ref.chamberId };
 }
 
+/** Requests in flight at most by default (CassandraStoreOptions.maxRequestsInFlight). */
+const DEFAULT_MAX_REQUESTS_IN_FLIGHT = 1024;
+
 /** The driver session plus what every repository needs: keyspace, consistency, instrumentation. */
 class Session {
   closed = false;
@@ -134,6 +138,7 @@ class Session {
     consistency: number,
     serialConsistency: number,
     private readonly observer: StoreObserver | undefined,
+    private readonly gate: RequestGate,
   ) {
     this.base = { prepare: true, consistency, serialConsistency };
     this.serialRead = { prepare: true, consistency: serialConsistency };
@@ -145,7 +150,11 @@ class Session {
   }
 
   exec(query: string, params: unknown[], extra?: QueryOptions): Promise<types.ResultSet> {
-    return this.client.execute(query, params, { ...this.base, ...extra });
+    return this.gate.run(() => this.client.execute(query, params, { ...this.base, ...extra }));
+  }
+
+  batch(statements: Parameters<Client['batch']>[0], extra?: QueryOptions): Promise<types.ResultSet> {
+    return this.gate.run(() => this.client.batch(statements, { ...this.base, ...extra }));
   }
 
   /** All rows of a query, fetched page by page. */
@@ -537,7 +546,7 @@ class CassandraChamberLog implements ChamberStateRepository, AlarmRepository {
       ];
       for (let attempt = 0; attempt < COMMIT_ATTEMPTS; attempt++) {
         // One partition, so the batch is a single Paxos round: all of it or nothing.
-        const r = await this.s.client.batch(statements, { ...this.s.base, logged: true });
+        const r = await this.s.batch(statements, { logged: true });
         if (r.wasApplied()) {
           return {
             outcome: 'applied',
@@ -625,7 +634,7 @@ class CassandraChamberLog implements ChamberStateRepository, AlarmRepository {
         const runId = r.get('run_id') as string | null;
         if (runId) chunk.set(runId, r);
       }
-      const r = await this.s.client.batch(
+      const r = await this.s.batch(
         [
           // The condition every write to the partition carries; setting our own (claimed) epoch changes nothing.
           { query: `UPDATE ${this.t} SET owner_epoch = ? WHERE tool_id = ? AND chamber_id = ? IF owner_epoch <= ?`, params: [epoch, ...pk, epoch] },
@@ -634,7 +643,7 @@ class CassandraChamberLog implements ChamberStateRepository, AlarmRepository {
             params: [...pk, KIND_APPLIED, runId, row.get('seq'), row.get('epoch'), row.get('committed_at')],
           })),
         ],
-        { ...this.s.base, logged: true },
+        { logged: true },
       );
       if (!r.wasApplied()) return this.fencedBy(chamber, epoch);
     }
@@ -994,6 +1003,9 @@ export class CassandraStore implements DefenderStore {
     for (const [k, v] of Object.entries({ runRetentionSeconds: options.runRetentionSeconds, observationRetentionSeconds: options.observationRetentionSeconds })) {
       if (v !== undefined && !(Number.isInteger(v) && v >= 0 && v <= 630_720_000)) throw new Error(`${k} must be an integer number of seconds in 0..630720000`);
     }
+    const maxRequestsInFlight = options.maxRequestsInFlight ?? DEFAULT_MAX_REQUESTS_IN_FLIGHT;
+    if (!(Number.isInteger(maxRequestsInFlight) && maxRequestsInFlight >= 1 && maxRequestsInFlight <= 32_768))
+      throw new Error(`maxRequestsInFlight must be an integer in 1..32768, got ${maxRequestsInFlight}`);
     const consistency = options.consistency ?? 'QUORUM';
     const serialConsistency = options.serialConsistency ?? defaultSerialConsistency(consistency);
     const client = new Client({
@@ -1012,7 +1024,7 @@ export class CassandraStore implements DefenderStore {
       await shutdownAfterFailure(client, err);
       throw mapCassandraError(err, 'connect', 'read');
     }
-    const session = new Session(client, keyspace, consistencyCode(consistency), consistencyCode(serialConsistency), options.observer);
+    const session = new Session(client, keyspace, consistencyCode(consistency), consistencyCode(serialConsistency), options.observer, new RequestGate(maxRequestsInFlight));
     try {
       await session.op('migrate', 'write', () =>
         migrateCassandra(client, {

@@ -41,6 +41,11 @@ export interface CassandraStoreOptions {
   readonly traceWriteConcurrency?: number;
   /** Parallel trace read queries (default 4). */
   readonly traceReadConcurrency?: number;
+  /**
+   * Requests in flight at most; more wait their turn (default 1,024: half of what the driver sends
+   * on a host's one connection, 2,048, leaving room for its own prepares and pages).
+   */
+  readonly maxRequestsInFlight?: number;
   /** Bytes of free trace buffers kept for the next reads (default 32 MiB; 0: a buffer per trace). */
   readonly tracePoolBytes?: number;
   /** Name recorded when this process claims a schema migration (default host:pid). */
