@@ -14,7 +14,7 @@
 //
 // Run: npm run bench:fab   (heavy: flock /tmp/defender-heavy.lock npm run bench:fab)
 //   (= node --expose-gc -r ./tools/scripts/register.js tools/bench/fab-replay.bench.ts)
-// Needs the built apps: npx nx run-many -t build -p defender assignment-controller election-agent
+// Builds the apps first (nx build: seconds when nothing changed).
 //
 // Parameters (environment): FAB_QUICK=1 or BENCH_QUICK=1 (smoke run: 60 chambers, short steps; writes
 // docs only with FAB_WRITE=1), FAB_CHAMBERS (5000), FAB_WARMUP_RUNS (the default strategy's Phase I
@@ -67,7 +67,7 @@ import { CassandraStore, SqliteStore, STORE_THREAD_NAME } from '@defender/store'
 import { percentile, table, writeBenchmarkSection } from './report';
 import { stepCharts } from './fab-replay/charts';
 import { handleBenchCommandLine } from './cli';
-import { BenchCluster, bundleOf, getJson, missingBundles } from './pipeline/cluster';
+import { BenchCluster, buildBenchApps, bundleOf, getJson } from './pipeline/cluster';
 import { summariseProfile, type CpuProfile } from './pipeline/profile';
 import { cpuMsOf, threadCpuMsOf, envList, gaugesBy, histogramQuantile, loadAverage, memoryBreakdownOf, memoryOf, parseCounter, parseHistogram, heapSnapshotNodeOptions, takeHeapSnapshot, type MemoryBreakdown } from './pipeline/observe';
 import { judgeStep, nextSpeed, type StepVerdict } from './fab-replay/sustain';
@@ -101,8 +101,8 @@ handleBenchCommandLine(`Usage: npm run bench:fab      (heavy: flock /tmp/defende
 Whole-fab replay against a real cluster of built processes (private nats-server, election agent,
 assignment controller, 2 defenders on one SQLite file): the speed (simulated seconds per wall second)
 a fab of FAB_CHAMBERS chambers sustains, and the defenders' memory. Tens of minutes. Writes the
-\`fab-replay\` section of docs/benchmarks.md (FAB_SECTION to change). Needs the built apps:
-npx nx run-many -t build -p defender assignment-controller election-agent
+\`fab-replay\` section of docs/benchmarks.md (FAB_SECTION to change). Builds the apps first (nx build;
+seconds when nothing changed).
 
 Parameters (environment):
   FAB_QUICK=1 | BENCH_QUICK=1   smoke run: 60 chambers, short steps; writes docs only with FAB_WRITE=1
@@ -1150,9 +1150,7 @@ function rewarm(live: Live, fab: FabSpec, watch: ProcessWatch, notes: string[]):
 }
 
 async function main(): Promise<void> {
-  const missing = missingBundles();
-  if (missing.length > 0)
-    throw new Error(`built bundles missing for ${missing.join(', ')}: run npx nx run-many -t build -p defender assignment-controller election-agent`);
+  buildBenchApps();
   const started = Date.now();
   const loadBefore = loadAverage();
   const fab = fabOfChambers(P.chambers, P.seed);

@@ -6,7 +6,7 @@
 //
 // Run: npm run bench:pipeline
 //   (= node --expose-gc -r ./tools/scripts/register.js tools/bench/pipeline.bench.ts)
-// Needs the built apps: npx nx run-many -t build -p defender assignment-controller election-agent
+// Builds the apps first (nx build: seconds when nothing changed).
 // Cassandra: a private node from the harness, or CASSANDRA_HOSTS.
 //
 // Parameters (environment): BENCH_QUICK=1 (short run; writes docs only with BENCH_WRITE=1),
@@ -35,7 +35,7 @@ import { CassandraStore, SqliteStore } from '@defender/store';
 import { percentile, table, writeBenchmarkSection } from './report';
 import { latencyChart } from './pipeline/charts';
 import { envInt, handleBenchCommandLine } from './cli';
-import { BenchCluster, bundleOf, getJson, missingBundles, type Proc } from './pipeline/cluster';
+import { BenchCluster, buildBenchApps, bundleOf, getJson, type Proc } from './pipeline/cluster';
 import {
   cpuMsOf,
   diffHistogram,
@@ -60,8 +60,8 @@ handleBenchCommandLine(`Usage: npm run bench:pipeline
 Run pipeline against a real cluster of built processes (private nats-server, election agent,
 assignment controller, one then two defenders): notification -> stored point and -> alarm latency
 (p50 / p99) for typical and heavy runs with the SQLite and the Cassandra store, runs per second per
-defender at saturation, defender RSS. Writes the \`pipeline\` section of docs/benchmarks.md. Needs the
-built apps: npx nx run-many -t build -p defender assignment-controller election-agent
+defender at saturation, defender RSS. Writes the \`pipeline\` section of docs/benchmarks.md. Builds the
+apps first (nx build; seconds when nothing changed).
 Cassandra: a private node from the harness, or CASSANDRA_HOSTS.
 
 Parameters (environment):
@@ -1215,14 +1215,7 @@ async function startCassandraWithRetry(): Promise<CassandraHandle> {
 }
 
 async function main(): Promise<void> {
-  const missing = missingBundles();
-  if (missing.length > 0) {
-    process.stderr.write(
-      `The pipeline benchmark runs the built apps; missing: ${missing.map((a) => `dist/apps/${a}/main.js`).join(', ')}.\n` +
-        'Build them first:  npx nx run-many -t build -p defender assignment-controller election-agent\n',
-    );
-    process.exit(2);
-  }
+  buildBenchApps();
   const started = performance.now();
   log(`parameters: ${JSON.stringify(P)}`);
   const results: BackendResult[] = [];

@@ -1,7 +1,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 /**
- * Chaos runs outside Jest (needs the built apps: `npx nx run-many -t build -p defender assignment-controller election-agent`).
+ * Chaos runs outside Jest, on the apps' built bundles (built first by Nx: seconds when nothing changed).
  *
  *   npm run chaos -- soak [--seconds 600] [--seed 1]
  *   npm run chaos -- suite lifecycle|membership|control-plane|nats-cluster|partitions|all [--defaults] [--chambers N] [--scenarios a,b]
@@ -11,7 +11,7 @@ import { join } from 'node:path';
  * Reports go to docs/chaos/ (CHAOS_REPORT_DIR to change); the exit code is 1 when an invariant is violated.
  */
 import { parseArgs } from 'node:util';
-import { ProgressLine, remainingMs, shortDuration } from '@defender/infra-harness';
+import { buildApps, ProgressLine, remainingMs, shortDuration } from '@defender/infra-harness';
 import { rerenderReports, reportDir } from './lib/report';
 import { ScenarioOutcome, Suite } from './lib/runner';
 import { DEFAULT_SETTINGS } from './lib/settings';
@@ -36,7 +36,7 @@ export const USAGE =
   '  --scenarios only these scenarios of the suite (comma-separated ids, e.g. crash-single,planned-scale-up)\n' +
   '  -h, --help  this text\n' +
   '\n' +
-  'Needs the built apps (npx nx run-many -t build -p defender assignment-controller election-agent). Reports go to\n' +
+  'Builds the apps first (nx build; seconds when nothing changed). Reports go to\n' +
   'docs/chaos/ (CHAOS_REPORT_DIR to change); exit code 1 when an invariant is violated, 2 for a wrong command line.\n';
 
 export type Invocation =
@@ -143,6 +143,7 @@ async function main(argv: string[]): Promise<number> {
     process.stdout.write(`chaos: rewrote ${ids.length} reports in ${reportDir()}\n`);
     return 0;
   }
+  buildApps(['defender', 'assignment-controller', 'election-agent']);
   const outcomes: ScenarioOutcome[] = [];
   if (cli.command === 'soak') {
     const { seconds, seed } = cli;
