@@ -13,6 +13,25 @@ describe('npm test and npm start command lines', () => {
     expect(r.stderr).not.toMatch(/Cassandra|nats-server/);
   });
 
+  it('`npm run test:busy -- --help` prints its usage and exits 0 without starting a hog or a server', () => {
+    const r = spawnSync(process.execPath, ['-r', join(REPO, 'tools/scripts/register.js'), join(REPO, 'tools/scripts/test-busy.ts'), '--help'], { cwd: REPO, encoding: 'utf8', timeout: 120_000 });
+    expect(r.status).toBe(0);
+    expect(r.stdout).toMatch(/^Usage: npm run test:busy/);
+    expect(r.stderr).not.toMatch(/hogs running|Cassandra|nats-server/);
+  });
+
+  it('`npm run test:busy` with a bad TEST_BUSY_HOGS is a usage error (exit 2) before anything starts', () => {
+    const r = spawnSync(process.execPath, ['-r', join(REPO, 'tools/scripts/register.js'), join(REPO, 'tools/scripts/test-busy.ts')], {
+      cwd: REPO,
+      encoding: 'utf8',
+      timeout: 120_000,
+      env: { ...process.env, TEST_BUSY_HOGS: 'many' },
+    });
+    expect(r.status).toBe(2);
+    expect(r.stderr).toMatch(/TEST_BUSY_HOGS must be a whole number/);
+    expect(r.stderr).not.toMatch(/hogs running/);
+  });
+
   it('`npm start -- --bogus` is a usage error (exit 2) before the build', () => {
     const r = spawnSync('bash', [join(REPO, 'tools/local-fab/start.sh'), '--bogus'], { cwd: REPO, encoding: 'utf8', timeout: 120_000 });
     expect(r.status).toBe(2);
