@@ -1,4 +1,4 @@
-import { readJson, readProjectConfiguration, Tree } from '@nx/devkit';
+import { readJson, readNxJson, readProjectConfiguration, Tree, updateNxJson } from '@nx/devkit';
 import { createTreeWithEmptyWorkspace } from '@nx/devkit/testing';
 import { libGenerator, LibGeneratorError } from './generator';
 
@@ -16,7 +16,9 @@ describe('lib generator', () => {
     const project = readProjectConfiguration(tree, 'chamber-weights');
     expect(project.root).toBe('libs/chamber-weights');
     expect(project.tags).toEqual(['type:domain']);
-    expect(Object.keys(project.targets ?? {}).sort()).toEqual(['lint', 'test', 'typecheck']);
+    // lint and test are inferred from eslint.config.mjs and jest.config.ts (no executors, which Nx 24 removes).
+    expect(Object.keys(project.targets ?? {})).toEqual(['typecheck']);
+    expect(tree.read('libs/chamber-weights/project.json', 'utf8')).not.toMatch(/@nx\/(jest:jest|eslint:lint)/);
 
     for (const f of ['README.md', 'jest.config.ts', 'tsconfig.json', 'tsconfig.lib.json', 'tsconfig.spec.json', 'src/index.ts']) {
       expect(tree.exists(`libs/chamber-weights/${f}`)).toBe(true);
@@ -30,6 +32,22 @@ describe('lib generator', () => {
     const paths = readJson(tree, 'tsconfig.base.json').compilerOptions.paths;
     expect(Object.keys(paths)).toEqual(['@defender/chamber-weights', '@defender/zeta']);
     expect(paths['@defender/chamber-weights']).toEqual(['./libs/chamber-weights/src/index.ts']);
+  });
+
+  it('registers the plugins that infer lint and test, once', async () => {
+    await libGenerator(tree, { name: 'chamber-weights' });
+    await libGenerator(tree, { name: 'alarm-sink', type: 'infra' });
+    expect(readNxJson(tree)?.plugins).toEqual([
+      { plugin: '@nx/eslint/plugin', options: { targetName: 'lint' } },
+      { plugin: '@nx/jest/plugin', options: { targetName: 'test' } },
+    ]);
+  });
+
+  it('keeps the plugins nx.json already lists as they are', async () => {
+    const jest = { plugin: '@nx/jest/plugin', options: { targetName: 'test', ciTargetName: 'test-ci' } };
+    updateNxJson(tree, { ...readNxJson(tree), plugins: [jest] });
+    await libGenerator(tree, { name: 'chamber-weights' });
+    expect(readNxJson(tree)?.plugins).toEqual([jest, { plugin: '@nx/eslint/plugin', options: { targetName: 'lint' } }]);
   });
 
   it('wires the real-server harness for an infra lib that asks for it', async () => {

@@ -1,7 +1,17 @@
-import { formatFiles, generateFiles, joinPathFragments, names, Tree, updateJson } from '@nx/devkit';
+import { formatFiles, generateFiles, joinPathFragments, names, readNxJson, Tree, updateJson, updateNxJson } from '@nx/devkit';
 import { LibGeneratorSchema } from './schema';
 
 const SERVERS = new Set(['nats', 'cassandra']);
+
+/**
+ * The plugins that give every project its `lint` and `test` targets from its ESLint and Jest configs
+ * (the `@nx/eslint:lint` and `@nx/jest:jest` executors are gone in Nx 24). Their settings for this
+ * workspace (inputs, never-cached tests) are nx.json's `targetDefaults`.
+ */
+const INFERRED_TARGET_PLUGINS = [
+  { plugin: '@nx/eslint/plugin', options: { targetName: 'lint' } },
+  { plugin: '@nx/jest/plugin', options: { targetName: 'test' } },
+] as const;
 
 /** Thrown for options the generator refuses (bad name, unknown server, existing lib). */
 export class LibGeneratorError extends Error {
@@ -11,9 +21,10 @@ export class LibGeneratorError extends Error {
 /**
  * `nx g @defender/workspace-plugin:lib <name> --type=domain|infra|nest [--infra=nats,cassandra]`
  *
- * Adds `libs/<name>` with the house layout: project.json (tag `type:<type>`, lint/test/typecheck
- * targets), tsconfig files, a Jest config (with the real-server harness when `--infra` is given),
- * a README, one public entry `src/index.ts`, a first spec, and the `@defender/<name>` path alias.
+ * Adds `libs/<name>` with the house layout: project.json (tag `type:<type>`, a `typecheck` target;
+ * `lint` and `test` are inferred from the ESLint and Jest configs by the plugins in nx.json, which it
+ * registers when missing), tsconfig files, a Jest config (with the real-server harness when `--infra`
+ * is given), a README, one public entry `src/index.ts`, a first spec, and the `@defender/<name>` path alias.
  */
 export async function libGenerator(tree: Tree, options: LibGeneratorSchema): Promise<void> {
   const name = options.name;
@@ -54,7 +65,20 @@ export async function libGenerator(tree: Tree, options: LibGeneratorSchema): Pro
     return json;
   });
 
+  registerInferredTargetPlugins(tree);
+
   await formatFiles(tree);
+}
+
+/** Adds the plugins of {@link INFERRED_TARGET_PLUGINS} that nx.json does not list yet (by plugin name). */
+function registerInferredTargetPlugins(tree: Tree): void {
+  const nxJson = readNxJson(tree) ?? {};
+  const plugins = nxJson.plugins ?? [];
+  const listed = new Set(plugins.map((p) => (typeof p === 'string' ? p : p.plugin)));
+  const missing = INFERRED_TARGET_PLUGINS.filter((p) => !listed.has(p.plugin));
+  if (missing.length === 0) return;
+  nxJson.plugins = [...plugins, ...missing.map((p) => ({ plugin: p.plugin, options: { ...p.options } }))];
+  updateNxJson(tree, nxJson);
 }
 
 export default libGenerator;
