@@ -1,4 +1,3 @@
-import { performance } from 'node:perf_hooks';
 import { seededRandom } from '@defender/hashing';
 import { ElectionCallError } from '../errors';
 import { InMemoryLeaseStore } from '../lease-store';
@@ -9,22 +8,34 @@ import { CampaignRequest, LeaseRequest } from '../validation';
 import { InProcessElectionTransport } from './in-process-transport';
 import { DeposedReason, ElectionTransport, LeaderElection, LeadershipTerm } from './leader-election';
 
+// Every test runs on Jest's fake clock: the loop's timers, its monotonic clock and the agent's wall
+// clock all read it, so renew intervals, deadlines and backoff are judged exactly, however busy the
+// machine is (real time only bounds how long a test may take, through Jest's hang guard).
 const TTL = 600;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-async function until(what: string, cond: () => boolean, timeoutMs = 5_000): Promise<void> {
-  const end = performance.now() + timeoutMs;
+/** Advances the fake clock until `cond` holds; `maxMs` of fake time is the hang guard. Returns the fake ms it took. */
+async function until(what: string, cond: () => boolean, maxMs = 10 * TTL): Promise<number> {
+  const start = jest.now();
   while (!cond()) {
-    if (performance.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await sleep(5);
+    if (jest.now() - start > maxMs) throw new Error(`${what}: not reached within ${maxMs} ms of fake time`);
+    await jest.advanceTimersByTimeAsync(5);
   }
+  return jest.now() - start;
 }
 
-/** A transport whose calls can be made to fail or to answer late. */
+/** Advances the fake clock by `ms`, running every timer and the promises they settle on the way. */
+const elapse = (ms: number) => jest.advanceTimersByTimeAsync(ms);
+
+/** A transport whose calls can be made to fail or to answer late; it records when each call was made. */
 class FlakyTransport implements ElectionTransport {
   down = false;
   delayMs = 0;
-  calls = 0;
+  /** Fake-clock ms of every call, in order. */
+  readonly callTimes: number[] = [];
+  get calls(): number {
+    return this.callTimes.length;
+  }
   constructor(private readonly inner: ElectionTransport) {}
   campaign(req: CampaignRequest): Promise<LeaseInfo> {
     return this.call(() => this.inner.campaign(req));
@@ -36,7 +47,7 @@ class FlakyTransport implements ElectionTransport {
     return this.call(() => this.inner.release(req));
   }
   private async call<T>(fn: () => Promise<T>): Promise<T> {
-    this.calls++;
+    this.callTimes.push(jest.now());
     if (this.down) throw new ElectionCallError('agent unreachable', 14, true);
     const r = await fn();
     if (this.delayMs > 0) await sleep(this.delayMs);
@@ -62,10 +73,11 @@ function candidate(
     candidate: name,
     ttlMs: TTL,
     random: seededRandom(name.length * 7919),
+    monotonicNow: () => jest.now(),
     onElected: (t: LeadershipTerm) =>
-      log.events.push({ who: name, what: 'elected', token: t.fencingToken, at: performance.now() }),
+      log.events.push({ who: name, what: 'elected', token: t.fencingToken, at: jest.now() }),
     onDeposed: (t: LeadershipTerm, reason: DeposedReason) =>
-      log.events.push({ who: name, what: reason, token: t.fencingToken, at: performance.now() }),
+      log.events.push({ who: name, what: reason, token: t.fencingToken, at: jest.now() }),
     onLease: (l) => log.leases.push(l),
     onError: (e) => log.errors.push(e),
     ...over,
@@ -74,8 +86,9 @@ function candidate(
 
 function setup(skewMs = 50) {
   const store = new InMemoryLeaseStore();
-  const authority = new ElectionAuthority({ store, clockSkewMs: skewMs });
-  const hub = new LeaderWatchHub({ store, resyncMs: 100 });
+  const now = () => jest.now();
+  const authority = new ElectionAuthority({ store, clockSkewMs: skewMs, now });
+  const hub = new LeaderWatchHub({ store, resyncMs: 100, now });
   const transport = new InProcessElectionTransport(authority, hub);
   const log: Log = { events: [], leases: [], errors: [] };
   return { store, authority, hub, transport, log };
@@ -84,9 +97,17 @@ function setup(skewMs = 50) {
 describe('LeaderElection', () => {
   const running: LeaderElection[] = [];
   const hubs: LeaderWatchHub[] = [];
+  beforeEach(() => {
+    jest.useFakeTimers({ now: Date.UTC(2026, 0, 1) });
+  });
   afterEach(async () => {
-    await Promise.all(running.splice(0).map((c) => c.stop()));
+    // Stopping may wait on a timer (a late answer in flight), so the fake clock keeps moving meanwhile.
+    let stopped = false;
+    const stopping = Promise.all(running.splice(0).map((c) => c.stop())).finally(() => (stopped = true));
+    await until('every candidate stopped', () => stopped);
+    await stopping;
     hubs.splice(0).forEach((h) => h.close());
+    jest.useRealTimers();
   });
   const track = <T extends LeaderElection>(c: T) => (running.push(c), c);
 
@@ -102,15 +123,15 @@ describe('LeaderElection', () => {
     const { transport, log, authority, hub } = setup();
     hubs.push(hub);
     const a = track(candidate('a', transport, log));
+    const startedAt = jest.now();
     a.start();
     await until('elected', () => a.isLeader());
     expect(a.currentTerm()).toMatchObject({ election: 'unit', candidate: 'a', fencingToken: 1 });
-    await sleep(TTL * 2);
-    // Renewed, never more often than every TTL/2 (judged by the agent's clock), without a gap in leadership.
-    expect(log.leases.length).toBeGreaterThanOrEqual(2);
+    await elapse(startedAt + 2 * TTL + TTL / 4 - jest.now());
+    // The campaign's grant, then a renewal every TTL/2 by the agent's clock (neither more nor less
+    // often), each the same term, without a gap in leadership.
+    expect(log.leases.map((l) => l.agentTimeMs - startedAt)).toEqual([0, 1, 2, 3, 4].map((k) => (k * TTL) / 2));
     expect(log.leases.every((l) => l.isLeader && l.fencingToken === 1)).toBe(true);
-    const gaps = log.leases.slice(1).map((l, i) => l.agentTimeMs - log.leases[i]!.agentTimeMs);
-    expect(Math.min(...gaps)).toBeGreaterThanOrEqual(TTL / 2 - 20);
     expect(log.events.map((e) => e.what)).toEqual(['elected']);
     expect(a.leaseRemainingMs()).toBeGreaterThan(0);
 
@@ -145,14 +166,19 @@ describe('LeaderElection', () => {
     await until('a elected', () => a.isLeader());
     const b = track(candidate('b', transport, log));
     b.start();
-    await sleep(TTL);
+    // Two renewals of a's later, b, denied, is still waiting as standby.
+    await elapse(TTL);
+    expect(log.leases.filter((l) => l.leader === 'a').length).toBeGreaterThanOrEqual(3);
     expect(b.isLeader()).toBe(false);
+    expect(log.events.map((e) => `${e.who} ${e.what}`)).toEqual(['a elected']);
     const aLease = log.leases.filter((l) => l.leader === 'a').at(-1)!;
     await a.stop();
+    const releasedAt = jest.now();
     await until('b elected', () => b.isLeader());
-    // The release (not expiry) handed it over, and the watch woke the standby: b's term began
-    // before a's lease would have run out.
+    // The release (not expiry) handed it over, and the watch woke the standby: b's term began the
+    // moment a released, long before a's lease would have run out.
     const bLease = log.leases.find((l) => l.leader === 'b')!;
+    expect(bLease.acquiredAtMs).toBe(releasedAt);
     expect(bLease.acquiredAtMs).toBeLessThan(aLease.leaseExpiresAtMs);
     expect(b.currentTerm()?.fencingToken).toBe(2);
   });
@@ -171,15 +197,22 @@ describe('LeaderElection', () => {
     const elected = log.events.find((e) => e.who === 'b' && e.what === 'elected')!;
     expect(deposed.what).toBe('renew-deadline');
     expect(deposed.at).toBeLessThan(elected.at);
+    // By the agent's clock: b's term began only after a's last lease had run out.
+    const aLast = log.leases.filter((l) => l.leader === 'a').at(-1)!;
+    const bFirst = log.leases.find((l) => l.leader === 'b')!;
+    expect(bFirst.acquiredAtMs).toBeGreaterThan(aLast.leaseExpiresAtMs);
     expect(elected.token).toBe(2);
     expect(a.isLeader()).toBe(false);
     expect(log.errors.some((e) => e instanceof ElectionCallError)).toBe(true);
 
-    // Back online: a is a standby now, and b stays leader.
+    // Back online: a is a standby now, and b stays leader through its renewals.
     flaky.down = false;
-    await sleep(TTL * 2);
+    const callsBack = flaky.calls;
+    await elapse(TTL * 2);
+    expect(flaky.calls).toBeGreaterThan(callsBack); // a did reach the agent again, and was denied
     expect(b.isLeader()).toBe(true);
     expect(a.isLeader()).toBe(false);
+    expect(log.events.map((e) => `${e.who} ${e.what}`)).toEqual(['a elected', 'a renew-deadline', 'b elected']);
   });
 
   it('steps down as soon as an agent says the term was superseded', async () => {
@@ -192,6 +225,7 @@ describe('LeaderElection', () => {
     await transport.campaign({ election: 'unit', candidate: 'intruder', ttlMs: 60_000 });
     await until('a deposed', () => log.events.some((e) => e.what === 'lost'), 2 * TTL);
     expect(a.isLeader()).toBe(false);
+    expect(log.events.map((e) => e.what)).toEqual(['elected', 'lost']);
   });
 
   it('does not lead on a grant that arrives after its renew deadline, and recovers the same term', async () => {
@@ -200,8 +234,10 @@ describe('LeaderElection', () => {
     flaky.delayMs = TTL; // every answer arrives later than 0.8 x TTL
     const a = track(candidate('a', flaky, log));
     a.start();
-    await sleep(TTL * 2);
+    await until('two late grants', () => log.leases.length >= 2);
+    expect(log.leases.every((l) => l.isLeader && l.fencingToken === 1)).toBe(true);
     expect(log.events).toEqual([]);
+    expect(a.isLeader()).toBe(false);
     flaky.delayMs = 0;
     await until('a elected', () => a.isLeader());
     // The late grants were the same term, continued rather than replaced.
@@ -212,13 +248,21 @@ describe('LeaderElection', () => {
     const { transport, log } = setup();
     const flaky = new FlakyTransport(transport);
     flaky.down = true;
-    const a = track(candidate('a', flaky, log, { backoff: { baseMs: 20, maxMs: 200 } }));
+    const backoff = { baseMs: 20, maxMs: 200 };
+    const a = track(candidate('a', flaky, log, { backoff }));
     a.start();
-    await sleep(1_000);
-    // Exponential: 10-20, 20-40, 40-80, 80-160, then <= 200 ms: about 8 calls in a second, not hundreds.
-    expect(flaky.calls).toBeGreaterThanOrEqual(3);
-    expect(flaky.calls).toBeLessThanOrEqual(14);
+    await elapse(1_000);
+    // Exponential with equal jitter: the k-th wait is in [d/2, d), d = min(200, 20 * 2^k): about
+    // 8 calls in a second, not hundreds.
+    const gaps = flaky.callTimes.slice(1).map((t, i) => t - flaky.callTimes[i]!);
+    expect(gaps.length).toBeGreaterThanOrEqual(7);
+    gaps.forEach((gap, k) => {
+      const d = Math.min(backoff.maxMs, backoff.baseMs * 2 ** k);
+      expect(gap).toBeGreaterThanOrEqual(d / 2);
+      expect(gap).toBeLessThan(d);
+    });
+    expect(log.errors.length).toBe(flaky.calls);
     flaky.down = false;
-    await until('a elected', () => a.isLeader(), 10_000);
+    await until('a elected', () => a.isLeader(), 2 * backoff.maxMs);
   });
 });
