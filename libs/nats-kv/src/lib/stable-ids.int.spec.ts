@@ -11,6 +11,7 @@ describeWithInfra(['nats'], 'StableIdRegistry against a real nats-server', () =>
   let kv: KV;
   let bucketNo = 0;
   let bucket: string;
+  let testStartMs: number;
 
   beforeAll(async () => {
     nc = await connect(testNatsConnectOptions());
@@ -20,17 +21,25 @@ describeWithInfra(['nats'], 'StableIdRegistry against a real nats-server', () =>
   });
   beforeEach(async () => {
     bucket = `stable-ids-t${++bucketNo}`;
+    testStartMs = Date.now();
     kv = await openBucket(nc, bucket);
   });
 
   type Over = Partial<Pick<StableIdOptions, 'maxDefenders' | 'intervalSeconds' | 'now' | 'monotonicNow' | 'sleep'>>;
+  /**
+   * A registry whose wall clock stands at the test's start unless `over` says otherwise: a claim
+   * made during the test then never looks abandoned by the wall-clock hint, however slowly the
+   * machine runs the test (the hint's own tests pass `clocks({ wallOffsetMs })`).
+   */
   const registry = (ownerId: string, over: Over = {}) =>
-    new StableIdRegistry(kv, { maxDefenders: 3, intervalSeconds: 2, ownerId, ...over }, bucket);
+    new StableIdRegistry(kv, { maxDefenders: 3, intervalSeconds: 2, ownerId, now: () => testStartMs, ...over }, bucket);
 
   /**
    * A claimer's clocks: its monotonic clock moves only when it sleeps between looks at a watched
    * claim, and `during` runs what the rest of the cluster does in that time (a live holder
-   * refreshing). Its wall clock is the host's, `wallOffsetMs` off (an NTP step). No real waiting.
+   * refreshing). Its wall clock is the host's, `wallOffsetMs` off (an NTP step). No real waiting:
+   * `watchedMs()` counts the claimer's looks (a quarter interval each), not elapsed time, so the
+   * bounds on it below hold on a machine of any speed.
    */
   function clocks(opts: { wallOffsetMs?: number; during?: (monoMs: number) => Promise<unknown> } = {}) {
     let mono = 0;
@@ -107,7 +116,7 @@ describeWithInfra(['nats'], 'StableIdRegistry against a real nats-server', () =>
     await expect(registry('new', { maxDefenders: 1, ...clocks({ during: () => old.refresh() }) }).claim()).rejects.toBeInstanceOf(PoolExhaustedError);
 
     // The old holder stops refreshing: after 3 intervals of an unchanged revision on the newcomer's
-    // monotonic clock (and not before), the claim is stale.
+    // monotonic clock (and not before), the claim is stale: at the first look past the window.
     const c = clocks();
     const newcomer = registry('new', { maxDefenders: 1, ...c });
     expect(await newcomer.claim()).toMatchObject({ defenderId: 'defender-0', how: 'stale', generation: 1 });
@@ -154,7 +163,8 @@ describeWithInfra(['nats'], 'StableIdRegistry against a real nats-server', () =>
       await holder.claim();
       const c = clocks({ wallOffsetMs: offsetMs, during: () => holder.refresh() });
       await expect(registry('stepped', { maxDefenders: 1, ...c }).claim()).rejects.toBeInstanceOf(PoolExhaustedError);
-      // It watched for about one interval (the holder's next refresh), never the staleness window.
+      // It watched for one interval of its own clock (until the holder's next refresh), never the
+      // staleness window.
       expect(c.watchedMs()).toBeLessThanOrEqual(2000);
       expect(await holder.refresh()).toMatchObject({ defenderId: 'defender-0', generation: 0 });
     });
