@@ -23,7 +23,10 @@ const TTL_MS = 2_000;
 const SKEW_MS = 200;
 const CANDIDATES = 8;
 const AGENTS = 3;
+/** Faults are injected for at least this long, and then until the run covered what it must (see `uncovered`). */
 const CHAOS_MS = 30_000;
+/** Hang guard of the fault schedule: a run that has not covered everything by then fails. */
+const MAX_CHAOS_MS = 150_000;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 interface Candidate {
@@ -123,12 +126,31 @@ describeWithInfra(['nats'], 'election-agent: randomized failures (seeded)', () =
         c.running = true;
       }
 
+      // What the run must have gone through to test anything (the checks at the end): a busy machine
+      // gets there later, so the faults go on until it has, rather than for a fixed time.
+      const uncovered = (): string[] => {
+        const records = [...revisions.values()].filter((r): r is LeaseRecord => r !== null);
+        const reasons = new Set(changes.map((c) => c.what));
+        return [
+          revisions.size > 10 ? '' : 'more than 10 revisions',
+          leases.length > 10 ? '' : 'more than 10 leases told',
+          acts.length > 200 ? '' : 'more than 200 leader samples',
+          Math.max(0, ...records.map((r) => r.token)) >= 5 ? '' : '5 terms',
+          new Set(records.map((r) => r.holder)).size >= 3 ? '' : '3 holders',
+          reasons.has('renew-deadline') ? '' : "a 'renew-deadline' step-down",
+          reasons.has('stopped') ? '' : "a 'stopped' step-down",
+        ].filter((m) => m !== '');
+      };
+
       // The schedule: one fault every 200-1200 ms, each healing by itself later.
       const pending: Promise<unknown>[] = [];
       const later = (ms: number, fn: () => Promise<void> | void) => pending.push(sleep(ms).then(fn));
       const leader = () => candidates.find((c) => c.election.isLeader());
-      const end = performance.now() + CHAOS_MS;
-      while (performance.now() < end) {
+      const began = performance.now();
+      while (performance.now() < began + CHAOS_MS || uncovered().length > 0) {
+        if (performance.now() > began + MAX_CHAOS_MS) {
+          throw new Error(`after ${MAX_CHAOS_MS} ms of faults the run still lacks ${uncovered().join(', ')}`);
+        }
         await sleep(200 + random() * 1_000);
         const roll = random();
         if (roll < 0.55) {
@@ -171,10 +193,13 @@ describeWithInfra(['nats'], 'election-agent: randomized failures (seeded)', () =
       }
       await Promise.all(pending);
       for (const c of candidates) c.proxies.forEach((p) => p.setMode('pass'));
-      await waitFor('a leader once the faults have healed', async () => leader() !== undefined, 20_000, 50);
+      note(`faults injected for ${Math.round(performance.now() - began)} ms`);
+      await waitFor('a leader once the faults have healed', async () => leader() !== undefined, 60_000, 50);
       clearInterval(sampler);
       await Promise.all(candidates.map((c) => c.election.stop()));
-      await sleep(500); // the last release reaches the watcher
+      // The last release reaches the watcher.
+      const last = await kv.get(ELECTION);
+      await waitFor('the watcher at the last revision', async () => last === null || revisions.has(last.revision), 30_000, 20);
       watch.stop();
 
       // --- The ground truth: every revision of the key, terms in token order. ---
@@ -273,5 +298,5 @@ describeWithInfra(['nats'], 'election-agent: randomized failures (seeded)', () =
       await Promise.all(agents.map((a) => a.proc.stop('SIGTERM')));
       await nc?.close();
     }
-  }, 240_000);
+  }, 360_000);
 });
