@@ -1,16 +1,27 @@
-import { setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
-import { loadMalloc, MallocUnavailableError, sourceBuildPath } from './malloc';
+import { loadMalloc, MallocUnavailableError, sourceBuildPath, type MallocInfo } from './malloc';
 import { MallocTrimmer, type TrimResult } from './trimmer';
 
 const BUILT = sourceBuildPath();
 
-// A full GC frees the blocks' memory (their ArrayBuffers) before the trim.
-setFlagsFromString('--expose-gc');
-const gc = runInNewContext('gc') as () => void;
+/** ES2024's ArrayBuffer transfer (the workspace's TypeScript lib is ES2023). */
+interface TransferableArrayBuffer extends ArrayBuffer {
+  transfer(newByteLength?: number): ArrayBuffer;
+  readonly detached: boolean;
+}
+const detachable = (b: Buffer) => b.buffer as TransferableArrayBuffer;
 
-function rssMb(): number {
-  return process.memoryUsage().rss / 2 ** 20;
+/** mallinfo2's counters as glibc defines them: byte counts, the in-use and free bytes parts of the heap. */
+function expectWellFormed(info: MallocInfo | undefined): void {
+  expect(info).toBeDefined();
+  const { heapBytes, mmappedBytes, inUseBytes, freeBytes, releasableTopBytes } = info!;
+  for (const n of [heapBytes, mmappedBytes, inUseBytes, freeBytes, releasableTopBytes]) {
+    expect(Number.isSafeInteger(n) && n >= 0).toBe(true);
+  }
+  expect(heapBytes).toBeGreaterThan(0);
+  expect(inUseBytes).toBeGreaterThan(0);
+  expect(inUseBytes + freeBytes).toBeLessThanOrEqual(heapBytes);
+  // The heap's top is one of its free blocks.
+  expect(releasableTopBytes).toBeLessThanOrEqual(freeBytes);
 }
 
 // The real addon (built by `npm ci`'s postinstall), on this machine's glibc.
@@ -18,35 +29,30 @@ describe('loadMalloc', () => {
   it('loads the built addon from the first existing path', () => {
     const m = loadMalloc(['/nonexistent/malloc.node', BUILT]);
     expect(m.supported).toBe(true);
-    const info = m.info()!;
-    expect(info.heapBytes).toBeGreaterThan(0);
-    expect(info.inUseBytes).toBeGreaterThan(0);
-    expect(info.inUseBytes + info.freeBytes).toBeLessThanOrEqual(info.heapBytes);
+    expectWellFormed(m.info());
   });
 
-  it('returns freed C-heap pages to the kernel', async () => {
+  // What glibc guarantees, not how much the RSS falls (that depends on the kernel, V8's threads and
+  // the machine's load; `npm run bench:malloc` measures it, docs/benchmarks.md `malloc`).
+  it('trims free pages in the middle of the heap without touching live memory', () => {
     const m = loadMalloc([BUILT]);
-    // Interleave blocks that are freed with small ones that stay: the freed room is not at the heap's
-    // top, so glibc keeps it resident on its own.
-    let blocks: Buffer[] = [];
+    // Blocks that are freed between small ones that stay (256 bytes: above V8's 64-byte limit for
+    // typed arrays on its own heap, so they are C-heap blocks too): the freed room is not at the
+    // heap's top, so glibc keeps it as free blocks of whole pages, which only malloc_trim returns.
+    const blocks: Buffer[] = [];
     const pins: Buffer[] = [];
     for (let i = 0; i < 3000; i++) {
       blocks.push(Buffer.alloc(20_000, 1));
-      pins.push(Buffer.alloc(64, 2));
+      pins.push(Buffer.alloc(256, i % 251));
     }
-    blocks = [];
-    gc();
-    // V8 frees ArrayBuffer memory on a background thread after the GC: wait for it.
-    for (let i = 0; i < 100 && m.info()!.freeBytes < 40 * 2 ** 20; i++) await new Promise((r) => setTimeout(r, 20));
-    const before = m.info()!;
-    const rssBefore = rssMb();
+    // Detaching frees a buffer's memory at once (no garbage collection, no V8 background thread).
+    for (const b of blocks) detachable(b).transfer(0);
+    expect(blocks.every((b) => detachable(b).detached)).toBe(true);
+    expectWellFormed(m.info());
+    // malloc_trim(0) returns 1 when it released memory: here the freed blocks' whole pages.
     expect(m.trim()).toBe(true);
-    const after = m.info()!;
-    // mallinfo2 counts the heap, not residency: what changes is the process's RSS.
-    expect(before.freeBytes).toBeGreaterThan(40 * 2 ** 20);
-    expect(rssBefore - rssMb()).toBeGreaterThan(30);
-    expect(after.inUseBytes).toBeLessThanOrEqual(before.inUseBytes + 2 ** 20);
-    expect(pins.every((p) => p[0] === 2)).toBe(true);
+    expectWellFormed(m.info());
+    expect(pins.every((p, i) => p.length === 256 && p.every((x) => x === i % 251))).toBe(true);
   });
 
   it('names the paths tried when the addon is missing, and rejects a file that is not it', () => {
