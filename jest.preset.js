@@ -18,9 +18,9 @@ module.exports = {
   // The same @defender/* aliases as the compiler, resolved from the workspace root.
   moduleNameMapper: pathsToModuleNameMapper(compilerOptions.paths, { prefix: join(__dirname, '/') }),
   transform: {
-    // Transpile only (isolatedModules in tsconfig.base.json): types are checked by each project's
-    // `typecheck` target, so tests start fast.
-    '^.+\\.ts$': ['ts-jest', { tsconfig: '<rootDir>/tsconfig.spec.json' }],
+    // Transpile only (isolatedModules in tsconfig.base.json) with swc, see tools/jest/swc-ts.js: types
+    // are checked by the `typecheck` targets, so tests start fast.
+    '^.+\\.ts$': join(__dirname, 'tools/jest/swc-ts.js'),
     // NestJS 12 ships ESM only ("type": "module") and Jest loads CommonJS: those packages (and the
     // ESM-only packages they import) are compiled to CommonJS, see tools/jest/esm-to-cjs.js.
     '^.+/node_modules/.+\\.js$': join(__dirname, 'tools/jest/esm-to-cjs.js'),

@@ -3,8 +3,7 @@
 // the workspace's TypeScript runner). Not ts-jest: TypeScript leaves `import.meta.url` as it is in a
 // CommonJS module (a SyntaxError at load), swc rewrites it to the file's URL.
 // Used by jest.preset.js for the packages listed in ESM_ONLY_PACKAGES there.
-const { createHash } = require('node:crypto');
-const { transformSync, version } = require('@swc/core');
+const { createSwcTransformer } = require('./swc-transformer');
 
 const OPTIONS = {
   swcrc: false,
@@ -14,18 +13,4 @@ const OPTIONS = {
   module: { type: 'commonjs', ignoreDynamic: false },
 };
 
-module.exports = {
-  process(source, filename) {
-    const { code, map } = transformSync(source, { ...OPTIONS, filename });
-    return { code, map };
-  },
-  getCacheKey(source, filename) {
-    return createHash('sha1')
-      .update(version)
-      .update(JSON.stringify(OPTIONS))
-      .update(filename)
-      .update('\0')
-      .update(source)
-      .digest('hex');
-  },
-};
+module.exports = createSwcTransformer(OPTIONS);

@@ -1,7 +1,8 @@
 /**
  * The README's test command (`npm cit` runs `npm ci`, then this through `npm test`):
- * starts the real servers once for the whole run, then lints, type-checks, builds and tests
- * every project with Nx.
+ * starts the real servers once for the whole run, then lints, builds and tests every project with Nx
+ * while the whole workspace is type-checked beside it (typecheck-all.ts: the projects' typecheck
+ * tsconfigs in three programs, not 59).
  *
  * - nats-server: each Jest project starts its own private server (cheap), run as production runs it
  *   (TLS from a throwaway CA, one user per app role; tools/infra global-setup.ts); here we only make
@@ -39,9 +40,21 @@ function run(cmd: string, args: string[], env: NodeJS.ProcessEnv, failures: stri
   });
 }
 
+/** Runs a command with its output kept (stdout and stderr, in order) and handed over at the end. */
+function runBuffered(cmd: string, args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number; output: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(cmd, args, { cwd: REPO, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    child.stdout.on('data', (d: Buffer) => (output += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (output += d.toString()));
+    child.on('close', (code, signal) => resolve({ code: code ?? (signal ? 128 : 1), output }));
+  });
+}
+
 const USAGE = `Usage: npm test [-- <nx run-many options>]
 
-Lints, type-checks, builds and tests every project (nx run-many -t lint typecheck build test), with
+Lints, builds and tests every project (nx run-many -t lint build test) while the workspace is
+type-checked beside it (npm run typecheck; with -p, the projects' typecheck targets instead), with
 nats-server checked and Cassandra started once for the whole run (CASSANDRA_HOSTS: use that cluster
 instead). Options after -- go to nx run-many, e.g. \`npm test -- -p store\` for one project.
 REQUIRE_INFRA=1 makes a server that cannot be started a failure instead of a skip.
@@ -99,12 +112,21 @@ async function main(): Promise<number> {
   try {
     const nx = join(REPO, 'node_modules', '.bin', 'nx');
     const failures: string[] = [];
-    const code = await run(
-      nx,
-      ['run-many', '-t', 'lint', 'typecheck', 'build', 'test', '--output-style=stream', '--parallel=2', ...args],
-      env,
-      failures,
-    );
+    // Type-check the workspace in one process beside Nx (its output after Nx's, not interleaved), unless
+    // the run is limited to some projects (`-p`), where their own typecheck targets run instead.
+    const limited = args.some((a) => a === '-p' || a.startsWith('--projects') || a === '--exclude' || a.startsWith('--exclude='));
+    const typecheck = limited ? undefined : runBuffered(process.execPath, ['-r', join(REPO, 'tools/scripts/register.js'), join(REPO, 'tools/scripts/typecheck-all.ts')], env);
+    const targets = limited ? ['lint', 'typecheck', 'build', 'test'] : ['lint', 'build', 'test'];
+    const nxCode = await run(nx, ['run-many', '-t', ...targets, '--output-style=stream', '--parallel=2', ...args], env, failures);
+    let code = nxCode;
+    if (typecheck) {
+      const t = await typecheck;
+      process.stdout.write(t.output);
+      if (t.code !== 0) {
+        failures.push(`typecheck: exit ${t.code} (npm run typecheck)`);
+        code = code === 0 ? t.code : code;
+      }
+    }
     if (failures.length > 0) {
       log(`failed tests (${failures.length} lines${failures.length > MAX_FAILURE_LINES ? `, the first ${MAX_FAILURE_LINES}` : ''}):`);
       for (const line of failures.slice(0, MAX_FAILURE_LINES)) log(`  ${line}`);

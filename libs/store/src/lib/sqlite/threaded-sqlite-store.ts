@@ -95,8 +95,8 @@ function startThread(options: ThreadOpenOptions): Worker {
   if (__filename.endsWith('.ts')) {
     const entry = join(__dirname, 'sqlite-store-thread.ts');
     const register = registerScript(__dirname);
-    // The thread's transpiler (SWC) is a native addon: loaded only in the thread (under Jest, which
-    // transpiles with ts-jest) it is unloaded as the thread exits while V8 may still call into it,
+    // The thread's transpiler (SWC) is a native addon: loaded only in the thread (by a process that
+    // has not loaded it itself) it is unloaded as the thread exits while V8 may still call into it,
     // and the process dies with SIGSEGV (the same class as WiseLibs/better-sqlite3#1476). Loaded
     // here as well, it stays mapped.
     createRequire(register)('@swc/core');
