@@ -6,10 +6,10 @@ import { buildScenario, QUICK_OPTIONS, runPreset } from './simulate';
 // every preset completes and that its figures are internally consistent — never a detection target
 // and never timing (those are the benchmark's to report, in docs/benchmarks.md).
 describe('bench:detection quick mode', () => {
-  const scenario = buildScenario({ ...QUICK_OPTIONS, tools: 3, runsPerChamber: 100, excursions: 12 });
+  const scenario = buildScenario({ ...QUICK_OPTIONS, tools: 2, runsPerChamber: 100, excursions: 6 });
 
   it('plans the excursions on the chambers not kept clean, each (kind, size) in turn', () => {
-    expect(scenario.excursions.length).toBe(12);
+    expect(scenario.excursions.length).toBe(6);
     const faulty = new Set(scenario.excursions.map((x) => x.chamber));
     expect(faulty.size).toBeLessThan(scenario.fab.chambers.length);
     for (const x of scenario.excursions) expect(x.startRun).toBeGreaterThanOrEqual(QUICK_OPTIONS.excursionAfter);

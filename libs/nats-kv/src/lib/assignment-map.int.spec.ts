@@ -343,9 +343,11 @@ describeWithInfra(['nats'], 'AssignmentMapBucket and HeartbeatBucket against a r
         [...xs].sort((a, c) => a - c)[Math.min(xs.length - 1, Math.floor(f * xs.length))];
       const publishMs = published.slice(2).map((p) => p.ms);
       const last = published[published.length - 1]!;
-      mkdirSync(join(process.cwd(), 'tmp'), { recursive: true });
+      // The workspace's tmp/ (Jest runs in the project's directory).
+      const tmp = join(__dirname, '..', '..', '..', '..', 'tmp');
+      mkdirSync(tmp, { recursive: true });
       writeFileSync(
-        join(process.cwd(), 'tmp', 'assignment-map-20000.json'),
+        join(tmp, 'assignment-map-20000.json'),
         JSON.stringify(
           {
             chambers: 20_000,
