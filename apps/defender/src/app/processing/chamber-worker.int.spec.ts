@@ -8,7 +8,7 @@ import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { notificationSubject, StoreUnavailableError, strategyScope, strategyScopeKind, type JsonObject } from '@defender/contracts';
 import { describeWithInfra, startSecuredNatsServer, waitFor } from '@defender/infra-harness';
 import { DEFAULT_STREAM_SETTINGS, ensureStreams, lastMessageId, NotificationReader, publishOnce, STREAMS, watchNotifications, type StreamSettings } from '@defender/nats-kv';
-import { ByteBudget, ChamberWorker, createRunEvaluator, isBaselineData, RunEvaluator, Semaphore, WorkerDeps } from '@defender/pipeline';
+import { ByteBudget, ChamberWorker, createRunEvaluator, HistoryTooShortError, isBaselineData, RunEvaluator, Semaphore, WorkerDeps } from '@defender/pipeline';
 import { releaseTraceMemory, SqliteStore, UChartHistoryCache } from '@defender/store';
 import { normalDeviate, seededRandom } from '@defender/hashing';
 
@@ -20,6 +20,43 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
     const t = setTimeout(resolve, ms);
     signal.addEventListener('abort', () => (clearTimeout(t), resolve()), { once: true });
   });
+}
+
+/**
+ * A worker's monotonic clock and sleep on which a test makes time pass: real time plus what
+ * `advance` added (an outage, a long fit), and sleeps that end when either reaches their end. What
+ * the worker's timeouts see is then what the test says happened, however loaded the machine is.
+ * `sleeping` counts the sleeps not yet ended.
+ */
+function steppedClock(): { monotonic: () => number; sleep: WorkerDeps['sleep']; advance(ms: number): void; readonly sleeping: number } {
+  let skew = 0;
+  const sleepers = new Set<{ until: number; end: () => void }>();
+  const monotonic = () => performance.now() + skew;
+  return {
+    monotonic,
+    sleep: (ms, signal) =>
+      new Promise<void>((resolve) => {
+        if (signal.aborted) return resolve();
+        const end = () => {
+          clearTimeout(timer);
+          sleepers.delete(sleeper);
+          signal.removeEventListener('abort', end);
+          resolve();
+        };
+        const sleeper = { until: monotonic() + ms, end };
+        const timer = setTimeout(end, ms);
+        sleepers.add(sleeper);
+        signal.addEventListener('abort', end, { once: true });
+      }),
+    advance: (ms) => {
+      skew += ms;
+      const t = monotonic();
+      for (const s of [...sleepers]) if (s.until <= t) s.end();
+    },
+    get sleeping() {
+      return sleepers.size;
+    },
+  };
 }
 
 /**
@@ -156,7 +193,7 @@ describeWithInfra(['nats'], 'ChamberWorker fencing against real NATS and SQLite'
 
 /**
  * TRACE_MEMORY_MB: runs of many chambers in flight at once hold at most the budget's worth of
- * traces (a slow store makes every read overlap), a trace larger than the whole budget still runs
+ * traces (reads overlapping as a remote store's do), a trace larger than the whole budget still runs
  * (alone), and every run is applied once.
  */
 describeWithInfra(['nats'], 'ChamberWorker trace memory budget against real NATS and SQLite', () => {
@@ -191,16 +228,24 @@ describeWithInfra(['nats'], 'ChamberWorker trace memory budget against real NATS
           }
         },
       };
-      // The real store, with a slow trace read (as a remote store would be) so reads overlap.
-      const slowStore = Object.create(store) as typeof store;
-      Object.defineProperty(slowStore, 'traces', {
+      // The real store, whose first trace read waits until a second one is in flight (as reads of a
+      // remote store overlap): two chambers hold traces at once however the machine schedules them.
+      let overlapped: () => void = () => undefined;
+      const overlap = new Promise<void>((r) => (overlapped = r));
+      let firstRead = true;
+      const overlappingStore = Object.create(store) as typeof store;
+      Object.defineProperty(overlappingStore, 'traces', {
         value: {
           ...store.traces,
           read: async (run: Parameters<typeof store.traces.read>[0]) => {
             held++;
             peakHeld = Math.max(peakHeld, held);
             peakBytes = Math.max(peakBytes, budget.inUse);
-            await new Promise((r) => setTimeout(r, 15));
+            if (held >= 2) overlapped();
+            if (firstRead) {
+              firstRead = false;
+              await overlap;
+            }
             return store.traces.read(run);
           },
         },
@@ -209,7 +254,7 @@ describeWithInfra(['nats'], 'ChamberWorker trace memory budget against real NATS
       const deps = (): WorkerDeps => ({
         source: reader,
         sink: { publish: async (s, p, id) => void (await publishOnce(nc, s, p, id)) },
-        store: slowStore,
+        store: overlappingStore,
         evaluator: countingEvaluator,
         cache,
         semaphore,
@@ -272,18 +317,35 @@ describeWithInfra(['nats'], 'ChamberWorker under a store outage longer than its 
     await withChamber('worker-outage-', async ({ nc, store, reader, cache }) => {
       // The real store; while `down`, every commit fails as unavailable after 100 ms (a busy timeout).
       let down = false;
-      let commitCalls = 0;
+      let failedCommits = 0;
+      let commitsInFlight = 0;
       const flaky = withCommitRun(store, async () => {
-        commitCalls++;
         if (down) {
-          await new Promise((r) => setTimeout(r, 100));
+          commitsInFlight++;
+          try {
+            await new Promise((r) => setTimeout(r, 100));
+          } finally {
+            commitsInFlight--;
+          }
+          failedCommits++;
           throw new StoreUnavailableError('database is locked (test outage)');
         }
       });
       const deadLetters: string[] = [];
-      const deps = workerDeps({ nc, reader, cache, store: flaky, deadLetters, now: () => new Date() });
-      // 2 attempts of 300 ms against an outage of 2 s.
-      const worker = new ChamberWorker(chamber, 1, deps, { ownerId: 'defender-0', processTimeoutMs: 300, maxAttempts: 2, idlePollMs: 60_000, maxTracePoints: 1_000_000, maxOutageBackoffMs: 200 });
+      // 2 attempts of 10 s; each failed commit stands for 5 s of outage on the worker's clock (its
+      // backoff waits that much out). The outage lasts until it has outlasted both attempts twice
+      // over on that clock, however fast or slow the machine runs the retries.
+      const clock = steppedClock();
+      const OUTAGE_PER_FAILURE_MS = 5_000;
+      const deps: WorkerDeps = {
+        ...workerDeps({ nc, reader, cache, store: flaky, deadLetters, now: () => new Date() }),
+        monotonic: clock.monotonic,
+        sleep: clock.sleep,
+        // Reported once the failure counts as paused, before the backoff: the outage goes on meanwhile.
+        observer: { paused: (_c, what) => void (what === 'commit' && clock.advance(OUTAGE_PER_FAILURE_MS)) },
+      };
+      const opts = { ownerId: 'defender-0', processTimeoutMs: 10_000, maxAttempts: 2, idlePollMs: 60_000, maxTracePoints: 1_000_000, maxOutageBackoffMs: 200 };
+      const worker = new ChamberWorker(chamber, 1, deps, opts);
       const publishRun = (k: number) => publishRunOf(nc, store, k);
       let exit: string | undefined;
       let exitErr: unknown;
@@ -296,25 +358,25 @@ describeWithInfra(['nats'], 'ChamberWorker under a store outage longer than its 
       await waitFor('run 0 applied', async () => worker.mark === seqs[0], 20_000);
 
       down = true;
-      const outageFrom = Date.now();
       seqs.push(await publishRun(1));
-      await waitFor('commits failing', async () => commitCalls >= 4, 20_000);
-      await new Promise((r) => setTimeout(r, Math.max(0, outageFrom + 2000 - Date.now())));
-      expect(worker.mark).toBe(seqs[0]);
+      const outageFailures = Math.ceil((2 * opts.maxAttempts * opts.processTimeoutMs) / OUTAGE_PER_FAILURE_MS) + 1;
+      await waitFor('the outage to outlast the attempts twice over', async () => failedCommits >= outageFailures || exit !== undefined, 30_000);
+      expect({ mark: worker.mark, exit, deadLetters }).toEqual({ mark: seqs[0], exit: undefined, deadLetters: [] });
       down = false;
       seqs.push(await publishRun(2));
       await waitFor('runs 1 and 2 applied', async () => worker.mark === seqs[2] || exit !== undefined, 20_000);
-      // Nothing may still be running in the background and commit later.
-      await new Promise((r) => setTimeout(r, 800));
+      expect(exit).toBeUndefined();
+      // Nothing may still run in the background and commit later: once the worker has stopped, no
+      // commit is in flight and no retry waits to make one.
+      await worker.stop();
+      await waitFor('the worker quiescent', async () => commitsInFlight === 0 && clock.sleeping === 0, 20_000);
 
-      expect({ exit, err: exitErr === undefined ? undefined : String(exitErr), deadLetters }).toEqual({ exit: undefined, err: undefined, deadLetters: [] });
+      expect({ exit, err: exitErr === undefined ? undefined : String(exitErr), deadLetters }).toEqual({ exit: 'stopped', err: undefined, deadLetters: [] });
       const runs = await store.uchart.history(chamber, { limit: 100 });
       expect(runs.map((r) => [r.sequence, r.runId])).toEqual(seqs.map((s, k) => [s, `r${k}`]));
       expect((await store.chamberState.get(chamber))?.highWaterMark).toBe(seqs[2]);
       const dl = await (await jetstreamManager(nc)).streams.info(STREAMS.deadLetters);
       expect(dl.state.messages).toBe(0);
-      await worker.stop();
-      expect(exit).toBe('stopped');
       await feed.stop();
     });
   }, 60_000);
@@ -336,12 +398,15 @@ describeWithInfra(['nats'], 'ChamberWorker with an evaluation longer than its at
       const deadLetters: string[] = [];
       const inner = createRunEvaluator();
       const evaluated: string[] = [];
+      const clock = steppedClock();
+      const PROCESS_TIMEOUT_MS = 10_000;
       const slow: RunEvaluator = Object.assign(Object.create(inner) as RunEvaluator, {
         evaluate: (input: Parameters<RunEvaluator['evaluate']>[0]) => {
           const out = inner.evaluate(input);
           evaluated.push(`${input.notification.runId}${out.newLimitSets.length > 0 ? ' (fit)' : ''}`);
-          // The fit takes twice the attempt timeout of CPU (a busy wait: the event loop is blocked, as by a real fit).
-          if (out.newLimitSets.length > 0) for (const until = performance.now() + 4000; performance.now() < until; );
+          // The fit takes twice the attempt timeout on the worker's clock, within the synchronous
+          // evaluation (the event loop does not turn meanwhile, as during a real fit).
+          if (out.newLimitSets.length > 0) clock.advance(2 * PROCESS_TIMEOUT_MS);
           return out;
         },
       });
@@ -359,8 +424,8 @@ describeWithInfra(['nats'], 'ChamberWorker with an evaluation longer than its at
         },
       });
       const io = Object.create(store, { uchart: { value: uchart } }) as SqliteStore;
-      const deps = { ...workerDeps({ nc, reader, cache, store: io, deadLetters, now: () => new Date() }), evaluator: slow };
-      const worker = new ChamberWorker(chamber, 1, deps, { ownerId: 'defender-0', processTimeoutMs: 2000, maxAttempts: 2, idlePollMs: 60_000, maxTracePoints: 1_000_000, maxOutageBackoffMs: 200 });
+      const deps = { ...workerDeps({ nc, reader, cache, store: io, deadLetters, now: () => new Date() }), evaluator: slow, monotonic: clock.monotonic, sleep: clock.sleep };
+      const worker = new ChamberWorker(chamber, 1, deps, { ownerId: 'defender-0', processTimeoutMs: PROCESS_TIMEOUT_MS, maxAttempts: 2, idlePollMs: 60_000, maxTracePoints: 1_000_000, maxOutageBackoffMs: 200 });
       let exit: string | undefined;
       const feed = await watchNotifications(nc, (_s, seq) => worker.notify(seq));
       worker.start((r) => (exit = r));
@@ -1042,8 +1107,10 @@ describeWithInfra(['nats'], 'ChamberWorker reading more history when a run needs
 describeWithInfra(['nats'], 'ChamberWorker fits a few at a time (fitSlots), against real NATS and SQLite', () => {
   /**
    * Three chambers complete Phase I together. Returns the most whole-history reads held at once (from
-   * the read's start to the end of the evaluation on it; each read made 50 ms slower so that they can
-   * overlap) and the chambers' fitted models.
+   * the read's start to the end of the evaluation on it) and the chambers' fitted models. A whole
+   * read answers only once all three chambers have asked for their fit (their runs judged too short
+   * of history), so the reads overlap unless the slots keep them apart, however the machine
+   * schedules the workers.
    */
   async function fitTogether(fitSlots: Semaphore | undefined): Promise<{ maxHeld: number; models: number[] }> {
     let maxHeld = 0;
@@ -1057,12 +1124,19 @@ describeWithInfra(['nats'], 'ChamberWorker fits a few at a time (fitSlots), agai
       // The whole histories read (every point) and not yet evaluated.
       const whole = new WeakSet<object>();
       let held = 0;
+      // The chambers whose Phase I run asked for its whole history (before waiting for a fit slot).
+      const asked = new Set<string>();
+      let allAsked: () => void = () => undefined;
+      const together = new Promise<void>((r) => (allAsked = r));
       const evaluator: RunEvaluator = {
         historyRuns: (s, sc) => base.historyRuns(s, sc),
         fullHistoryRuns: (s, sc) => base.fullHistoryRuns(s, sc),
         evaluate: (input) => {
           try {
             return base.evaluate(input);
+          } catch (err) {
+            if (err instanceof HistoryTooShortError && asked.add(input.chamber.chamberId).size === chambers.length) allAsked();
+            throw err;
           } finally {
             if (whole.delete(input.history)) held--;
           }
@@ -1075,7 +1149,7 @@ describeWithInfra(['nats'], 'ChamberWorker fits a few at a time (fitSlots), agai
         history: async (ref, opts) => {
           if (!opts.allPoints) return cached.history(ref, opts);
           maxHeld = Math.max(maxHeld, ++held);
-          await new Promise((r) => setTimeout(r, 50));
+          await together;
           const runs = await cached.history(ref, opts);
           whole.add(runs);
           return runs;
