@@ -2,14 +2,13 @@ import { connect } from '@nats-io/transport-node';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { performance } from 'node:perf_hooks';
 import { chamberLoadMsPerHour, DEFAULT_COST_MODEL } from '@defender/assignment';
 import type { AssignmentMap, Heartbeat } from '@defender/contracts';
 import { buildAssignmentMap } from '@defender/membership';
 import { AssignmentMapBucket, HeartbeatBucket, openBucket } from '@defender/nats-kv';
 import { describeWithInfra, testNatsConnectOptions, waitFor } from '@defender/infra-harness';
 import { ControllerEngine, EngineConfig } from './controller-engine';
-import { INT_CONFIG, sleep } from './int-testing';
+import { INT_CONFIG, LockstepClock } from './int-testing';
 
 /**
  * A mixed fab: every chamber has the same samples per run (120,000), but half run 10x as often as
@@ -44,19 +43,29 @@ function spread(load: Record<string, number>): { max: number; min: number } {
   return { max: Math.max(...v) / mean, min: Math.min(...v) / mean };
 }
 
-/** Runs an engine for term 2 against the buckets (real timers and clocks). */
-function startEngine(b: { maps: AssignmentMapBucket; heartbeats: HeartbeatBucket }, list: { key: string; weight: number }[], cfg: EngineConfig) {
+/**
+ * Runs an engine for term 2 against the buckets, on engine time (LockstepClock): `beat` writes the
+ * defenders' heartbeats in every engine sleep, so the policy's sustain, cooldown and settle times are
+ * counted in ticks of 200 ms, whatever the machine's load.
+ */
+function startEngine(b: { maps: AssignmentMapBucket; heartbeats: HeartbeatBucket }, list: { key: string; weight: number }[], cfg: EngineConfig, beat: () => Promise<unknown>) {
   const leader = { on: true };
+  const clock = new LockstepClock(beat);
   const engine = new ControllerEngine({ fencingToken: '2', isLeader: () => leader.on }, cfg, {
     maps: b.maps,
     heartbeats: b.heartbeats,
     chambers: { list: async () => list },
     now: Date.now,
-    monotonic: () => performance.now(),
-    sleep,
+    monotonic: clock.monotonic,
+    sleep: clock.sleep,
   });
   const running = engine.run(200);
-  return { engine, stop: async () => ((leader.on = false), await running) };
+  /** Waits until the engine has slept `n` more times, however long that takes. */
+  const ticksLater = async (n: number) => {
+    const target = clock.ticks + n;
+    await waitFor(`${n} more engine ticks`, async () => clock.ticks >= target, 30_000, 10);
+  };
+  return { engine, clock, ticksLater, stop: async () => ((leader.on = false), await running) };
 }
 
 /** A defender's heartbeat reporting `rates` with the prior as its calibrated cost. */
@@ -106,16 +115,18 @@ describeWithInfra(['nats'], 'ControllerEngine balancing measured load against re
     const beforeCpu = cpuPerDefender(before);
     expect(spread(beforeCpu).max).toBeGreaterThan(1.5);
 
-    // Each defender reports the rates of the chambers the current map gives it.
-    let current: AssignmentMap = before;
+    // Each defender reports the rates of the chambers the map it last read gives it (read in each beat).
+    let held: AssignmentMap = before;
     const hb = (id: string): Heartbeat =>
-      reporting(id, current.version, Object.keys(current.assignments).filter((k) => current.assignments[k] === id).map((k) => [k, rateOf(k)]));
+      reporting(id, held.version, Object.keys(held.assignments).filter((k) => held.assignments[k] === id).map((k) => [k, rateOf(k)]));
     await Promise.all(ids.map((id) => heartbeats.publish(hb(id))));
-    const beat = setInterval(() => void Promise.all(ids.map((id) => heartbeats.publish(hb(id)))), 150);
-    const { stop } = startEngine({ maps, heartbeats }, chambers, config);
+    const { stop, ticksLater } = startEngine({ maps, heartbeats }, chambers, config, async () => {
+      held = (await maps.read())?.map ?? held;
+      await Promise.all(ids.map((id) => heartbeats.publish(hb(id))));
+    });
     try {
       await waitFor('a load_drift map', async () => (await maps.read())?.map.trigger === 'load_drift', 30_000);
-      current = (await maps.read())!.map;
+      const current = (await maps.read())!.map;
       const afterCpu = cpuPerDefender(current);
       const s = spread(afterCpu);
       expect(s.max).toBeLessThanOrEqual(1.1);
@@ -123,9 +134,10 @@ describeWithInfra(['nats'], 'ControllerEngine balancing measured load against re
       // Samples per defender stay equal too here (every chamber the same size).
       expect(current.statistics.movedWeightFraction).toBeGreaterThan(0);
       expect(current.statistics.movedWeightFraction).toBeLessThanOrEqual(1.1 * current.statistics.floorFraction + 1e-9);
-      // Stable afterwards: the balanced map is a fixed point, noise-free reports move nothing more.
+      // Stable afterwards: the balanced map is a fixed point, noise-free reports move nothing more,
+      // for longer than a cooldown and a sustain time together (15 ticks, 3 s of engine time).
       const rev = (await maps.read())!.revision;
-      await new Promise((r) => setTimeout(r, 2_500));
+      await ticksLater(15);
       expect((await maps.read())!.revision).toBe(rev);
       const dir = join(process.cwd(), 'tmp');
       mkdirSync(dir, { recursive: true });
@@ -135,9 +147,9 @@ describeWithInfra(['nats'], 'ControllerEngine balancing measured load against re
       );
     } finally {
       await stop();
-      clearInterval(beat);
     }
   });
+
   it('after a crash: orphans move at once, then one post-crash pass restores the ±5 % band', async () => {
     const tag = `crash-${process.pid}`;
     const maps = new AssignmentMapBucket(await openBucket(nc, `map-${tag}`, { history: 5 }), `map-${tag}`);
@@ -171,30 +183,34 @@ describeWithInfra(['nats'], 'ControllerEngine balancing measured load against re
     let beating = [...ids];
     const hb = (id: string): Heartbeat => reporting(id, 1, fab.filter((c) => owners[c.key] === id).map((c) => [c.key, SLOW]));
     await Promise.all(beating.map((id) => heartbeats.publish(hb(id))));
-    const beat = setInterval(() => void Promise.all(beating.map((id) => heartbeats.publish(hb(id)))), 150);
-    const { stop } = startEngine({ maps, heartbeats }, fab, { ...config, loadBalancing: { policy: { ...config.loadBalancing!.policy, settleMs: 2_000 } } });
+    const { stop, clock, ticksLater } = startEngine({ maps, heartbeats }, fab, { ...config, loadBalancing: { policy: { ...config.loadBalancing!.policy, settleMs: 2_000 } } }, () =>
+      Promise.all(beating.map((id) => heartbeats.publish(hb(id)))),
+    );
     try {
-      await waitFor('the takeover', async () => (await maps.read())?.map.fencingToken === '2', 10_000);
-      beating = ids.slice(0, 3); // defender-3 crashes
-      await waitFor('the crash map', async () => (await maps.read())?.map.trigger === 'crash', 15_000);
+      await waitFor('the takeover', async () => (await maps.read())?.map.fencingToken === '2', 30_000);
+      // defender-3 crashes: its beats stop between two ticks.
+      await clock.atNextTick(() => {
+        beating = ids.slice(0, 3);
+      });
+      await waitFor('the crash map', async () => (await maps.read())?.map.trigger === 'crash', 30_000);
       const crash = (await maps.read())!.map;
       // Only the orphan moved: the heavy chamber, onto one survivor, which is now far above the others.
       expect(Object.entries(crash.assignments).filter(([k, o]) => o !== owners[k]).map(([k]) => k)).toEqual([heavy.key]);
       const left = spread(perDefender(crash, ids.slice(0, 3)));
       expect(left.max).toBeGreaterThan(1.05);
-      await waitFor('the post-crash pass', async () => (await maps.read())?.map.trigger === 'post_crash', 15_000);
+      await waitFor('the post-crash pass', async () => (await maps.read())?.map.trigger === 'post_crash', 30_000);
       const pass = (await maps.read())!.map;
       const after = spread(perDefender(pass, ids.slice(0, 3)));
       expect(after.max).toBeLessThanOrEqual(1.05 + 1e-9);
       expect(after.min).toBeGreaterThanOrEqual(0.95 - 1e-9);
       expect(pass.assignments[heavy.key]).toBe(crash.assignments[heavy.key]);
-      // One pass: nothing more is published while the cluster stays stable.
+      // One pass: nothing more is published while the cluster stays stable (15 ticks, 3 s of engine
+      // time: longer than the settle time and a cooldown).
       const rev = (await maps.read())!.revision;
-      await new Promise((r) => setTimeout(r, 2_500));
+      await ticksLater(15);
       expect((await maps.read())!.revision).toBe(rev);
     } finally {
       await stop();
-      clearInterval(beat);
     }
   });
 });
