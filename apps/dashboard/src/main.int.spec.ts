@@ -65,7 +65,12 @@ function mapV1(): AssignmentMap {
 }
 
 /** Reads server-sent events until `until` matches one. */
-async function readEvents(url: string, until: (type: string, data: unknown) => boolean, timeoutMs: number): Promise<{ type: string; data: unknown }[]> {
+async function readEvents(
+  url: string,
+  until: (type: string, data: unknown) => boolean,
+  timeoutMs: number,
+  onEvent: (type: string, data: unknown) => void = () => undefined,
+): Promise<{ type: string; data: unknown }[]> {
   const res = await fetch(url, { signal: AbortSignal.timeout(timeoutMs) });
   const reader = res.body!.getReader();
   const seen: { type: string; data: unknown }[] = [];
@@ -81,6 +86,7 @@ async function readEvents(url: string, until: (type: string, data: unknown) => b
       const type = /^event: (.*)$/m.exec(block)?.[1] ?? 'message';
       const data = JSON.parse(/^data: (.*)$/m.exec(block)?.[1] ?? 'null') as unknown;
       seen.push({ type, data });
+      onEvent(type, data);
       if (until(type, data)) {
         await reader.cancel();
         return seen;
@@ -287,9 +293,18 @@ describeWithInfra(['nats'], 'dashboard API and live events (built bundle, real N
   });
 
   it('pushes the cluster view and each new alarm as server-sent events', async () => {
-    const events = readEvents(`${base}/api/v1/events`, (type, data) => type === 'alarm' && (data as { runId?: string }).runId === 'run-4', 20_000);
-    // Published once the stream is open (the first cluster event proves it is).
-    await new Promise((r) => setTimeout(r, 700));
+    let opened!: () => void;
+    const open = new Promise<void>((r) => (opened = r));
+    const events = readEvents(
+      `${base}/api/v1/events`,
+      (type, data) => type === 'alarm' && (data as { runId?: string }).runId === 'run-4',
+      20_000,
+      (type) => type === 'cluster' && opened(),
+    );
+    // Published once the stream is open: the first cluster event proves it is (the stream subscribes
+    // to the alarms in the same turn as it sends that first view). A stream that ends or fails first
+    // fails the test through `events`.
+    await Promise.race([open, events]);
     await publishOnce(nc, 'defense.alarms.ETCH01.PM1', JSON.stringify({ toolId: 'ETCH01', chamberId: 'PM1', runId: 'run-4', ruleId: 'WE2', svid: 'P', statistic: 'mean', value: 12.5, action: 'ALARM', message: 'two of three' }), `${tag}-run-4`);
     const seen = await events;
     expect(seen[0]).toMatchObject({ type: 'cluster', data: { map: { version: 1 } } });
