@@ -19,18 +19,27 @@ describe('TtlCache', () => {
     const now = 0;
     let calls = 0;
     let fail = true;
+    // The first load stays in flight until the test ends it.
+    let endLoad!: () => void;
+    const loading = new Promise<void>((r) => (endLoad = r));
     const cache = new TtlCache(
       async () => {
         calls++;
-        await new Promise((r) => setTimeout(r, 5));
-        if (fail) throw new Error('store down');
+        if (fail) {
+          await loading;
+          throw new Error('store down');
+        }
         return 'ok';
       },
       1_000,
       () => now,
     );
-    const results = await Promise.allSettled([cache.get(), cache.get(), cache.get()]);
+    const waiting = Promise.allSettled([cache.get(), cache.get(), cache.get()]);
+    expect(calls).toBe(1);
+    endLoad();
+    const results = await waiting;
     expect(results.map((r) => r.status)).toEqual(['rejected', 'rejected', 'rejected']);
+    expect(results.map((r) => (r as PromiseRejectedResult).reason.message)).toEqual(['store down', 'store down', 'store down']);
     expect(calls).toBe(1);
     expect(cache.peek()).toBeUndefined();
     fail = false;
