@@ -1,6 +1,7 @@
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { waitFor } from '@defender/infra-harness';
 import { killLeftovers, ManagedProcess, RUN_MARKER, writePidFile } from './processes';
 
 /** Leftovers of a launcher killed with SIGKILL are stopped at the next start, and nothing else. */
@@ -36,8 +37,10 @@ describe('killLeftovers', () => {
     await gone.stop('SIGKILL', 0);
     writePidFile(runDir, [ours, otherRun, unmarked], gone.pid!);
     writePidFile(liveRun, [live], process.pid);
-    // The marker must be in the environment before we look (spawned processes exec at once).
-    await new Promise((r) => setTimeout(r, 200));
+    // The marker must be in the environment before we look: wait until each process runs `sleep`
+    // (after its exec, /proc/<pid>/environ is the environment it was given).
+    const execd = (p: ManagedProcess) => readFileSync(`/proc/${p.pid}/cmdline`, 'utf8').split('\0')[0] === 'sleep';
+    await waitFor('the processes to run sleep', async () => [ours, otherRun, unmarked, live].every(execd), 30_000, 10);
     expect(killLeftovers(dir)).toEqual([ours.pid]);
     expect(await ours.exited).toMatchObject({ signal: 'SIGKILL' });
     expect(otherRun.alive).toBe(true);
