@@ -65,7 +65,9 @@ describeWithInfra(['nats'], 'real nats-server started by the harness', () => {
     expect(acks.map((a) => a.seq)).toEqual([1, 2, 3]);
 
     const consumer = await js.consumers.get('HARNESS', 'c1');
-    const first = await consumer.fetch({ max_messages: 3, expires: 2000 });
+    // The fetch and the pull below end as soon as their messages arrive; `expires` is only their hang
+    // guard (the redelivery comes once the 0.5 s ack wait has passed, later on a loaded machine).
+    const first = await consumer.fetch({ max_messages: 3, expires: 30_000 });
     const got: string[] = [];
     for await (const m of first) {
       got.push(m.string());
@@ -73,7 +75,7 @@ describeWithInfra(['nats'], 'real nats-server started by the harness', () => {
     }
     expect(got).toEqual(['m1', 'm2', 'm3']);
 
-    const again = await consumer.next({ expires: 5000 });
+    const again = await consumer.next({ expires: 30_000 });
     expect(again?.string()).toBe('m2');
     expect(again?.info.deliveryCount).toBe(2);
     expect(await again?.ackAck()).toBe(true);
@@ -161,12 +163,12 @@ describeWithInfra(['nats'], "the run's nats-server runs as production does (TLS,
   });
 });
 
-/** What a server sends a plaintext client that sends CONNECT and PING, until it closes or 5 s pass. */
+/** What a server sends a plaintext client that sends CONNECT and PING, until it closes (or, a hang guard, 30 s pass without a byte). */
 function plaintextAnswer(port: number): Promise<string> {
   return new Promise((resolve, reject) => {
     let text = '';
     const sock = net.connect({ host: '127.0.0.1', port }, () => sock.write('CONNECT {"verbose":false}\r\nPING\r\n'));
-    sock.setTimeout(5000, () => sock.destroy());
+    sock.setTimeout(30_000, () => sock.destroy());
     sock.on('data', (d: Buffer) => {
       text += d.toString('latin1');
     });
