@@ -174,7 +174,7 @@ export class LocalCluster {
   async startAgent(): Promise<Proc> {
     const p = await this.spawn('election-agent', `agent-${this.agents.length}`, {}, true);
     this.agents.push(p);
-    await waitFor(`${p.name} ready`, async () => (await getJson(`${p.url}/health/ready`).catch(() => ({ status: 0 }))).status === 200, 30_000);
+    await waitFor(`${p.name} ready`, async () => (await getJson(`${p.url}/health/ready`).catch(() => ({ status: 0 }))).status === 200, 120_000);
     return p;
   }
 
@@ -192,7 +192,7 @@ export class LocalCluster {
     await p.app.stop('SIGKILL');
     const again = await this.spawn('election-agent', p.name, {}, true, { http: p.http, extra: p.extra });
     this.agents[this.agents.indexOf(p)] = again;
-    await waitFor(`${again.name} ready`, async () => (await getJson(`${again.url}/health/ready`).catch(() => ({ status: 0 }))).status === 200, 30_000);
+    await waitFor(`${again.name} ready`, async () => (await getJson(`${again.url}/health/ready`).catch(() => ({ status: 0 }))).status === 200, 120_000);
     return again;
   }
 
