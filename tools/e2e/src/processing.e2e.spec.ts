@@ -6,7 +6,7 @@ import { notificationSubject, RunPointSet, strategyScope } from '@defender/contr
 import { SqliteStore } from '@defender/store';
 import { describeWithInfra, getJson } from '@defender/infra-harness';
 import { DEFAULT_STREAM_SETTINGS, publishOnce, streamConfigs, STREAMS } from '@defender/nats-kv';
-import { LocalCluster, SeedChamber } from './cluster';
+import { LocalCluster, MapRecord, SeedChamber } from './cluster';
 import { completeRun, completeRunWithCorruptChunk, makeTrace, notificationOf, publishRaw, RunSpec } from './runs';
 
 const SVIDS = ['pressure', 'rf_power'];
@@ -148,7 +148,7 @@ describeWithInfra(['nats'], 'run processing: exactly-once, ordered, fenced (mult
     const inStream = async (subjects: string) =>
       Object.values((await jsm.streams.info('defense-events', { subjects_filter: subjects })).state.subjects ?? {}).reduce((a, b) => a + b, 0);
     const storedAlarms = async () => (await store.alarms.list({ toolId: 'tool1', chamberId: 'ch1' }, { limit: 100 })).length;
-    await cluster!.waitFor('alarms published', async () => (await inStream('defense.alarms.tool1.ch1')) === (await storedAlarms()), 30_000);
+    await cluster!.waitFor('alarms published', async () => (await inStream('defense.alarms.tool1.ch1')) === (await storedAlarms()), 60_000);
     expect(await storedAlarms()).toBeGreaterThanOrEqual(2);
 
     // The defender dies, and the outage outlasts the duplicate window (a probe id is accepted again).
@@ -161,7 +161,7 @@ describeWithInfra(['nats'], 'run processing: exactly-once, ordered, fenced (mult
 
     await c.startDefender('pod-1');
     await cluster!.waitFor('resumed after the outage', async () => (await hwm(store, 'tool1')) === next, 90_000);
-    await cluster!.waitFor('alarms published', async () => (await inStream('defense.alarms.tool1.ch1')) === (await storedAlarms()), 30_000);
+    await cluster!.waitFor('alarms published', async () => (await inStream('defense.alarms.tool1.ch1')) === (await storedAlarms()), 60_000);
     const runs = await committed(store, 'tool1');
     expectExactlyOnce(runs, [...seqs, next]);
     expect(runs.some((r) => r.sequence === replay)).toBe(false);
@@ -196,7 +196,7 @@ describeWithInfra(['nats'], 'run processing: exactly-once, ordered, fenced (mult
     const members = await c.members();
     const victim = c.procs.find((p) => p.name === members[owner])!;
     for (let k = 0; k < 3; k++) await completeRun(store, nc, spec('tool1', k));
-    await cluster!.waitFor('warm-up applied', async () => (await committed(store, 'tool1')).length === 3, 30_000);
+    await cluster!.waitFor('warm-up applied', async () => (await committed(store, 'tool1')).length === 3, 60_000);
     const epochBefore = (await store.chamberState.get({ toolId: 'tool1', chamberId: 'ch1' }))!.ownerEpoch;
 
     victim.app.child.kill('SIGSTOP');
@@ -205,11 +205,21 @@ describeWithInfra(['nats'], 'run processing: exactly-once, ordered, fenced (mult
     await cluster!.waitFor('takeover processed the runs', async () => (await hwm(store, 'tool1')) === seqs.at(-1), 60_000);
     const epochAfter = (await store.chamberState.get({ toolId: 'tool1', chamberId: 'ch1' }))!.ownerEpoch;
     expect(epochAfter).toBeGreaterThan(epochBefore);
+    const moved = (p: MapRecord) => p.map.assignments['tool1:ch1'] !== owner;
+    await cluster!.waitFor('the takeover map', async () => c.publications.some(moved), 60_000);
+    const takeover = c.publications.find(moved)!.map.version;
 
     victim.app.child.kill('SIGCONT');
+    // The stale owner has applied the map that took the chamber from it (or a later one): its old
+    // worker was released before the version shows (its run in flight finished or fenced), or, under
+    // a later map that gives the chamber back, is fenced at its first write and started again under
+    // that map. Then the later runs: whatever the stale owner tried meanwhile is in the store or never.
+    await cluster!.waitFor('the stale owner applied the takeover map', async () => {
+      const res = await getJson(`${victim.url}/api/v1/assignments`).catch(() => undefined);
+      return ((res?.body as { assignmentVersion?: number } | undefined)?.assignmentVersion ?? 0) >= takeover;
+    }, 60_000);
     for (let k = 8; k < 12; k++) seqs.push(await completeRun(store, nc, spec('tool1', k)));
     await cluster!.waitFor('later runs applied', async () => (await hwm(store, 'tool1')) === seqs.at(-1), 60_000);
-    await new Promise((r) => setTimeout(r, 2000));
     const runs = await committed(store, 'tool1');
     expect(runs).toHaveLength(12);
     // Every run after the freeze was written under the new owner's epoch (or a later one): none by the stale owner.
@@ -327,21 +337,22 @@ describeWithInfra(['nats'], 'run processing: exactly-once, ordered, fenced (mult
     const { c, store, nc } = await start(1, 1, { PROCESS_TIMEOUT_SECONDS: '30' });
     const seqs: number[] = [];
     for (let k = 0; k < 3; k++) seqs.push(await completeRun(store, nc, spec('tool1', k)));
-    await cluster!.waitFor('warm-up applied', async () => (await hwm(store, 'tool1')) === seqs.at(-1), 30_000);
+    await cluster!.waitFor('warm-up applied', async () => (await hwm(store, 'tool1')) === seqs.at(-1), 60_000);
     // Traces go in first; then an exclusive lock makes the store unavailable to the defender.
     const pending = [3, 4, 5, 6].map((k) => spec('tool1', k));
     for (const s of pending) await store.traces.write(makeTrace(s));
     const locker = new Database(c.sqlitePath);
     locker.exec('BEGIN EXCLUSIVE');
     for (const s of pending) seqs.push(await publishRaw(nc, notificationSubject('tool1', 'ch1'), JSON.stringify(notificationOf(s))));
-    // Longer than the store's busy timeout (5 s): the defender's writes fail as unavailable and it pauses.
-    await new Promise((r) => setTimeout(r, 8000));
+    // Held until the defender's writes failed as unavailable (after the store's busy timeout, 5 s) and it paused.
+    const paused = /defender_processing_paused_total\{stage="[a-z-]+",app="defender"\} [1-9]/;
+    await cluster!.waitFor('the defender paused', async () => paused.test((await getJson(`${c.procs.find((p) => p.name === 'pod-0')!.url}/metrics`)).text), 60_000);
     locker.exec('ROLLBACK');
     locker.close();
     await cluster!.waitFor('resumed', async () => (await hwm(store, 'tool1')) === seqs.at(-1), 60_000);
     expectExactlyOnce(await committed(store, 'tool1'), seqs);
     const m = (await getJson(`${c.procs.find((p) => p.name === 'pod-0')!.url}/metrics`)).text;
-    expect(m).toMatch(/defender_processing_paused_total\{stage="[a-z-]+",app="defender"\} [1-9]/);
+    expect(m).toMatch(paused);
     expect(m).not.toMatch(/defender_dead_letters_total\{reason="processing-failed"/);
   });
 
