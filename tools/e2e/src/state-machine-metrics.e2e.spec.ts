@@ -122,6 +122,8 @@ const chambers: SeedChamber[] = Array.from({ length: 6 }, (_, i) => ({
 }));
 
 describeWithInfra(['nats'], 'seed 002 state-machine metrics on /metrics (multi-process)', () => {
+  // Four processes booted one after another and a crash detected, on a machine that may be loaded.
+  jest.setTimeout(360_000);
   let cluster: LocalCluster | undefined;
   let store: SqliteStore | undefined;
   let nc: NatsConnection | undefined;
@@ -146,18 +148,26 @@ describeWithInfra(['nats'], 'seed 002 state-machine metrics on /metrics (multi-p
 
   it('each counts its event: election, cold start, processing, a planned scale, a crash, a SIGTERM; every seed name is exported', async () => {
     // The cluster's own nats-server: the notification stream's subjects are fixed, other suites publish runs too.
-    const c = await LocalCluster.start({ chambers, coldStartWindowSeconds: 1.5 });
+    // One controller that must keep its one term throughout (the counts below are of one term): an
+    // election TTL of 15 s, so only a process stalled for seconds could lose it (with the 2 s default, a
+    // CI run beside CPU hogs saw the controller deposed and elected again: two engine starts).
+    const c = await LocalCluster.start({ chambers, coldStartWindowSeconds: 1.5, electionTtlSeconds: 15 });
     cluster = c;
     await c.startAgent();
-    const controller = await c.startController('controller-a');
+    // One after the other, each once the one before heartbeats (two booting at once on a loaded machine
+    // may contend for one ID), and both before the controller looks, so its cold start sees both
+    // (started first, its 1.5 s window could close while one was still booting: a planned map more).
     const pod0 = await c.startDefender('pod-0');
+    await c.waitFor('pod-0 heartbeating', async () => Object.values(await c.members()).includes('pod-0'), 120_000);
     // Logs at info level: its shutdown's last line carries the shutdown metrics.
     const pod1 = await c.startDefender('pod-1', { LOG_LEVEL: 'info' });
-    await c.waitFor('the cold-start map', async () => c.latest()?.defenderCount === 2, 60_000);
+    await c.waitFor('pod-1 heartbeating', async () => Object.values(await c.members()).includes('pod-1'), 120_000);
+    const controller = await c.startController('controller-a');
+    await c.waitFor('the cold-start map', async () => c.latest()?.defenderCount === 2, 120_000);
     await c.waitFor('defenders ready', async () => {
       for (const p of [pod0, pod1]) if ((await getJson(`${p.url}/health/ready`).catch(() => ({ status: 0 }))).status !== 200) return false;
       return true;
-    }, 60_000);
+    }, 120_000);
 
     // Two runs per chamber: the first reads the history from the store, the second may find it cached.
     const st = await SqliteStore.open({ filename: c.sqlitePath });
@@ -175,22 +185,22 @@ describeWithInfra(['nats'], 'seed 002 state-machine metrics on /metrics (multi-p
       for (const p of [pod0, pod1]) n += value(parse(await scrape(p)), 'defender_messages_processed_total', { outcome: 'applied' }) ?? 0;
       return n;
     };
-    await c.waitFor('12 runs applied', async () => (await applied()) === 12, 60_000);
+    await c.waitFor('12 runs applied', async () => (await applied()) === 12, 120_000);
 
     // Planned scale 2 -> 3, then a crash of the newcomer.
     const pod2 = await c.startDefender('pod-2');
-    await c.waitFor('a map with 3 defenders', async () => c.latest()?.defenderCount === 3, 60_000);
+    await c.waitFor('a map with 3 defenders', async () => c.latest()?.defenderCount === 3, 120_000);
     const scaled = c.latest()!.version;
     const pod2Chambers = async () => ((await getJson(`${pod2.url}/api/v1/assignments`)).body as { assignmentVersion: number; chambers: string[] });
-    await c.waitFor('pod-2 applied the 3-defender map', async () => (await pod2Chambers()).assignmentVersion >= scaled, 30_000);
+    await c.waitFor('pod-2 applied the 3-defender map', async () => (await pod2Chambers()).assignmentVersion >= scaled, 120_000);
     const owned = (await pod2Chambers()).chambers.length;
     expect(owned).toBeGreaterThan(0);
     await pod2.app.stop('SIGKILL');
-    await c.waitFor('the crash map', async () => c.publications.some((p) => p.map.trigger === 'crash'), 60_000);
+    await c.waitFor('the crash map', async () => c.publications.some((p) => p.map.trigger === 'crash'), 120_000);
 
     const latest = c.latest()!.version;
     // The watcher may see the map before the leader's publish call returned and counted it.
-    await c.waitFor('the leader counted the crash map', async () => (value(parse(await scrape(controller)), 'defender_assignment_map_version') ?? 0) >= latest, 30_000);
+    await c.waitFor('the leader counted the crash map', async () => (value(parse(await scrape(controller)), 'defender_assignment_map_version') ?? 0) >= latest, 120_000);
     const ctlText = await scrape(controller);
     const ctl = parse(ctlText);
     expect(value(ctl, 'defender_is_leader')).toBe(1);
@@ -212,12 +222,12 @@ describeWithInfra(['nats'], 'seed 002 state-machine metrics on /metrics (multi-p
     expect(value(ctl, 'defender_active_heartbeat_count')).toBe(2);
     expect(value(ctl, 'defender_assignment_map_version')).toBeGreaterThanOrEqual(latest);
 
-    await c.waitFor('pod-0 applied the crash map', async () => (value(parse(await scrape(pod0)), 'defender_assignment_map_version') ?? 0) >= latest, 30_000);
+    await c.waitFor('pod-0 applied the crash map', async () => (value(parse(await scrape(pod0)), 'defender_assignment_map_version') ?? 0) >= latest, 120_000);
     const d0Text = await scrape(pod0);
     const d0 = parse(d0Text);
     expect(value(d0, 'defender_id_claim_attempts_total')).toBe(1);
     expect(value(d0, 'defender_id_claim_duration_seconds_count')).toBe(1);
-    // pod-0 and pod-1 start together: either may hold defender-0.
+    // pod-0 started first and took the lowest free ID, but read it from its status all the same.
     const id0 = ((await getJson(`${pod0.url}/api/v1/status`)).body as { defenderId: string }).defenderId;
     expect(value(d0, 'defender_stable_id_claimed', { id: id0 })).toBe(1);
     expect(value(d0, 'defender_initialization_duration_seconds_count')).toBe(1);
