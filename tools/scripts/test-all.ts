@@ -1,8 +1,9 @@
 /**
  * The README's test command (`npm cit` runs `npm ci`, then this through `npm test`):
- * starts the real servers once for the whole run, then lints, builds and tests every project with Nx
- * while the whole workspace is type-checked beside it (typecheck-all.ts: the projects' typecheck
- * tsconfigs in three programs, not 59).
+ * starts the real servers once for the whole run, then builds and tests every project with Nx while
+ * the whole workspace is type-checked and linted beside it (`npm run typecheck`, typecheck-all.ts: the
+ * projects' typecheck tsconfigs in four programs, not 59; `npm run lint`: one ESLint over apps, libs
+ * and tools with the root config every project's lint target uses, not 29 processes).
  *
  * - nats-server: each Jest project starts its own private server (cheap), run as production runs it
  *   (TLS from a throwaway CA, one user per app role; tools/infra global-setup.ts); here we only make
@@ -51,10 +52,23 @@ function runBuffered(cmd: string, args: string[], env: NodeJS.ProcessEnv): Promi
   });
 }
 
+/** `npm run typecheck` then `npm run lint`, each with its output kept. */
+async function checkWorkspace(env: NodeJS.ProcessEnv): Promise<{ name: string; code: number; output: string }[]> {
+  const typecheck = await runBuffered(process.execPath, ['-r', join(REPO, 'tools/scripts/register.js'), join(REPO, 'tools/scripts/typecheck-all.ts')], env);
+  const lint = await runBuffered(join(REPO, 'node_modules', '.bin', 'eslint'), LINT_PATHS, env);
+  return [
+    { name: 'typecheck', ...typecheck },
+    { name: 'lint', ...lint },
+  ];
+}
+
+/** What `npm run lint` lints: every project lives under these (each project's lint target is `eslint .` in it). */
+const LINT_PATHS = ['apps', 'libs', 'tools'];
+
 const USAGE = `Usage: npm test [-- <nx run-many options>]
 
-Lints, builds and tests every project (nx run-many -t lint build test) while the workspace is
-type-checked beside it (npm run typecheck; with -p, the projects' typecheck targets instead), with
+Builds and tests every project (nx run-many -t build test) while the workspace is type-checked and
+linted beside it (npm run typecheck, npm run lint; with -p, those projects' own targets instead), with
 nats-server checked and Cassandra started once for the whole run (CASSANDRA_HOSTS: use that cluster
 instead). Options after -- go to nx run-many, e.g. \`npm test -- -p store\` for one project.
 REQUIRE_INFRA=1 makes a server that cannot be started a failure instead of a skip.
@@ -112,19 +126,18 @@ async function main(): Promise<number> {
   try {
     const nx = join(REPO, 'node_modules', '.bin', 'nx');
     const failures: string[] = [];
-    // Type-check the workspace in one process beside Nx (its output after Nx's, not interleaved), unless
-    // the run is limited to some projects (`-p`), where their own typecheck targets run instead.
+    // Type-check, then lint, the whole workspace in one process each beside Nx (their output after
+    // Nx's, not interleaved), unless the run is limited to some projects (`-p`), where their own
+    // typecheck and lint targets run instead.
     const limited = args.some((a) => a === '-p' || a.startsWith('--projects') || a === '--exclude' || a.startsWith('--exclude='));
-    const typecheck = limited ? undefined : runBuffered(process.execPath, ['-r', join(REPO, 'tools/scripts/register.js'), join(REPO, 'tools/scripts/typecheck-all.ts')], env);
-    const targets = limited ? ['lint', 'typecheck', 'build', 'test'] : ['lint', 'build', 'test'];
-    const nxCode = await run(nx, ['run-many', '-t', ...targets, '--output-style=stream', '--parallel=2', ...args], env, failures);
-    let code = nxCode;
-    if (typecheck) {
-      const t = await typecheck;
-      process.stdout.write(t.output);
-      if (t.code !== 0) {
-        failures.push(`typecheck: exit ${t.code} (npm run typecheck)`);
-        code = code === 0 ? t.code : code;
+    const beside = limited ? undefined : checkWorkspace(env);
+    const targets = limited ? ['lint', 'typecheck', 'build', 'test'] : ['build', 'test'];
+    let code = await run(nx, ['run-many', '-t', ...targets, '--output-style=stream', '--parallel=2', ...args], env, failures);
+    for (const check of beside ? await beside : []) {
+      process.stdout.write(check.output);
+      if (check.code !== 0) {
+        failures.push(`${check.name}: exit ${check.code} (npm run ${check.name})`);
+        if (code === 0) code = check.code;
       }
     }
     if (failures.length > 0) {
