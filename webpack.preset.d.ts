@@ -4,5 +4,13 @@ export const PRODUCTION_DEVTOOL: 'nosources-cheap-module-source-map';
 export const DEVELOPMENT_DEVTOOL: 'source-map';
 /** The devtool of a build configuration (`production` when none is named). */
 export function devtoolFor(configurationName: string | undefined): string;
-/** A composable Nx webpack plugin that sets the devtool from the build's configuration. */
-export function withSourceMaps(): <C extends { devtool?: unknown }>(config: C, ctx?: { context?: { configurationName?: string } }) => C;
+/** The devtool of the build Nx is running (its NX_TASK_TARGET_CONFIGURATION; `production` when none). */
+export function devtoolOfTask(env?: Record<string, string | undefined>): string;
+/**
+ * Runs the app (`node --enable-source-maps <output path>/main.js`, in the workspace root) after every
+ * successful build of `webpack-cli build --watch --env serve`, stopping the previous one with SIGTERM
+ * first (`nx serve <app>`).
+ */
+export class RunAppPlugin {
+  apply(compiler: import('webpack').Compiler): void;
+}
