@@ -15,6 +15,8 @@ import {
   type ChamberRef,
   type CommitRunResult,
   type DefenderStore,
+  type MonitorJudging,
+  type MonitorState,
   type RunRef,
   type StrategyRecord,
 } from '@defender/contracts';
@@ -366,6 +368,69 @@ export function describeStoreContract(name: string, backend: () => StoreContract
         await store.chamberState.claim(ch, 2, 'defender-2', T0);
         expect(await rejection(store.chamberState.commitRun(commit(ch, 1, 1, { events: [event(ch, 1, 0)] })))).toBeInstanceOf(FencedError);
         expect(await store.outbox.pending(ch, { limit: 10 })).toEqual([]);
+      });
+    });
+
+    describe('monitor state (per chamber and recipe, written with its run)', () => {
+      const judging = (judgedRuns: number): MonitorJudging => ({
+        phase: 'judging',
+        modelVersion: 2,
+        judgedRuns,
+        extensionCheckAt: judgedRuns + 5,
+        mewma: [0.25, -1.5e-3],
+        levelOffsets: { 'RF Forward': 0.125, 'Chamber Pressure': -3.5 },
+      });
+
+      it('a commit stores the recipe\'s state with the run; the next one of the recipe replaces it, other recipes keep theirs', async () => {
+        const ch = freshChamber();
+        expect(await store.monitorState.get(ch, 'recipe-A')).toBeUndefined();
+        expect(await store.monitorState.list(ch)).toEqual([]);
+        const first = commit(ch, 1, 3, { monitorState: { phase: 'collecting', modelVersion: 1, runs: 1 } });
+        await store.chamberState.commitRun(first);
+        expect(await store.monitorState.get(ch, 'recipe-A')).toEqual({
+          ...ch,
+          recipe: 'recipe-A',
+          sequence: 3,
+          runId: 'run-3',
+          committedAt: first.committedAt,
+          state: { phase: 'collecting', modelVersion: 1, runs: 1 },
+        });
+        await store.chamberState.commitRun(commit(ch, 1, 4, { recipe: 'recipe-B', monitorState: judging(1) }));
+        // A run that carries no state leaves the stored one as it is.
+        await store.chamberState.commitRun(commit(ch, 1, 5));
+        await store.chamberState.commitRun(commit(ch, 1, 6, { monitorState: judging(7) }));
+        const list = await store.monitorState.list(ch);
+        expect(list.map((r) => [r.recipe, r.sequence, r.state])).toEqual([
+          ['recipe-A', 6, judging(7)],
+          ['recipe-B', 4, judging(1)],
+        ]);
+        expect(await store.monitorState.get(ch, 'recipe-B')).toEqual(list[1]);
+        expect(await store.monitorState.get(freshChamber(), 'recipe-A')).toBeUndefined();
+      });
+
+      it('a fenced commit, a replay and a duplicate run write no state', async () => {
+        const ch = freshChamber();
+        await store.chamberState.commitRun(commit(ch, 1, 1, { monitorState: judging(1) }));
+        await store.chamberState.claim(ch, 2, 'defender-2', T0);
+        expect(await rejection(store.chamberState.commitRun(commit(ch, 1, 2, { monitorState: judging(99) })))).toBeInstanceOf(FencedError);
+        expect((await store.chamberState.commitRun(commit(ch, 2, 1, { monitorState: judging(98) }))).outcome).toBe('already-applied');
+        expect((await store.chamberState.commitRun(commit(ch, 2, 3, { runId: 'run-1', monitorState: judging(97) }))).outcome).toBe('duplicate-run');
+        expect((await store.monitorState.get(ch, 'recipe-A'))?.state).toEqual(judging(1));
+        expect((await store.chamberState.commitRun(commit(ch, 2, 4, { monitorState: judging(2) }))).outcome).toBe('applied');
+        expect(await store.monitorState.get(ch, 'recipe-A')).toMatchObject({ sequence: 4, runId: 'run-4', state: judging(2) });
+      });
+
+      it('rejects an invalid state, or one without its recipe, writing nothing of the run', async () => {
+        const ch = freshChamber();
+        const invalid = { ...judging(1), judgedRuns: 0, mewma: [NaN] } as MonitorState;
+        const bad = await rejection(store.chamberState.commitRun(commit(ch, 1, 1, { monitorState: invalid })));
+        expect(bad).toBeInstanceOf(InvalidRecordError);
+        expect((bad as InvalidRecordError).issues.map((i) => i.path).sort()).toEqual(['monitorState.judgedRuns', 'monitorState.mewma']);
+        const { recipe: _recipe, ...withoutRecipe } = commit(ch, 1, 1, { monitorState: judging(1) });
+        expect(await rejection(store.chamberState.commitRun(withoutRecipe))).toBeInstanceOf(InvalidRecordError);
+        expect(await store.uchart.run(ch, 1)).toBeUndefined();
+        expect(await store.monitorState.list(ch)).toEqual([]);
+        expect(await rejection(store.monitorState.get(ch, ''))).toBeInstanceOf(InvalidRecordError);
       });
     });
 

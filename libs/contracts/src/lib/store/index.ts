@@ -48,6 +48,7 @@ export type {
   ChamberMetadataRepository,
   ChamberStateRepository,
   DefenderStore,
+  MonitorStateRepository,
   OutboxRepository,
   StrategyRepository,
   TraceRepository,
@@ -81,3 +82,15 @@ export {
   type StrategyScopeSpec,
 } from './validation';
 export { aggregateObservations, computeWeight, observeTrace, type AggregatedWeight } from './weights';
+export {
+  decodeMonitorState,
+  encodeMonitorState,
+  monitorStateIssues,
+  validateMonitorStateKey,
+  MONITOR_STATE_LIMITS,
+  MONITOR_STATE_SCHEMA_VERSION,
+  type MonitorCollecting,
+  type MonitorJudging,
+  type MonitorState,
+  type MonitorStateRecord,
+} from './monitor-state';

@@ -1,4 +1,5 @@
 import type { ChamberRef, RunRef } from './chamber';
+import type { MonitorStateRecord } from './monitor-state';
 import type {
   AlarmRecord,
   ChamberMetadata,
@@ -186,6 +187,18 @@ export interface StrategyRepository {
   latest(scopes: readonly string[]): Promise<StrategyRecord[]>;
 }
 
+/**
+ * The chamber monitor's state per chamber and recipe (see {@link MonitorStateRecord}): written only by
+ * `ChamberStateRepository.commitRun` (`CommitRunInput.monitorState`), so it moves with the high-water
+ * mark and a fenced owner can never write it; read here by the owner, the dashboard and defenderctl.
+ */
+export interface MonitorStateRepository {
+  /** The recipe's state as the newest run of the recipe that carried one left it, or undefined. */
+  get(chamber: ChamberRef, recipe: string): Promise<MonitorStateRecord | undefined>;
+  /** Every recipe's state of the chamber, ordered by recipe. */
+  list(chamber: ChamberRef): Promise<MonitorStateRecord[]>;
+}
+
 /** Everything Defender persists, behind one object (an adapter: Cassandra or SQLite). */
 export interface DefenderStore {
   /** `cassandra` or `sqlite`. */
@@ -197,6 +210,7 @@ export interface DefenderStore {
   readonly alarms: AlarmRepository;
   readonly outbox: OutboxRepository;
   readonly strategies: StrategyRepository;
+  readonly monitorState: MonitorStateRepository;
   /** Releases connections / file handles; later calls reject with StoreClosedError. Idempotent. */
   close(): Promise<void>;
 }

@@ -1,4 +1,5 @@
 import type { ChamberRef, RunRef } from './chamber';
+import type { MonitorState } from './monitor-state';
 
 /** A JSON value (what strategy documents, chart parameters and alarm details may hold). */
 export type JsonValue = null | boolean | number | string | readonly JsonValue[] | { readonly [key: string]: JsonValue };
@@ -280,6 +281,11 @@ export interface CommitRunInput {
    * `OutboxRepository.markPublished` (see {@link OutboxEntry}).
    */
   readonly events?: readonly OutboxEventInput[];
+  /**
+   * The chamber monitor's state for `recipe` after this run (required with it), replacing the stored
+   * one in the same operation, fenced like the rest of the commit (`MonitorStateRepository`).
+   */
+  readonly monitorState?: MonitorState;
 }
 
 /** One publication of a committed run: the exact bytes to publish, so every owner publishes the same. */

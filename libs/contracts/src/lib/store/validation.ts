@@ -1,5 +1,6 @@
 import { isValidId, type ChamberRef } from './chamber';
 import { InvalidRecordError, type RecordIssue } from './errors';
+import { monitorStateIssues } from './monitor-state';
 import type {
   AlarmInput,
   BindStreamInput,
@@ -215,6 +216,10 @@ export function validateCommitRunInput(input: CommitRunInput): void {
   if (input.events !== undefined) {
     if (!Array.isArray(input.events)) issues.add('events', 'must be an array');
     else input.events.forEach((e, i) => outboxEvent(issues, `events[${i}]`, e));
+  }
+  if (input.monitorState !== undefined) {
+    for (const i of monitorStateIssues(input.monitorState, 'monitorState')) issues.add(i.path, i.message);
+    if (input.recipe === undefined) issues.add('recipe', 'is required with a monitor state (the state is per recipe)');
   }
   issues.throwIfAny('run commit');
 }

@@ -126,7 +126,8 @@ describeWithInfra(['cassandra'], 'Cassandra store', () => {
       const stores = await Promise.all(Array.from({ length: 4 }, (_, i) => CassandraStore.connect(options(keyspace, { migrationOwner: `starter-${i}` }))));
       try {
         const rows = (await admin.execute(`SELECT id, state, owner FROM ${keyspace}.schema_migrations`)).rows;
-        expect(rows.map((r) => [r.get('id'), r.get('state')])).toEqual(CASSANDRA_MIGRATIONS.map((m) => [m.id, 'done']));
+        // Rows come in token order (the id is the partition key), not by id.
+        expect(rows.map((r) => [r.get('id') as number, r.get('state')]).sort((a, b) => (a[0] as number) - (b[0] as number))).toEqual(CASSANDRA_MIGRATIONS.map((m) => [m.id, 'done']));
         expect(rows[0]?.get('owner')).toMatch(/^starter-[0-3]$/);
         // every starter can use the schema
         const ch = freshChamber();
@@ -168,21 +169,26 @@ describeWithInfra(['cassandra'], 'Cassandra store', () => {
     }, 120_000);
   });
 
+  /** A new keyspace with the schema of a release that had the first `migrations` migrations. */
+  async function keyspaceOfRelease(migrations: number) {
+    const keyspace = newKeyspace();
+    const q = { prepare: true, consistency: types.consistencies.quorum, serialConsistency: types.consistencies.serial };
+    await migrateCassandra(admin, {
+      keyspace,
+      createKeyspace: true,
+      replication: { class: 'SimpleStrategy', replication_factor: 1 },
+      owner: 'previous-release',
+      staleAfterMs: 60_000,
+      consistency: q.consistency,
+      serialConsistency: q.serialConsistency,
+      migrations: CASSANDRA_MIGRATIONS.slice(0, migrations),
+    });
+    return { keyspace, c: testCassandra(), q };
+  }
+
   describe('migration 2 on a keyspace of the previous release', () => {
     it('the next claim indexes the runs applied before it: a replay of one is skipped; nothing is pending in the outbox', async () => {
-      const keyspace = newKeyspace();
-      const c = testCassandra();
-      const q = { prepare: true, consistency: types.consistencies.quorum, serialConsistency: types.consistencies.serial };
-      await migrateCassandra(admin, {
-        keyspace,
-        createKeyspace: true,
-        replication: { class: 'SimpleStrategy', replication_factor: 1 },
-        owner: 'previous-release',
-        staleAfterMs: 60_000,
-        consistency: q.consistency,
-        serialConsistency: q.serialConsistency,
-        migrations: CASSANDRA_MIGRATIONS.slice(0, 1),
-      });
+      const { keyspace, c, q } = await keyspaceOfRelease(1);
       const ch = freshChamber();
       const t = `${keyspace}.chamber_log`;
       await admin.execute(`INSERT INTO ${t} (tool_id, chamber_id, owner_epoch, hwm, owner_id, state_updated_at) VALUES (?, ?, 1, 0, 'defender-1', ?) IF NOT EXISTS`, [ch.toolId, ch.chamberId, new Date()], q);
@@ -214,6 +220,38 @@ describeWithInfra(['cassandra'], 'Cassandra store', () => {
         // A later claim finds the index complete (every commit keeps it so).
         expect((await store.chamberState.claim(ch, 3, 'defender-3', new Date())).highWaterMark).toBe(10);
         expect(await store.chamberState.appliedRun(ch, 'run-10')).toBe(10);
+      } finally {
+        await store.close();
+      }
+    }, 180_000);
+  });
+
+  describe('migration 4 on a keyspace of the previous release', () => {
+    it('runs committed before it keep their points; a chamber has no monitor state until a commit carries one', async () => {
+      const { keyspace, c, q } = await keyspaceOfRelease(3);
+      const ch = freshChamber();
+      const t = `${keyspace}.chamber_log`;
+      // A run judged by the earlier release: its monitor memory in the model point's chart.
+      const points = [{ indicatorKey: 'recipe-A|m:model', value: 2.5, limitsVersion: 1, flags: 0, chart: { spe: 1, judgedRuns: 4, z0: 0.5 } }];
+      await admin.execute(`INSERT INTO ${t} (tool_id, chamber_id, owner_epoch, hwm, run_index_hwm, owner_id, state_updated_at) VALUES (?, ?, 1, 5, 5, 'defender-1', ?) IF NOT EXISTS`, [ch.toolId, ch.chamberId, new Date()], q);
+      await admin.execute(`INSERT INTO ${t} (tool_id, chamber_id, kind, seq, item, run_id, epoch, committed_at, recipe, schema_version, body) VALUES (?, ?, 0, 5, '', 'run-5', 1, ?, 'recipe-A', 1, ?)`, [
+        ch.toolId,
+        ch.chamberId,
+        new Date(),
+        encodePointSet(points),
+      ], q);
+
+      const store = await CassandraStore.connect({ contactPoints: c.contactPoints, localDataCenter: c.localDataCenter, keyspace, requestTimeoutMs: 30_000 });
+      try {
+        expect(await store.monitorState.list(ch)).toEqual([]);
+        expect((await store.uchart.run(ch, 5))?.points).toEqual(points);
+        const state = { phase: 'judging' as const, modelVersion: 1, judgedRuns: 5, extensionCheckAt: null, mewma: [0.4], levelOffsets: {} };
+        expect((await store.chamberState.commitRun(commit(ch, 1, 6, { monitorState: state }))).outcome).toBe('applied');
+        expect(await store.monitorState.get(ch, 'recipe-A')).toMatchObject({ sequence: 6, runId: 'run-6', state });
+        expect(await store.monitorState.list(ch)).toHaveLength(1);
+        // The state rows are not runs: the history and the outbox are as before.
+        expect((await store.uchart.history(ch, { limit: 10 })).map((r) => r.sequence)).toEqual([5, 6]);
+        expect(await store.outbox.pending(ch, { limit: 10 })).toEqual([]);
       } finally {
         await store.close();
       }

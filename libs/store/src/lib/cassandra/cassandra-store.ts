@@ -43,6 +43,7 @@ import {
   type RunRef,
   type StrategyRecord,
   type StrategyRepository,
+  type MonitorStateRepository,
   type TraceRecord,
   type TraceRepository,
   type TraceWriteSummary,
@@ -87,6 +88,7 @@ import { observed, type StoreObserver } from '../observer';
 import { runPool } from '../pool';
 import { mapCassandraError } from './errors';
 import { migrateCassandra } from './migrations';
+import { CassandraMonitorState, monitorStateStatement } from './cassandra-monitor-state';
 import { RequestGate } from './request-gate';
 import {
   cassandraSslOptions,
@@ -543,6 +545,7 @@ class CassandraChamberLog implements ChamberStateRepository, AlarmRepository {
           query: `INSERT INTO ${this.t} (tool_id, chamber_id, kind, seq, item, subject, msg_id, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?) USING TTL ?`,
           params: [...pk, KIND_OUTBOX, input.sequence, outboxItem(i), e.subject, e.msgId, Buffer.from(e.payload, 'utf8'), this.runTtl],
         })),
+        ...monitorStateStatement(this.s.ks, chamber, input),
       ];
       for (let attempt = 0; attempt < COMMIT_ATTEMPTS; attempt++) {
         // One partition, so the batch is a single Paxos round: all of it or nothing.
@@ -962,6 +965,7 @@ export class CassandraStore implements DefenderStore {
   readonly alarms: AlarmRepository;
   readonly outbox: OutboxRepository;
   readonly strategies: StrategyRepository;
+  readonly monitorState: MonitorStateRepository;
   /** Keyspace in use. */
   readonly keyspace: string;
   /** The reusable buffers trace reads fill (releaseTraceMemory gives them back). */
@@ -988,6 +992,7 @@ export class CassandraStore implements DefenderStore {
     this.outbox = new CassandraOutbox(session);
     this.uchart = new CassandraUChart(session, log);
     this.strategies = new CassandraStrategies(session);
+    this.monitorState = new CassandraMonitorState(session);
   }
 
   /**

@@ -87,6 +87,13 @@ export const CASSANDRA_MIGRATIONS: readonly CassandraMigration[] = [
       `ALTER TABLE {ks}.chamber_log ADD IF NOT EXISTS stream_offset bigint STATIC`,
     ],
   },
+  {
+    id: 4,
+    name: 'the chamber monitor state per recipe',
+    // chamber_log gains kind 4 rows (seq 0, item = recipe: schema_version, body = the state's JSON,
+    // run_id, committed_at and state_seq, the sequence of the run whose commit wrote it; issue 48).
+    statements: [`ALTER TABLE {ks}.chamber_log ADD IF NOT EXISTS state_seq bigint`],
+  },
 ];
 
 /** SHA-256 of a migration's statements (whitespace-normalized), recorded when applied. */

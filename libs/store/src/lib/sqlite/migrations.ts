@@ -87,6 +87,19 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
       ALTER TABLE chamber_state ADD COLUMN stream_offset INTEGER NOT NULL DEFAULT 0;
     `,
   },
+  {
+    id: 4,
+    name: 'the chamber monitor state per recipe',
+    // One row per chamber and recipe, replaced by each commit that carries a state (issue 48).
+    // Chambers monitored before it have none: their first run rebuilds it from their history.
+    sql: `
+      CREATE TABLE monitor_state (
+        tool_id TEXT NOT NULL, chamber_id TEXT NOT NULL, recipe TEXT NOT NULL,
+        seq INTEGER NOT NULL, run_id TEXT NOT NULL, committed_at INTEGER NOT NULL,
+        schema_version INTEGER NOT NULL, body TEXT NOT NULL,
+        PRIMARY KEY (tool_id, chamber_id, recipe)) WITHOUT ROWID;
+    `,
+  },
 ];
 
 export function sqliteMigrationChecksum(m: SqliteMigration): string {

@@ -300,6 +300,31 @@ describe('SQLite store: files shared by processes', () => {
     }
   });
 
+  it('migration 4 on a file of the previous release: runs committed before it keep their points, a chamber has no monitor state until a commit carries one', async () => {
+    const file = newFile();
+    const ch = freshChamber();
+    const legacy = new Database(file);
+    migrateSqlite(legacy, SQLITE_MIGRATIONS.slice(0, 3));
+    // A run judged by the earlier release: its monitor memory in the model point's chart.
+    const judged = commit(ch, 1, 5, { points: [{ indicatorKey: 'recipe-A|m:model', value: 2.5, limitsVersion: 1, flags: 0, chart: { spe: 1, judgedRuns: 4, z0: 0.5 } }] });
+    legacy.prepare('INSERT INTO chamber_state (tool_id, chamber_id, owner_epoch, hwm, owner_id, state_updated_at) VALUES (?, ?, 1, 5, ?, 0)').run(ch.toolId, ch.chamberId, 'defender-1');
+    legacy
+      .prepare('INSERT INTO uchart_runs (tool_id, chamber_id, seq, run_id, epoch, committed_at, recipe, body) VALUES (?, ?, 5, ?, 1, ?, ?, ?)')
+      .run(ch.toolId, ch.chamberId, judged.runId, judged.committedAt.getTime(), 'recipe-A', encodePointSet(judged.points));
+    legacy.close();
+
+    const store = await SqliteStore.open({ filename: file });
+    try {
+      expect(await store.monitorState.list(ch)).toEqual([]);
+      expect((await store.uchart.run(ch, 5))?.points).toEqual(judged.points);
+      const state = { phase: 'judging' as const, modelVersion: 1, judgedRuns: 5, extensionCheckAt: null, mewma: [0.4], levelOffsets: {} };
+      await store.chamberState.commitRun(commit(ch, 1, 6, { monitorState: state }));
+      expect(await store.monitorState.get(ch, 'recipe-A')).toMatchObject({ sequence: 6, state });
+    } finally {
+      await store.close();
+    }
+  });
+
   it('a path that cannot be opened as a database is a StoreUnavailableError', async () => {
     await expect(SqliteStore.open({ filename: dir })).rejects.toBeInstanceOf(StoreUnavailableError);
   });

@@ -35,6 +35,7 @@ import {
   type DefenderStore,
   type HoldRecord,
   type LimitSetRecord,
+  type MonitorStateRepository,
   type OutboxEntry,
   type OutboxRepository,
   type PutVersionResult,
@@ -78,6 +79,7 @@ import { releaseDriverBuffer } from '../codec/buffer-release';
 import { DEFAULT_TRACE_POOL_BYTES, TraceBufferPool, type TraceBufferPoolStats } from '../codec/trace-buffer-pool';
 import { parseTraceManifest, planTraceWrite, stringifyTraceManifest, TraceAssembler, type SeriesKind } from '../codec/trace-codec';
 import { MigrationError } from '../migration-error';
+import { SqliteMonitorState, writeMonitorState } from './sqlite-monitor-state';
 import { observed, type StoreObserver } from '../observer';
 import { migrateSqlite } from './migrations';
 
@@ -475,6 +477,7 @@ class SqliteChamberLog implements ChamberStateRepository, AlarmRepository {
         this.c.sql('INSERT INTO applied_runs (tool_id, chamber_id, run_id, seq) VALUES (?, ?, ?, ?)').run(chamber.toolId, chamber.chamberId, input.runId, input.sequence);
         const event = this.c.sql('INSERT INTO outbox (tool_id, chamber_id, seq, idx, subject, msg_id, payload) VALUES (?, ?, ?, ?, ?, ?, ?)');
         (input.events ?? []).forEach((e, i) => event.run(chamber.toolId, chamber.chamberId, input.sequence, i, e.subject, e.msgId, e.payload));
+        writeMonitorState(this.c, chamber, input);
         return {
           outcome: 'applied',
           state: { ...chamber, ownerEpoch: input.epoch, ownerId: input.ownerId, highWaterMark: input.sequence, updatedAt: input.committedAt },
@@ -811,6 +814,7 @@ export class SqliteStore implements DefenderStore {
   readonly alarms: AlarmRepository;
   readonly outbox: OutboxRepository;
   readonly strategies: StrategyRepository;
+  readonly monitorState: MonitorStateRepository;
   /** `wal` for a file, `memory` for `:memory:`. */
   readonly journalMode: string;
   /** The reusable buffers trace reads fill (releaseTraceMemory gives them back). */
@@ -831,6 +835,7 @@ export class SqliteStore implements DefenderStore {
     this.outbox = new SqliteOutbox(conn);
     this.uchart = new SqliteUChart(conn, log);
     this.strategies = new SqliteStrategies(conn);
+    this.monitorState = new SqliteMonitorState(conn);
   }
 
   /**

@@ -17,7 +17,7 @@ import type { SqliteStoreOptions } from './sqlite-store';
 
 /** The repositories of a {@link DefenderStore}, by property name. */
 export type RepoName =
-  'chamberMetadata' | 'traces' | 'uchart' | 'chamberState' | 'alarms' | 'outbox' | 'strategies';
+  'chamberMetadata' | 'traces' | 'uchart' | 'chamberState' | 'alarms' | 'outbox' | 'strategies' | 'monitorState';
 
 type OpKind = 'read' | 'write';
 
@@ -46,6 +46,7 @@ export const THREAD_METHODS = {
   alarms: { list: 'read', ofRun: 'read', hold: 'read', releaseHold: 'write' },
   outbox: { pending: 'read', publishedThrough: 'read', markPublished: 'write' },
   strategies: { put: 'write', get: 'read', versions: 'read', latest: 'read' },
+  monitorState: { get: 'read', list: 'read' },
 } as const satisfies { [R in RepoName]: { [M in keyof DefenderStore[R]]: OpKind } };
 
 /**

@@ -15,6 +15,7 @@ import {
   type OutboxRepository,
   type SampleArray,
   type StrategyRepository,
+  type MonitorStateRepository,
   type TraceRecord,
   type TraceRepository,
   type UChartRepository,
@@ -144,6 +145,7 @@ export class ThreadedSqliteStore implements DefenderStore {
   readonly alarms: AlarmRepository;
   readonly outbox: OutboxRepository;
   readonly strategies: StrategyRepository;
+  readonly monitorState: MonitorStateRepository;
 
   private readonly pending = new Map<number, Pending>();
   private nextId = 1;
@@ -171,6 +173,7 @@ export class ThreadedSqliteStore implements DefenderStore {
     this.alarms = this.repository('alarms');
     this.outbox = this.repository('outbox');
     this.strategies = this.repository('strategies');
+    this.monitorState = this.repository('monitorState');
     worker.on('message', (msg: FromThread) => this.onMessage(msg));
     worker.on('error', (err) => this.fail('the thread threw', err));
     worker.on('messageerror', (err) => this.fail('a reply could not be decoded', err));

@@ -1,0 +1,161 @@
+import { isValidId, type ChamberRef } from './chamber';
+import { CorruptRecordError, InvalidRecordError, UnknownSchemaVersionError, type RecordContext, type RecordIssue } from './errors';
+
+/**
+ * The chamber monitor's memory of one chamber and recipe between runs, as the newest committed run
+ * left it: which phase the recipe is in, and what a judged run carries to the next (the MEWMA vector,
+ * the adaptive centre, the counts that say when the Phase I extension is due). Written by
+ * `commitRun` together with the run's points under the same owner-epoch fencing, so it is always the
+ * state after the chamber's high-water mark; read by the run's owner instead of scanning history.
+ *
+ * A typed, versioned record: stored as the JSON of {@link MonitorState} with
+ * {@link MONITOR_STATE_SCHEMA_VERSION}; a reader converts every older schema it knows on load and
+ * refuses a newer one (`UnknownSchemaVersionError`).
+ */
+export type MonitorState = MonitorCollecting | MonitorJudging;
+
+/** Phase I: runs collected for the model version `modelVersion` (1, or a re-baseline's version). */
+export interface MonitorCollecting {
+  readonly phase: 'collecting';
+  readonly modelVersion: number;
+  /** Phase I runs so far, the run that wrote the state included (a refused fit keeps counting). */
+  readonly runs: number;
+}
+
+/** A model judges the recipe's runs. */
+export interface MonitorJudging {
+  readonly phase: 'judging';
+  readonly modelVersion: number;
+  /** Runs judged by this version so far, the run that wrote the state included. */
+  readonly judgedRuns: number;
+  /**
+   * The judged-run count before which the Phase I extension cannot be due (each judged run adds at
+   * most one usable run), or null when it may be due now.
+   */
+  readonly extensionCheckAt: number | null;
+  /** MEWMA vector after the run (standardised scores), or null without a MEWMA chart. */
+  readonly mewma: readonly number[] | null;
+  /** The adaptive centre: each SVID's level offset from its Phase I mean, after the run. */
+  readonly levelOffsets: Readonly<Record<string, number>>;
+}
+
+/** A chamber and recipe's monitor state, with the run whose commit wrote it. */
+export interface MonitorStateRecord extends ChamberRef {
+  readonly recipe: string;
+  /** Stream sequence and id of the run that wrote it. */
+  readonly sequence: number;
+  readonly runId: string;
+  readonly committedAt: Date;
+  readonly state: MonitorState;
+}
+
+/** The schema version of {@link MonitorState} this code writes. */
+export const MONITOR_STATE_SCHEMA_VERSION = 1;
+
+/** Bounds of a monitor state (a chamber of a few hundred SVIDs fits many times over). */
+export const MONITOR_STATE_LIMITS = {
+  recipe: 256,
+  svidName: 256,
+  /** SVIDs with a level offset. */
+  levelOffsets: 10_000,
+  /** MEWMA dimensions (the model's retained components). */
+  mewma: 64,
+} as const;
+
+// eslint-disable-next-line no-control-regex -- stored strings must not contain control characters
+const CONTROL = /[\u0000-\u001f\u007f]/;
+
+function count(issues: RecordIssue[], path: string, v: unknown, min: number): void {
+  if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < min) issues.push({ path, message: `must be a safe integer >= ${min}` });
+}
+
+function modelVersion(issues: RecordIssue[], path: string, v: unknown): void {
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < 1 || v > 0x7fffffff) issues.push({ path, message: 'must be an integer in 1..2147483647' });
+}
+
+function label(issues: RecordIssue[], path: string, v: unknown, max: number): void {
+  if (typeof v !== 'string' || v.length === 0 || v.length > max || CONTROL.test(v)) {
+    issues.push({ path, message: `must be 1-${max} characters without control characters` });
+  }
+}
+
+/** Every problem of a monitor state (empty when it is valid). */
+export function monitorStateIssues(state: unknown, path = 'state'): RecordIssue[] {
+  const issues: RecordIssue[] = [];
+  if (state === null || typeof state !== 'object' || Array.isArray(state)) return [{ path, message: 'must be an object' }];
+  const s = state as Record<string, unknown>;
+  modelVersion(issues, `${path}.modelVersion`, s['modelVersion']);
+  if (s['phase'] === 'collecting') {
+    count(issues, `${path}.runs`, s['runs'], 1);
+    for (const k of Object.keys(s)) if (!['phase', 'modelVersion', 'runs'].includes(k)) issues.push({ path: `${path}.${k}`, message: 'is not a field of a collecting state' });
+    return issues;
+  }
+  if (s['phase'] !== 'judging') return [...issues, { path: `${path}.phase`, message: 'must be "collecting" or "judging"' }];
+  count(issues, `${path}.judgedRuns`, s['judgedRuns'], 1);
+  if (s['extensionCheckAt'] !== null) count(issues, `${path}.extensionCheckAt`, s['extensionCheckAt'], 1);
+  const mewma = s['mewma'];
+  if (mewma !== null) {
+    if (!Array.isArray(mewma) || mewma.length === 0 || mewma.length > MONITOR_STATE_LIMITS.mewma || !mewma.every((z) => typeof z === 'number' && Number.isFinite(z))) {
+      issues.push({ path: `${path}.mewma`, message: `must be null or 1-${MONITOR_STATE_LIMITS.mewma} finite numbers` });
+    }
+  }
+  const offsets = s['levelOffsets'];
+  if (offsets === null || typeof offsets !== 'object' || Array.isArray(offsets) || ![Object.prototype, null].includes(Object.getPrototypeOf(offsets))) {
+    issues.push({ path: `${path}.levelOffsets`, message: 'must be an object of finite numbers by SVID' });
+  } else {
+    const entries = Object.entries(offsets as Record<string, unknown>);
+    if (entries.length > MONITOR_STATE_LIMITS.levelOffsets) issues.push({ path: `${path}.levelOffsets`, message: `must have at most ${MONITOR_STATE_LIMITS.levelOffsets} SVIDs` });
+    for (const [svid, v] of entries) {
+      label(issues, `${path}.levelOffsets`, svid, MONITOR_STATE_LIMITS.svidName);
+      if (typeof v !== 'number' || !Number.isFinite(v)) issues.push({ path: `${path}.levelOffsets.${svid}`, message: 'must be a finite number' });
+    }
+  }
+  for (const k of Object.keys(s)) {
+    if (!['phase', 'modelVersion', 'judgedRuns', 'extensionCheckAt', 'mewma', 'levelOffsets'].includes(k)) issues.push({ path: `${path}.${k}`, message: 'is not a field of a judging state' });
+  }
+  return issues;
+}
+
+/** The stored text of a monitor state (schema {@link MONITOR_STATE_SCHEMA_VERSION}). */
+export function encodeMonitorState(state: MonitorState): string {
+  return JSON.stringify(
+    state.phase === 'collecting'
+      ? { phase: state.phase, modelVersion: state.modelVersion, runs: state.runs }
+      : {
+          phase: state.phase,
+          modelVersion: state.modelVersion,
+          judgedRuns: state.judgedRuns,
+          extensionCheckAt: state.extensionCheckAt,
+          mewma: state.mewma,
+          levelOffsets: state.levelOffsets,
+        },
+  );
+}
+
+/**
+ * A stored monitor state back (schema `schemaVersion`, text `body`), checked field by field.
+ * @throws UnknownSchemaVersionError for a schema this code does not know.
+ * @throws CorruptRecordError when the text is not a valid state of its schema.
+ */
+export function decodeMonitorState(schemaVersion: unknown, body: string, context: RecordContext): MonitorState {
+  if (schemaVersion !== MONITOR_STATE_SCHEMA_VERSION) throw new UnknownSchemaVersionError(context, schemaVersion, [MONITOR_STATE_SCHEMA_VERSION]);
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(body);
+  } catch (err) {
+    throw new CorruptRecordError('malformed', context, 'the monitor state is not JSON', { cause: err });
+  }
+  const issues = monitorStateIssues(parsed);
+  if (issues.length > 0) throw new CorruptRecordError('invalid-value', context, issues.map((i) => `${i.path}: ${i.message}`).join('; '));
+  return parsed as MonitorState;
+}
+
+/** @throws InvalidRecordError unless `chamber` and `recipe` may key a monitor state read. */
+export function validateMonitorStateKey(chamber: ChamberRef, recipe: string): void {
+  const issues: RecordIssue[] = [];
+  if (chamber === null || typeof chamber !== 'object' || !isValidId(chamber.toolId) || !isValidId(chamber.chamberId)) {
+    issues.push({ path: 'chamber', message: 'must be { toolId, chamberId } of valid ids' });
+  }
+  if (!(typeof recipe === 'string' && recipe.length > 0 && recipe.length <= MONITOR_STATE_LIMITS.recipe && !CONTROL.test(recipe))) issues.push({ path: 'recipe', message: `must be 1-${MONITOR_STATE_LIMITS.recipe} characters without control characters` });
+  if (issues.length > 0) throw new InvalidRecordError('monitor state key', issues);
+}
