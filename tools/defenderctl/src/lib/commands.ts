@@ -1,7 +1,7 @@
 import type { NatsConnection } from '@nats-io/nats-core';
 import { DeliverPolicy, jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { Kvm, type KV } from '@nats-io/kv';
-import { parseChamberKey, type AssignmentMap, type DefenderStore } from '@defender/contracts';
+import { parseChamberKey, type AssignmentMap, type DefenderStore, type MonitorStateRecord } from '@defender/contracts';
 import { AssignmentMapBucket, HeartbeatBucket, isStreamNotFound, StreamMissingError, STREAMS } from '@defender/nats-kv';
 import { rebaselineRecords } from '@defender/pipeline';
 import { openStore } from '@defender/store';
@@ -207,13 +207,15 @@ export async function explainChamber(nc: NatsConnection, t: Target, key: string,
   const [history, st] = await Promise.all([mapHistory(nc, t), status(nc, t)]);
   const store = await tryStore(t, note);
   let weight: { value: number; source: string } | undefined;
+  let monitor: MonitorStateRecord[] = [];
   try {
-    const m = await store?.chamberMetadata.get(ref);
+    const [m, states] = await Promise.all([store?.chamberMetadata.get(ref), store?.monitorState.list(ref)]);
     if (m) weight = { value: m.weight, source: `${m.svidCount} SVIDs x ${m.collectionFreqHz} Hz x ${m.contextDurationSeconds} s, ${m.source}` };
+    monitor = states ?? [];
   } finally {
     await store?.close();
   }
-  return explain(key, history, { weight, alive: new Map(st.defenders.map((d) => [d.defenderId, d.alive])) });
+  return explain(key, history, { weight, alive: new Map(st.defenders.map((d) => [d.defenderId, d.alive])), monitor });
 }
 
 /**

@@ -98,6 +98,10 @@ export function formatExplain(e: Explanation): string {
   out.push(`moves (map versions ${e.historyFrom ?? '-'}..${e.mapVersion ?? '-'} kept in NATS):`);
   if (e.moves.length === 0) out.push('  none in the kept versions');
   for (const m of e.moves) out.push(`  v${m.version}  ${m.timestamp}  ${m.trigger.padEnd(16)} ${m.from ?? '(new)'} -> ${m.to ?? '(removed)'}`);
+  out.push('');
+  out.push('monitor:');
+  if (e.monitor.length === 0) out.push(e.weight === null ? '  - (store not reachable)' : '  no monitor state stored (no run judged by the chamber monitor yet)');
+  for (const m of e.monitor) out.push(`  - ${m.text}`);
   return out.join('\n');
 }
 

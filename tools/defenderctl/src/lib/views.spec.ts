@@ -1,4 +1,4 @@
-import { table } from './format';
+import { formatExplain, table } from './format';
 import { heartbeatOf, mapOf } from './testing';
 import { assignmentRows, defenderRows, explain, normalizeDefender } from './views';
 
@@ -47,6 +47,24 @@ describe('explain', () => {
     expect(explain('B:1', history.slice(1)).reasons[0]).toMatch(/defender-1 has owned it since before map v2/);
     expect(explain('Z:9', history).reasons[0]).toMatch(/not in map v3: it is not in chamber_metadata/);
     expect(explain('A:1', []).reasons).toEqual(['no assignment map has been published yet']);
+  });
+
+  it("says what the chamber monitor remembers of each recipe, from the store's monitor state records", () => {
+    const at = new Date(Date.UTC(2026, 0, 1));
+    const e = explain('A:1', history, {
+      monitor: [
+        { toolId: 'A', chamberId: '1', recipe: 'ETCH', sequence: 40, runId: 'r40', committedAt: at, state: { phase: 'judging', modelVersion: 2, judgedRuns: 9, extensionCheckAt: null, mewma: [0.1, 0.2], levelOffsets: { P: 0.1 } } },
+        { toolId: 'A', chamberId: '1', recipe: 'CLEAN', sequence: 38, runId: 'r38', committedAt: at, state: { phase: 'collecting', modelVersion: 1, runs: 4 } },
+      ],
+    });
+    expect(e.monitor.map((m) => [m.recipe, m.phase, m.modelVersion, m.runs])).toEqual([
+      ['ETCH', 'judging', 2, 9],
+      ['CLEAN', 'collecting', 1, 4],
+    ]);
+    expect(e.monitor[0]?.text).toBe('recipe ETCH: judged by model v2, 9 run(s) judged by it; the centre follows 1 SVID level(s), MEWMA on 2 component(s) (state of run r40, sequence 40)');
+    expect(e.monitor[1]?.text).toBe('recipe CLEAN: Phase I, 4 run(s) collected for model v1 (state of run r38, sequence 38)');
+    expect(formatExplain(e)).toContain('monitor:\n  - recipe ETCH: judged by model v2');
+    expect(explain('A:1', history).monitor).toEqual([]);
   });
 
   it('warns when the owner is not heartbeating', () => {

@@ -1,4 +1,4 @@
-import type { AssignmentMap, Heartbeat } from '@defender/contracts';
+import type { AssignmentMap, Heartbeat, MonitorStateRecord } from '@defender/contracts';
 
 /** What `defenderctl status` reports. */
 export interface StatusView {
@@ -151,6 +151,31 @@ export interface Explanation {
   /** The oldest map version looked at. */
   readonly historyFrom: number | null;
   readonly reasons: readonly string[];
+  /** The chamber monitor's state per recipe (the store's monitor state records); empty when the store is not reachable. */
+  readonly monitor: readonly MonitorLine[];
+}
+
+/** One recipe's chamber monitor in `explain`. */
+export interface MonitorLine {
+  readonly recipe: string;
+  readonly phase: 'collecting' | 'judging';
+  readonly modelVersion: number;
+  /** Phase I runs collected (collecting) or runs judged by the model version (judging). */
+  readonly runs: number;
+  readonly sequence: number;
+  readonly runId: string;
+  readonly text: string;
+}
+
+/** What a recipe's monitor state says, in words. */
+export function monitorLine(r: MonitorStateRecord): MonitorLine {
+  const s = r.state;
+  const runs = s.phase === 'collecting' ? s.runs : s.judgedRuns;
+  const text =
+    s.phase === 'collecting'
+      ? `recipe ${r.recipe}: Phase I, ${runs} run(s) collected for model v${s.modelVersion} (state of run ${r.runId}, sequence ${r.sequence})`
+      : `recipe ${r.recipe}: judged by model v${s.modelVersion}, ${runs} run(s) judged by it; the centre follows ${Object.keys(s.levelOffsets).length} SVID level(s)${s.mewma ? `, MEWMA on ${s.mewma.length} component(s)` : ''} (state of run ${r.runId}, sequence ${r.sequence})`;
+  return { recipe: r.recipe, phase: s.phase, modelVersion: s.modelVersion, runs, sequence: r.sequence, runId: r.runId, text };
 }
 
 const TRIGGER_WHY: Readonly<Record<string, string>> = {
@@ -172,7 +197,13 @@ const TRIGGER_WHY: Readonly<Record<string, string>> = {
 export function explain(
   chamber: string,
   history: readonly AssignmentMap[],
-  opts: { weight?: { value: number; source: string } | undefined; alive?: ReadonlyMap<string, boolean>; strategy?: string; tolerance?: number } = {},
+  opts: {
+    weight?: { value: number; source: string } | undefined;
+    alive?: ReadonlyMap<string, boolean>;
+    strategy?: string;
+    tolerance?: number;
+    monitor?: readonly MonitorStateRecord[];
+  } = {},
 ): Explanation {
   const current = history[history.length - 1] ?? null;
   const owner = current?.assignments[chamber] ?? null;
@@ -221,5 +252,6 @@ export function explain(
     moves,
     historyFrom: history[0]?.version ?? null,
     reasons,
+    monitor: (opts.monitor ?? []).map(monitorLine),
   };
 }

@@ -127,6 +127,18 @@ describe('the chamber monitor in the chamber view', () => {
     ]);
   });
 
+  it("shows each recipe's monitor state: its phase, model version and run count, also for a recipe without runs in the window", () => {
+    const ref = { toolId: 'ETCH01', chamberId: 'PM1' };
+    const at = new Date(Date.UTC(2026, 0, 1, 0, 4));
+    const [r, q] = buildMonitors(runs, [model(1, true)], [], [
+      { ...ref, recipe: 'R', sequence: 4, runId: 'r4', committedAt: at, state: { phase: 'judging', modelVersion: 1, judgedRuns: 3, extensionCheckAt: null, mewma: null, levelOffsets: { P: 0.1, F: -2 } } },
+      { ...ref, recipe: 'Q', sequence: 2, runId: 'r2', committedAt: at, state: { phase: 'collecting', modelVersion: 1, runs: 7 } },
+    ]);
+    expect(r).toMatchObject({ recipe: 'R', state: { phase: 'judging', modelVersion: 1, runs: 3, adaptedSvids: 2, sequence: 4, runId: 'r4', committedAt: at.toISOString() } });
+    expect(q).toMatchObject({ recipe: 'Q', limits: null, points: [], state: { phase: 'collecting', modelVersion: 1, runs: 7, adaptedSvids: 0 } });
+    expect(buildMonitors(runs, [model(1, true)])[0]?.state).toBeNull();
+  });
+
   it("reads a model stored in parts from its head's summary, and draws no chart for its parts", () => {
     const head: LimitSetRecord = {
       ...model(1, true),

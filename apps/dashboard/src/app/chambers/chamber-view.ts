@@ -1,4 +1,4 @@
-import type { AlarmRecord, LimitSetRecord, RunPointSet } from '@defender/contracts';
+import type { AlarmRecord, LimitSetRecord, MonitorStateRecord, RunPointSet } from '@defender/contracts';
 import { describeFlags, MONITOR_CHART_TYPE, MONITOR_PART_CHART_TYPE, PENDING_BASELINE_CHART_TYPE, POINT_FLAGS } from '@defender/pipeline';
 import { runAlarmOf } from '../alarms/run-alarm';
 import { finiteOrNull, jsonObject } from '../json-fields';
@@ -216,6 +216,34 @@ export interface MonitorView {
   /** Runs of the recipe, oldest first. */
   readonly points: readonly MonitorPoint[];
   readonly alarmedRuns: number;
+  /** The recipe's monitor state as its newest run left it (the store's monitor state record); null before the first. */
+  readonly state: MonitorStateView | null;
+}
+
+/** What the monitor remembers of a recipe between runs (contracts `MonitorState`, with the run that wrote it). */
+export interface MonitorStateView {
+  readonly phase: 'collecting' | 'judging';
+  readonly modelVersion: number;
+  /** Phase I runs so far (collecting), or runs judged by `modelVersion` so far (judging). */
+  readonly runs: number;
+  /** Judging: the SVIDs whose level the adaptive centre follows. */
+  readonly adaptedSvids: number;
+  readonly sequence: number;
+  readonly runId: string;
+  readonly committedAt: string;
+}
+
+function monitorStateView(r: MonitorStateRecord): MonitorStateView {
+  const s = r.state;
+  return {
+    phase: s.phase,
+    modelVersion: s.modelVersion,
+    runs: s.phase === 'collecting' ? s.runs : s.judgedRuns,
+    adaptedSvids: s.phase === 'judging' ? Object.keys(s.levelOffsets).length : 0,
+    sequence: r.sequence,
+    runId: r.runId,
+    committedAt: r.committedAt.toISOString(),
+  };
 }
 
 function monitorLimitsOf(rec: LimitSetRecord): MonitorLimits {
@@ -284,7 +312,13 @@ export function monitorModelKeys(runs: readonly RunPointSet[], limits: readonly 
  * monitor points, and the `rules` of the run-level alarm among `alarms`, which names the violations
  * that have no stored point, such as `CONSTANT`).
  */
-export function buildMonitors(runs: readonly RunPointSet[], limitSets: readonly LimitSetRecord[], alarms: readonly AlarmRecord[] = []): MonitorView[] {
+export function buildMonitors(
+  runs: readonly RunPointSet[],
+  limitSets: readonly LimitSetRecord[],
+  alarms: readonly AlarmRecord[] = [],
+  states: readonly MonitorStateRecord[] = [],
+): MonitorView[] {
+  const stateOf = new Map(states.map((r) => [r.recipe, r]));
   const alarmRules = new Map<string, readonly string[]>();
   for (const a of alarms) {
     const run = runAlarmOf(a.ruleId, a.details);
@@ -292,6 +326,8 @@ export function buildMonitors(runs: readonly RunPointSet[], limitSets: readonly 
   }
   const series = new Map<string, MonitorPoint[]>();
   for (const key of monitorModelKeys(runs, limitSets)) series.set(key, []);
+  // A recipe whose runs are older than the runs read still has its state.
+  for (const r of states) if (!series.has(r.recipe + MODEL_SUFFIX)) series.set(r.recipe + MODEL_SUFFIX, []);
   for (const run of runs) {
     let runFlags = 0;
     const bits = new Map<string, number>();
@@ -336,13 +372,16 @@ export function buildMonitors(runs: readonly RunPointSet[], limitSets: readonly 
       pending && (!model || pending.version > model.version)
         ? { version: pending.version, requestedAt: pending.createdAt.toISOString(), reason: typeof pending.params['reason'] === 'string' ? pending.params['reason'] : 'manual' }
         : null;
+    const recipe = modelKey.slice(0, -MODEL_SUFFIX.length);
+    const state = stateOf.get(recipe);
     views.push({
-      recipe: modelKey.slice(0, -MODEL_SUFFIX.length),
+      recipe,
       modelKey,
       limits: model ? monitorLimitsOf(model) : null,
       rebaseline,
       points,
       alarmedRuns: points.filter((p) => p.runAlarmed).length,
+      state: state ? monitorStateView(state) : null,
     });
   }
   return views;

@@ -118,17 +118,18 @@ export class ChamberService {
     }
     const db = await this.db();
     const runs = Math.min(1000, Math.max(1, opts.runs ?? this.config.CHART_RUNS));
-    const [history, limits, alarms, hold, state, metadata] = await Promise.all([
+    const [history, limits, alarms, hold, state, metadata, monitorStates] = await Promise.all([
       db.uchart.history(ref, { limit: runs }),
       db.uchart.currentLimitSets(ref),
       db.alarms.list(ref, { limit: 50 }),
       db.alarms.hold(ref),
       db.chamberState.get(ref),
       db.chamberMetadata.get(ref),
+      db.monitorState.list(ref),
     ]);
     const all = opts.includeConstant ?? false;
     const { charts, hiddenConstant, hiddenMonitored } = buildCharts(history, limits, { includeConstant: all, includeMonitored: all, maxMonitored: MONITORED_CHARTS });
-    const monitors = buildMonitors(history, await this.withMonitorModels(db, ref, history, limits), alarms);
+    const monitors = buildMonitors(history, await this.withMonitorModels(db, ref, history, limits), alarms, monitorStates);
     const map = this.cluster.currentMap();
     const moved = map?.lastMovedAt[key];
     return {
