@@ -55,6 +55,8 @@ async function startAgent(nats: NatsServerHandle): Promise<Agent> {
     GRPC_PORT: String(grpc),
     NATS_SERVERS: nats.url,
     LOG_LEVEL: 'warn',
+    // The bench's clients send no token: a loopback agent in development mode (issue 50).
+    ELECTION_DEV_NO_AUTH: 'true',
   });
   await waitFor(
     'agent ready',

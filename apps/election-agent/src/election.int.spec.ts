@@ -279,7 +279,7 @@ describeWithInfra(['nats'], 'election-agent: election.v1 over gRPC', () => {
     });
     const raw = rawClient(a.address);
     clients.push(raw);
-    const good = { election: 'auth', candidate: 'c', ttl_ms: 5_000 };
+    const good = { election: 'auth', candidate: 'c', ttl_ms: 5_000, lease_key: 'raw-client-lease-key-0123' };
 
     for (const token of [undefined, 'Bearer wrong-token-0123456789', TOKEN, 'Basic abc']) {
       await expect(rawCall(raw, 'Campaign', good, token)).rejects.toMatchObject({
@@ -311,13 +311,13 @@ describeWithInfra(['nats'], 'election-agent: election.v1 over gRPC', () => {
     ).catch((e: grpc.ServiceError) => e);
     expect(bad).toMatchObject({ code: grpc.status.INVALID_ARGUMENT });
     expect((bad as grpc.ServiceError).details).toBe(
-      'election: must be [A-Za-z0-9_-] words joined by single dots; candidate: is required; ttl_ms: must be 1000..3600000 ms',
+      'election: must be [A-Za-z0-9_-] words joined by single dots; candidate: is required; ttl_ms: must be 1000..3600000 ms; lease_key: is required',
     );
     await expect(
       rawCall(raw, 'Renew', { election: 'auth', candidate: 'c' }, `Bearer ${TOKEN}`),
     ).rejects.toMatchObject({
       code: grpc.status.INVALID_ARGUMENT,
-      details: 'fencing_token: is required',
+      details: 'fencing_token: is required; lease_key: is required',
     });
     await expect(rawCall(raw, 'GetLeader', {}, `Bearer ${TOKEN}`)).rejects.toMatchObject({
       code: grpc.status.INVALID_ARGUMENT,

@@ -24,7 +24,7 @@ function check(client: HealthClient, service: string): Promise<{ status: string 
 
 describeAppProcess({
   app: 'election-agent',
-  validEnv: ({ extra }) => ({ GRPC_HOST: '127.0.0.1', GRPC_PORT: String(extra) }),
+  validEnv: ({ extra }) => ({ GRPC_HOST: '127.0.0.1', GRPC_PORT: String(extra), ELECTION_AUTH_TOKEN: 'process-test-token-0123456789' }),
   invalidEnv: {
     GRPC_PORT: '-1',
     HTTP_PORT: '8080.5',

@@ -30,7 +30,7 @@ runApp({
       {
         grpc: `${config.GRPC_HOST}:${config.GRPC_PORT}`,
         tls: tls.caFile ? 'mutual' : tls.certFile ? 'server' : 'off',
-        auth: config.ELECTION_AUTH_TOKEN ? 'token' : 'off',
+        auth: config.ELECTION_AUTH_TOKEN ? 'token' : 'off (ELECTION_DEV_NO_AUTH: development only)',
         bucket: config.ELECTION_KV_BUCKET,
         clockSkewMs: config.ELECTION_CLOCK_SKEW_MS,
       },

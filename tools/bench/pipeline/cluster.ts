@@ -2,6 +2,7 @@
 // defenders as separate Node processes running the built bundles (dist/apps/<app>/main.js) against a
 // private nats-server and the chosen store. Adapted from the e2e fixture tools/e2e/src/cluster.ts
 // (not importable through a path alias), with the store backend as a parameter.
+import { randomBytes } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { connect } from '@nats-io/transport-node';
@@ -100,6 +101,9 @@ export class BenchCluster {
       MAX_BATCH_WAIT_SECONDS: '10',
       ELECTION_TTL_SECONDS: '2',
       ELECTION_CLOCK_SKEW_MS: '200',
+      // The agents require a token, on loopback too (issue 50): one per cluster, which the
+      // controllers (and embedded-controller defenders) send.
+      ELECTION_AUTH_TOKEN: randomBytes(24).toString('hex'),
       ...opts.storeEnv,
     };
   }

@@ -1,5 +1,6 @@
 import { connect } from '@nats-io/transport-node';
 import type { NatsConnection } from '@nats-io/nats-core';
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -95,6 +96,9 @@ export class LocalCluster {
       MAX_BATCH_WAIT_SECONDS: String(opts.maxBatchWaitSeconds ?? 10),
       ELECTION_TTL_SECONDS: String(opts.electionTtlSeconds ?? 2),
       ELECTION_CLOCK_SKEW_MS: '200',
+      // The agents require a token, on loopback too (issue 50): one per cluster, which the
+      // controllers (and embedded-controller defenders) send.
+      ELECTION_AUTH_TOKEN: randomBytes(24).toString('hex'),
       STORE_BACKEND: 'sqlite',
       SQLITE_PATH: join(this.dir, 'defender.db'),
     };

@@ -15,11 +15,11 @@ function problems(env: Record<string, string>): string[] {
   return [];
 }
 
-const LOOPBACK = { GRPC_HOST: '127.0.0.1' };
 const TOKEN = 'aaaaaaaaaaaaaaaa';
+const LOOPBACK = { GRPC_HOST: '127.0.0.1', ELECTION_AUTH_TOKEN: TOKEN };
 
 describe('election-agent configuration', () => {
-  it('has working defaults on loopback: no TLS, no token, bucket "elections", 500 ms skew margin', () => {
+  it('has working defaults on loopback with a token: no TLS, bucket "elections", 500 ms skew margin', () => {
     expect(loadConfig('election-agent', electionAgentEnvSchema, LOOPBACK)).toMatchObject({
       GRPC_PORT: 9090,
       ELECTION_KV_BUCKET: 'elections',
@@ -69,8 +69,12 @@ describe('election-agent configuration', () => {
       ['ELECTION_AUTH_TOKEN: each token must be at least 16 characters (entry 0)'],
     ],
     [{ GRPC_HOST: '0.0.0.0', GRPC_TLS_CERT_FILE: readable, GRPC_TLS_KEY_FILE: readable, ELECTION_AUTH_TOKEN: TOKEN }, []],
-    [{ GRPC_HOST: 'localhost' }, []],
-  ])('non-loopback needs TLS and a token: %j', (env, expected) => {
+    [{ GRPC_HOST: 'localhost', ELECTION_AUTH_TOKEN: TOKEN }, []],
+    // Loopback needs a token too (issue 50), unless the development flag says otherwise, which only loopback may.
+    [{ GRPC_HOST: 'localhost' }, ['ELECTION_AUTH_TOKEN: is required, also on loopback (any local process could campaign or resign); for development only, ELECTION_DEV_NO_AUTH=true serves a loopback address without one (unset: the default applies)']],
+    [{ GRPC_HOST: '127.0.0.1', ELECTION_DEV_NO_AUTH: 'true' }, []],
+    [{ GRPC_HOST: '0.0.0.0', GRPC_TLS_CERT_FILE: readable, GRPC_TLS_KEY_FILE: readable, ELECTION_AUTH_TOKEN: TOKEN, ELECTION_DEV_NO_AUTH: 'true' }, ['ELECTION_DEV_NO_AUTH: only a loopback GRPC_HOST may serve without a token (0.0.0.0 is not one)']],
+  ])('non-loopback needs TLS and a token, loopback a token: %j', (env, expected) => {
     expect(problems(env).sort()).toEqual([...expected].sort());
   });
 

@@ -4,7 +4,7 @@ import { commonEnvShape, env } from '@defender/nest-common';
 /** A path to a readable PEM file. */
 const pemFile = () => env.readableFile();
 
-/** Addresses only this machine can reach: the gRPC server may run there without TLS and token. */
+/** Addresses only this machine can reach: the gRPC server may run there without TLS (and, with ELECTION_DEV_NO_AUTH, without a token). */
 export function isLoopbackHost(host: string): boolean {
   const h = host.trim().toLowerCase();
   return h === 'localhost' || h === '::1' || h === '[::1]' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h);
@@ -33,7 +33,9 @@ export const electionAgentEnvSchema = z
     ...commonEnvShape(8082),
     /**
      * Interface and port of the gRPC server (election service, grpc.health.v1, reflection). Any
-     * address but loopback needs GRPC_TLS_CERT_FILE / GRPC_TLS_KEY_FILE and ELECTION_AUTH_TOKEN.
+     * address but loopback needs GRPC_TLS_CERT_FILE / GRPC_TLS_KEY_FILE; every address needs
+     * ELECTION_AUTH_TOKEN (loopback too: any local process could campaign or resign), unless
+     * ELECTION_DEV_NO_AUTH is set on loopback.
      */
     GRPC_HOST: env.optionalString().default('0.0.0.0'),
     GRPC_PORT: env.port(9090),
@@ -43,8 +45,13 @@ export const electionAgentEnvSchema = z
     GRPC_TLS_KEY_FILE: pemFile(),
     /** PEM CA: additionally require client certificates signed by it (mutual TLS). */
     GRPC_TLS_CA_FILE: pemFile(),
-    /** Shared token(s) callers must send as `authorization: Bearer <token>`; unset = no check (loopback only). */
+    /** Shared token(s) callers must send as `authorization: Bearer <token>`; required (see ELECTION_DEV_NO_AUTH). */
     ELECTION_AUTH_TOKEN: authTokens(),
+    /**
+     * Development only: serve without a token, which only a loopback GRPC_HOST allows (every process
+     * of the machine may then campaign and resign). The local fab does not use it: it passes a token.
+     */
+    ELECTION_DEV_NO_AUTH: env.bool(false),
     /** KV bucket with one record per election. */
     ELECTION_KV_BUCKET: env.natsName('elections'),
     /** Values kept per election key (recent terms, for `nats kv history`). */
@@ -84,18 +91,27 @@ export const electionAgentEnvSchema = z
           message: 'mutual TLS needs GRPC_TLS_CERT_FILE and GRPC_TLS_KEY_FILE',
         });
       }
-      // Fail closed: a reachable agent without TLS sends tokens in plaintext, without a token it
-      // lets anyone campaign or resign. Only loopback may run without both.
+      // Fail closed: a reachable agent without TLS sends tokens in plaintext; an agent without a
+      // token lets anyone who reaches it campaign or resign, on loopback every local process.
       const host = c.GRPC_HOST ?? '0.0.0.0';
+      const loopback = isLoopbackHost(host);
       const missing = [
         ...(c.GRPC_TLS_CERT_FILE === undefined || c.GRPC_TLS_KEY_FILE === undefined ? ['TLS (GRPC_TLS_CERT_FILE and GRPC_TLS_KEY_FILE)'] : []),
         ...(c.ELECTION_AUTH_TOKEN === undefined ? ['a token (ELECTION_AUTH_TOKEN)'] : []),
       ];
-      if (!isLoopbackHost(host) && missing.length > 0) {
+      if (!loopback && missing.length > 0) {
         ctx.addIssue({
           code: 'custom',
           path: ['GRPC_HOST'],
           message: `${host} is not a loopback address: serving gRPC there needs ${missing.join(' and ')}; set them, or bind GRPC_HOST=127.0.0.1`,
+        });
+      } else if (!loopback && c.ELECTION_DEV_NO_AUTH) {
+        ctx.addIssue({ code: 'custom', path: ['ELECTION_DEV_NO_AUTH'], message: `only a loopback GRPC_HOST may serve without a token (${host} is not one)` });
+      } else if (loopback && c.ELECTION_AUTH_TOKEN === undefined && !c.ELECTION_DEV_NO_AUTH) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['ELECTION_AUTH_TOKEN'],
+          message: 'is required, also on loopback (any local process could campaign or resign); for development only, ELECTION_DEV_NO_AUTH=true serves a loopback address without one',
         });
       }
     },

@@ -44,6 +44,9 @@ export class AgentProcess {
       ...(h.natsEnv?.(opts.natsUrl) ?? {}),
       ELECTION_KV_BUCKET: opts.bucket,
       ELECTION_CLOCK_SKEW_MS: String(opts.clockSkewMs ?? 200),
+      // Tests of the election itself call a loopback agent without a token (development mode); a
+      // test that gives a token gets an agent that requires it.
+      ...(opts.env?.['ELECTION_AUTH_TOKEN'] ? {} : { ELECTION_DEV_NO_AUTH: 'true' }),
       ...(opts.env ?? {}),
     });
     await agent.launch();

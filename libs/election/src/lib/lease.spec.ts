@@ -139,6 +139,37 @@ describe('decideRenew / decideRelease', () => {
   });
 });
 
+describe('lease keys (issue 50): holder and token, which any read shows, are not enough', () => {
+  const A = 'a'.repeat(64);
+  const B = 'b'.repeat(64);
+  const keyed = snap(rec({ keyDigest: A }));
+
+  it('a term granted with a key records its digest', () => {
+    expect(decideCampaign(EMPTY_SNAPSHOT, { candidate: 'a', ttlMs: 10_000, keyDigest: A }, 20_000, SKEW)).toMatchObject({ kind: 'grant', record: { keyDigest: A } });
+  });
+
+  it.each([
+    ['no key', undefined, 'wrong-key'],
+    ['another key', B, 'wrong-key'],
+    ['the key', A, null],
+  ])('renew and release with %s', (_what, keyDigest, reason) => {
+    const req = { candidate: 'a', fencingToken: 7, ...(keyDigest ? { keyDigest } : {}) };
+    expect(decideRenew(keyed, req, 6_000)).toMatchObject(reason ? { kind: 'reject', reason } : { kind: 'extend' });
+    expect(decideRelease(keyed, req, 6_000)).toMatchObject(reason ? { kind: 'noop', reason } : { kind: 'release' });
+  });
+
+  it('the holder\'s name with another key does not continue the term: it waits like any candidate', () => {
+    expect(decideCampaign(keyed, { candidate: 'a', ttlMs: 10_000, keyDigest: B }, 6_000, SKEW)).toEqual({ kind: 'deny', retryAfterMs: 15_000 + SKEW - 6_000 });
+    expect(decideCampaign(keyed, { candidate: 'a', ttlMs: 10_000, keyDigest: A }, 6_000, SKEW)).toMatchObject({ kind: 'extend' });
+  });
+
+  it('a term granted without a key (in-process, or by an older agent) is renewed and released by holder and token', () => {
+    expect(decideRelease(snap(rec()), { candidate: 'a', fencingToken: 7, keyDigest: B }, 6_000)).toMatchObject({ kind: 'release' });
+    expect(leaseRecordSchema.parse(rec())).not.toHaveProperty('keyDigest');
+    expect(leaseRecordSchema.parse(rec({ keyDigest: A })).keyDigest).toBe(A);
+  });
+});
+
 describe('viewOf', () => {
   it.each([
     [EMPTY_SNAPSHOT, 0, { state: 'none', leader: null, fencingToken: 0 }],

@@ -22,6 +22,12 @@ export interface LeaseRecord {
   readonly ttlMs: number;
   /** The holder gave the term up: a new term may start at once. */
   readonly released: boolean;
+  /**
+   * SHA-256 (hex) of the lease key the holder campaigned with: Renew and Release of the term must
+   * present that key, which no read returns (GetLeader and Observe show holder and token only).
+   * Absent for a term granted without a key (in-process use, or an older agent).
+   */
+  readonly keyDigest?: string;
 }
 
 const ms = z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER);
@@ -36,6 +42,7 @@ export const leaseRecordSchema = z.object({
   leaseExpiresAtMs: ms,
   ttlMs: z.number().int().positive(),
   released: z.boolean(),
+  keyDigest: z.string().regex(/^[0-9a-f]{64}$/).optional(),
 });
 
 /**
@@ -119,7 +126,7 @@ export type CampaignDecision =
  */
 export function decideCampaign(
   snapshot: LeaseSnapshot,
-  req: { readonly candidate: string; readonly ttlMs: number },
+  req: { readonly candidate: string; readonly ttlMs: number; readonly keyDigest?: string },
   nowMs: number,
   clockSkewMs: number,
   /**
@@ -132,7 +139,9 @@ export function decideCampaign(
   tokenFloor = 0,
 ): CampaignDecision {
   const current = snapshot.record;
-  if (current !== null && !current.released && current.holder === req.candidate) {
+  // The same candidate with another key is not the holder (a process that took its ID and read the
+  // token cannot continue its term): it waits like any other.
+  if (current !== null && !current.released && current.holder === req.candidate && keyMatches(current, req.keyDigest)) {
     // The holder asks again (a retry after a lost response, or a restart of the same process):
     // no other term was granted since (the CAS on the revision guarantees it), so the term goes on.
     return { kind: 'extend', record: extended(current, nowMs, req.ttlMs) };
@@ -153,11 +162,18 @@ export function decideCampaign(
       leaseExpiresAtMs: nowMs + req.ttlMs,
       ttlMs: req.ttlMs,
       released: false,
+      ...(req.keyDigest !== undefined ? { keyDigest: req.keyDigest } : {}),
     },
   };
 }
 
-export type RenewRejection = 'no-term' | 'superseded' | 'not-holder' | 'released';
+/** `wrong-key`: the term's holder and token, but not the key it was granted with. */
+export type RenewRejection = 'no-term' | 'superseded' | 'not-holder' | 'released' | 'wrong-key';
+
+/** A term granted with a key is the holder's only with that key; one granted without takes any. */
+function keyMatches(current: LeaseRecord, keyDigest: string | undefined): boolean {
+  return current.keyDigest === undefined || current.keyDigest === keyDigest;
+}
 
 export type RenewDecision =
   | { readonly kind: 'extend'; readonly record: LeaseRecord }
@@ -170,7 +186,7 @@ export type RenewDecision =
  */
 export function decideRenew(
   snapshot: LeaseSnapshot,
-  req: { readonly candidate: string; readonly fencingToken: number },
+  req: { readonly candidate: string; readonly fencingToken: number; readonly keyDigest?: string },
   nowMs: number,
 ): RenewDecision {
   const reason = termMismatch(snapshot.record, req);
@@ -186,7 +202,7 @@ export type ReleaseDecision =
 /** Decides a Release: the lease ends now (never later than it would have). */
 export function decideRelease(
   snapshot: LeaseSnapshot,
-  req: { readonly candidate: string; readonly fencingToken: number },
+  req: { readonly candidate: string; readonly fencingToken: number; readonly keyDigest?: string },
   nowMs: number,
 ): ReleaseDecision {
   const reason = termMismatch(snapshot.record, req);
@@ -205,12 +221,13 @@ export function decideRelease(
 
 function termMismatch(
   current: LeaseRecord | null,
-  req: { readonly candidate: string; readonly fencingToken: number },
+  req: { readonly candidate: string; readonly fencingToken: number; readonly keyDigest?: string },
 ): RenewRejection | null {
   if (current === null) return 'no-term';
   if (current.token !== req.fencingToken) return 'superseded';
   if (current.holder !== req.candidate) return 'not-holder';
   if (current.released) return 'released';
+  if (!keyMatches(current, req.keyDigest)) return 'wrong-key';
   return null;
 }
 

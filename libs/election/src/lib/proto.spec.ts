@@ -25,48 +25,57 @@ function problems(fn: () => unknown): string[] {
 }
 
 describe('wire requests are validated at the edge', () => {
+  const KEY = 'lease-key-of-pod-1-0123456789';
+
   it('accepts good requests', () => {
     expect(
-      campaignRequestFromWire({ election: 'defender.controller', candidate: 'pod-1', ttl_ms: 10_000 }),
+      campaignRequestFromWire({ election: 'defender.controller', candidate: 'pod-1', ttl_ms: 10_000, lease_key: KEY }),
     ).toEqual({
       election: 'defender.controller',
       candidate: 'pod-1',
       ttlMs: 10_000,
+      leaseKey: KEY,
     });
-    expect(campaignRequestFromWire({ election: 'e', candidate: 'c', ttl_ms: 4_000, min_token: 41 })).toEqual({
+    expect(campaignRequestFromWire({ election: 'e', candidate: 'c', ttl_ms: 4_000, min_token: 41, lease_key: KEY })).toEqual({
       election: 'e',
       candidate: 'c',
       ttlMs: 4_000,
       minToken: 41,
+      leaseKey: KEY,
     });
-    expect(leaseRequestFromWire({ election: 'e', candidate: 'c', fencing_token: 3 })).toEqual({
+    expect(leaseRequestFromWire({ election: 'e', candidate: 'c', fencing_token: 3, lease_key: KEY })).toEqual({
       election: 'e',
       candidate: 'c',
       fencingToken: 3,
+      leaseKey: KEY,
     });
     expect(electionRequestFromWire({ election: 'e_1-x' })).toEqual({ election: 'e_1-x' });
   });
 
-  it('names every bad field by its proto name', () => {
+  it('names every bad field by its proto name; a lease key is required on the wire (issue 50)', () => {
     expect(
-      problems(() => campaignRequestFromWire({ election: '', candidate: 'has space', ttl_ms: 10 })),
+      problems(() => campaignRequestFromWire({ election: '', candidate: 'has space', ttl_ms: 10, lease_key: KEY })),
     ).toEqual([
       'election: is required',
       'candidate: must be printable ASCII without spaces',
       'ttl_ms: must be 1000..3600000 ms',
     ]);
-    expect(problems(() => campaignRequestFromWire({ election: 'a..b', candidate: 'c', ttl_ms: 0 }))).toEqual([
+    expect(problems(() => campaignRequestFromWire({ election: 'a..b', candidate: 'c', ttl_ms: 0, lease_key: KEY }))).toEqual([
       'election: must be [A-Za-z0-9_-] words joined by single dots',
       'ttl_ms: is required',
     ]);
-    expect(problems(() => leaseRequestFromWire({ election: 'e', candidate: 'c', fencing_token: 0 }))).toEqual(
+    expect(problems(() => leaseRequestFromWire({ election: 'e', candidate: 'c', fencing_token: 0, lease_key: KEY }))).toEqual(
       ['fencing_token: is required'],
     );
+    // proto3 sends an absent string as ''.
+    expect(problems(() => leaseRequestFromWire({ election: 'e', candidate: 'c', fencing_token: 3, lease_key: '' }))).toEqual(['lease_key: is required']);
+    expect(problems(() => campaignRequestFromWire({ election: 'e', candidate: 'c', ttl_ms: 4_000 }))).toEqual(['lease_key: is required']);
+    expect(problems(() => campaignRequestFromWire({ election: 'e', candidate: 'c', ttl_ms: 4_000, lease_key: 'short' }))).toEqual(['lease_key: must be at least 16 characters']);
     expect(problems(() => electionRequestFromWire({ election: 'x'.repeat(129) }))).toEqual([
       'election: must be at most 128 characters',
     ]);
-    expect(problems(() => campaignRequestFromWire(undefined))).toHaveLength(3);
-    expect(problems(() => campaignRequestFromWire({ election: 'e', candidate: 'c', ttl_ms: 4_000, min_token: Number.MAX_SAFE_INTEGER }))).toEqual([
+    expect(problems(() => campaignRequestFromWire(undefined))).toHaveLength(4);
+    expect(problems(() => campaignRequestFromWire({ election: 'e', candidate: 'c', ttl_ms: 4_000, min_token: Number.MAX_SAFE_INTEGER, lease_key: KEY }))).toEqual([
       `min_token: must be <= ${Number.MAX_SAFE_INTEGER - 2 ** 32}`,
     ]);
   });

@@ -7,6 +7,7 @@ import {
   campaignRequestSchema,
   ElectionRequest,
   electionRequestSchema,
+  leaseKeySchema,
   LeaseRequest,
   leaseRequestSchema,
   parseRequest,
@@ -65,11 +66,14 @@ export interface CampaignRequestWire {
   candidate: string;
   ttl_ms: number;
   min_token?: number;
+  /** The candidate's secret for the term (proto3: '' when absent). */
+  lease_key?: string;
 }
 export interface LeaseRequestWire {
   election: string;
   candidate: string;
   fencing_token: number;
+  lease_key?: string;
 }
 export interface ElectionRequestWire {
   election: string;
@@ -180,7 +184,14 @@ function stateFromWire(n: number): LeaseState {
   return s;
 }
 
-const WIRE_FIELD_NAMES = { ttlMs: 'ttl_ms', fencingToken: 'fencing_token', minToken: 'min_token' };
+const WIRE_FIELD_NAMES = { ttlMs: 'ttl_ms', fencingToken: 'fencing_token', minToken: 'min_token', leaseKey: 'lease_key' };
+
+/**
+ * Over the wire a lease key is required (issue 50): what GetLeader and Observe return (holder and
+ * token) must not be enough to Renew or Release someone else's term.
+ */
+const wireCampaignSchema = campaignRequestSchema.extend({ leaseKey: leaseKeySchema });
+const wireLeaseSchema = leaseRequestSchema.extend({ leaseKey: leaseKeySchema });
 
 /**
  * Validates a Campaign request as decoded from the wire.
@@ -188,8 +199,8 @@ const WIRE_FIELD_NAMES = { ttlMs: 'ttl_ms', fencingToken: 'fencing_token', minTo
  */
 export function campaignRequestFromWire(w: Partial<CampaignRequestWire> | undefined): CampaignRequest {
   return parseRequest(
-    campaignRequestSchema,
-    { election: w?.election, candidate: w?.candidate, ttlMs: wireNumber(w?.ttl_ms), minToken: wireNumber(w?.min_token) },
+    wireCampaignSchema,
+    { election: w?.election, candidate: w?.candidate, ttlMs: wireNumber(w?.ttl_ms), minToken: wireNumber(w?.min_token), leaseKey: wireString(w?.lease_key) },
     WIRE_FIELD_NAMES,
   );
 }
@@ -197,10 +208,15 @@ export function campaignRequestFromWire(w: Partial<CampaignRequestWire> | undefi
 /** Validates a Renew or Release request. @throws InvalidRequestError */
 export function leaseRequestFromWire(w: Partial<LeaseRequestWire> | undefined): LeaseRequest {
   return parseRequest(
-    leaseRequestSchema,
-    { election: w?.election, candidate: w?.candidate, fencingToken: wireNumber(w?.fencing_token) },
+    wireLeaseSchema,
+    { election: w?.election, candidate: w?.candidate, fencingToken: wireNumber(w?.fencing_token), leaseKey: wireString(w?.lease_key) },
     WIRE_FIELD_NAMES,
   );
+}
+
+/** proto3 leaves a string empty when absent. */
+function wireString(v: unknown): unknown {
+  return v === '' || v === null ? undefined : v;
 }
 
 /** Validates a GetLeader or Observe request. @throws InvalidRequestError */

@@ -34,6 +34,16 @@ export const fencingTokenSchema = z
   .min(1, 'must be >= 1')
   .max(Number.MAX_SAFE_INTEGER, 'is too large');
 
+/**
+ * A lease key: the candidate process's secret for its terms (16-128 printable ASCII characters,
+ * random). Renew and Release must present the key the term was granted with; no read returns it.
+ */
+export const leaseKeySchema = z
+  .string({ message: 'is required' })
+  .min(16, 'must be at least 16 characters')
+  .max(128, 'must be at most 128 characters')
+  .regex(CANDIDATE_ID, 'must be printable ASCII without spaces');
+
 /** Highest `min_token` a candidate may ask for: room for 2^32 more terms below 2^53. */
 export const MAX_MIN_TOKEN = Number.MAX_SAFE_INTEGER - 2 ** 32;
 
@@ -48,11 +58,15 @@ export const campaignRequestSchema = z.object({
     .min(0, 'must be >= 0')
     .max(MAX_MIN_TOKEN, `must be <= ${MAX_MIN_TOKEN}`)
     .optional(),
+  /** The candidate's lease key (the agent's gRPC API requires one; in-process callers may omit it). */
+  leaseKey: leaseKeySchema.optional(),
 });
 export const leaseRequestSchema = z.object({
   election: electionNameSchema,
   candidate: candidateIdSchema,
   fencingToken: fencingTokenSchema,
+  /** The key the term was granted with. */
+  leaseKey: leaseKeySchema.optional(),
 });
 export const electionRequestSchema = z.object({ election: electionNameSchema });
 

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -184,6 +185,9 @@ export class ChaosCluster {
       MAX_BATCH_WAIT_SECONDS: String(s.maxBatchWaitSeconds),
       ELECTION_TTL_SECONDS: String(s.electionTtlSeconds),
       ELECTION_CLOCK_SKEW_MS: String(s.electionClockSkewMs),
+      // The agents require a token, on loopback too (issue 50): one per cluster, which the
+      // controllers (and embedded-controller defenders) send.
+      ELECTION_AUTH_TOKEN: randomBytes(24).toString('hex'),
       STORE_BACKEND: 'sqlite',
       SQLITE_PATH: join(dir, 'defender.db'),
     };

@@ -142,6 +142,11 @@ export class LocalFab {
    * production (DASHBOARD_AUTH=token); {@link dashboardLoginUrl} signs a browser in with it.
    */
   readonly dashboardToken = randomBytes(24).toString('base64url');
+  /**
+   * The election agent's token, made up per run: the agent requires one on loopback too (issue 50),
+   * and only the agent and the controllers get it.
+   */
+  private readonly electionToken = randomBytes(24).toString('base64url');
   /** The NATS client URLs, comma-separated (one per node). */
   natsUrl = '';
   /**
@@ -403,7 +408,7 @@ export class LocalFab {
   private async startAgent(): Promise<void> {
     const http = await freePort();
     const grpc = await freePort();
-    const p = this.spawnApp('election-agent', 'election-agent-0', http, { GRPC_HOST: '127.0.0.1', GRPC_PORT: String(grpc), ELECTION_CLOCK_SKEW_MS: '250' }, grpc);
+    const p = this.spawnApp('election-agent', 'election-agent-0', http, { GRPC_HOST: '127.0.0.1', GRPC_PORT: String(grpc), ELECTION_CLOCK_SKEW_MS: '250', ELECTION_AUTH_TOKEN: this.electionToken }, grpc);
     await this.ready(p);
   }
 
@@ -421,7 +426,7 @@ export class LocalFab {
   async startController(port?: number): Promise<ManagedProcess> {
     const name = `controller-${this.controllerNo++}`;
     port ??= await freePort();
-    const p = this.spawnApp('assignment-controller', name, port, { ELECTION_AGENT_ADDR: this.agentAddrs() });
+    const p = this.spawnApp('assignment-controller', name, port, { ELECTION_AGENT_ADDR: this.agentAddrs(), ELECTION_AUTH_TOKEN: this.electionToken });
     await this.ready(p);
     return p;
   }

@@ -6,7 +6,7 @@ export const METRICS = {
   grants: 'election_agent_grants_total',
   /** New terms whose leader differs from the previous term's, by election. */
   leaderChanges: 'election_agent_leader_changes_total',
-  /** Renewals refused (reason: superseded, released, not-holder, no-term) or failed (unavailable, contention, internal). */
+  /** Renewals refused (reason: superseded, released, not-holder, wrong-key, no-term) or failed (unavailable, contention, internal). */
   renewFailures: 'election_agent_renew_failures_total',
   /** Compare-and-set writes that lost a race and were decided again. */
   casConflicts: 'election_agent_cas_conflicts_total',

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
@@ -47,6 +48,12 @@ export interface ElectionClientOptions {
   callTimeoutMs?: number;
   /** Directories searched for the proto before the source tree (a bundle's copied assets). */
   protoRoots?: readonly string[];
+  /**
+   * This process's lease key, sent with every Campaign, Renew and Release that names none (the
+   * agents require one; only a term's own key renews or releases it). Default: 24 random bytes,
+   * made once per client, so terms won through this client are this process's alone.
+   */
+  leaseKey?: string;
 }
 
 /** Per call: its deadline on each address and how many addresses to try. */
@@ -129,9 +136,11 @@ export class ElectionClient {
   private readonly stubs: { address: string; stub: ElectionStub }[];
   private current = 0;
   private readonly timeoutMs: number;
+  private readonly leaseKey: string;
 
   constructor(private readonly opts: ElectionClientOptions) {
     if (opts.addresses.length === 0) throw new Error('ElectionClient needs at least one agent address');
+    this.leaseKey = opts.leaseKey ?? randomBytes(24).toString('base64url');
     const Ctor = stubConstructor(opts.protoRoots ?? []);
     const creds = opts.tls
       ? grpc.credentials.createSsl(
@@ -168,7 +177,7 @@ export class ElectionClient {
     const r = parseRequest(campaignRequestSchema, req);
     const wire = await this.unary<CampaignRequestWire, LeaseResponseWire>(
       'Campaign',
-      { election: r.election, candidate: r.candidate, ttl_ms: r.ttlMs, ...(r.minToken ? { min_token: r.minToken } : {}) },
+      { election: r.election, candidate: r.candidate, ttl_ms: r.ttlMs, ...(r.minToken ? { min_token: r.minToken } : {}), lease_key: r.leaseKey ?? this.leaseKey },
       call,
     );
     return leaseInfoFromWire(wire);
@@ -179,7 +188,7 @@ export class ElectionClient {
     const r = parseRequest(leaseRequestSchema, req);
     const wire = await this.unary<LeaseRequestWire, LeaseResponseWire>(
       'Renew',
-      { election: r.election, candidate: r.candidate, fencing_token: r.fencingToken },
+      { election: r.election, candidate: r.candidate, fencing_token: r.fencingToken, lease_key: r.leaseKey ?? this.leaseKey },
       call,
     );
     return leaseInfoFromWire(wire);
@@ -193,7 +202,7 @@ export class ElectionClient {
     const r = parseRequest(leaseRequestSchema, req);
     const wire = await this.unary<LeaseRequestWire, ReleaseResponseWire>(
       'Release',
-      { election: r.election, candidate: r.candidate, fencing_token: r.fencingToken },
+      { election: r.election, candidate: r.candidate, fencing_token: r.fencingToken, lease_key: r.leaseKey ?? this.leaseKey },
       call,
     );
     return { released: wire.released, leader: leaderStateFromWire(wire.leader) };

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { ContentionError, RevisionConflictError } from '../errors';
 import {
   decideCampaign,
@@ -76,7 +77,7 @@ export class ElectionAuthority {
   /** Campaign: grant a new term, continue the candidate's own term, or report the holder. */
   campaign(req: CampaignRequest): Promise<LeaseOutcome> {
     return this.mutate<LeaseOutcome>(req.election, (snapshot, now) => {
-      const d = decideCampaign(snapshot, req, now, this.opts.clockSkewMs, Math.max(this.tokensSeen.get(req.election) ?? 0, req.minToken ?? 0));
+      const d = decideCampaign(snapshot, withKeyDigest(req), now, this.opts.clockSkewMs, Math.max(this.tokensSeen.get(req.election) ?? 0, req.minToken ?? 0));
       if (d.kind === 'deny') {
         return {
           write: null,
@@ -109,7 +110,7 @@ export class ElectionAuthority {
   /** Renew: extend the lease of the term (`candidate`, `fencingToken`) while it is the latest. */
   renew(req: LeaseRequest): Promise<LeaseOutcome> {
     return this.mutate<LeaseOutcome>(req.election, (snapshot, now) => {
-      const d = decideRenew(snapshot, req, now);
+      const d = decideRenew(snapshot, withKeyDigest(req), now);
       if (d.kind === 'reject') {
         return {
           write: null,
@@ -140,7 +141,7 @@ export class ElectionAuthority {
   /** Release: end the term (`candidate`, `fencingToken`) now; a no-op when it is not current. */
   release(req: LeaseRequest): Promise<ReleaseOutcome> {
     return this.mutate<ReleaseOutcome>(req.election, (snapshot, now) => {
-      const d = decideRelease(snapshot, req, now);
+      const d = decideRelease(snapshot, withKeyDigest(req), now);
       if (d.kind === 'noop')
         return {
           write: null,
@@ -233,4 +234,13 @@ export class ElectionAuthority {
       retryAfterMs,
     };
   }
+}
+
+/**
+ * The request with its lease key replaced by the key's SHA-256 (hex): the record keeps only the
+ * digest, so neither the store nor any read reveals the key.
+ */
+function withKeyDigest<R extends { readonly leaseKey?: string }>(req: R): Omit<R, 'leaseKey'> & { keyDigest?: string } {
+  const { leaseKey, ...rest } = req;
+  return leaseKey === undefined ? rest : { ...rest, keyDigest: createHash('sha256').update(leaseKey).digest('hex') };
 }
