@@ -7,10 +7,10 @@ import { connect } from '@nats-io/transport-node';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { Kvm } from '@nats-io/kv';
 import type { AssignmentMap } from '@defender/contracts';
-import { AssignmentMapBucket, ensureStreams, HeartbeatBucket, openBucket, publishOnce } from '@defender/nats-kv';
+import { AssignmentMapBucket, ensureStreams, HeartbeatBucket, natsAuthorizationConfig, NATS_ROLES, openBucket, publishOnce } from '@defender/nats-kv';
 import { POINT_FLAGS } from '@defender/pipeline';
 import { SqliteStore } from '@defender/store';
-import { describeAppProcess, describeWithInfra, freePort, getJson, spawnBuiltApp, testNatsConnectOptions, testNatsEnv, waitFor, type SpawnedApp } from '@defender/infra-harness';
+import { describeAppProcess, describeWithInfra, freePort, getJson, natsPasswordEnvOf, spawnBuiltApp, startSecuredNatsServer, testNatsEnv, waitFor, type SecuredNatsServer, type SpawnedApp } from '@defender/infra-harness';
 
 let n = 0;
 
@@ -97,6 +97,7 @@ async function readEvents(
 
 describeWithInfra(['nats'], 'dashboard API and live events (built bundle, real NATS and SQLite)', () => {
   let dir: string;
+  let srv: SecuredNatsServer | undefined;
   let nc: NatsConnection;
   let app: SpawnedApp | undefined;
   let base: string;
@@ -160,8 +161,14 @@ describeWithInfra(['nats'], 'dashboard API and live events (built bundle, real N
     });
     await store.close();
 
-    nc = await connect(testNatsConnectOptions());
+    // A private nats-server whose role users are written for this test's bucket names (the dashboard
+    // reads only the buckets its permissions name, issue 50); set up as its unrestricted fixture user.
+    const names = { stableIds: 'stable-ids', heartbeats: `hb-${tag}`, assignments: `map-${tag}`, elections: `el-${tag}` };
+    srv = await startSecuredNatsServer({ authorization: natsAuthorizationConfig(NATS_ROLES.map((role) => ({ user: role, role, passwordEnv: natsPasswordEnvOf(role) })), names) });
+    nc = await connect(srv.connectOptions());
     await ensureStreams(nc);
+    // The buckets exist before the dashboard starts, as the defenders and controllers create them.
+    await openBucket(nc, names.stableIds);
     await new AssignmentMapBucket(await openBucket(nc, `map-${tag}`, { history: 5 }), `map-${tag}`).publish(mapV1(), null);
     await new HeartbeatBucket(await openBucket(nc, `hb-${tag}`), `hb-${tag}`).publish({
       schema: 1,
@@ -181,7 +188,7 @@ describeWithInfra(['nats'], 'dashboard API and live events (built bundle, real N
     app = spawnBuiltApp('dashboard', {
       HTTP_PORT: String(http),
       HTTP_HOST: '127.0.0.1',
-      ...testNatsEnv('dashboard'),
+      ...srv.env('dashboard'),
       SQLITE_PATH: sqlite,
       NATS_KV_ASSIGNMENTS: `map-${tag}`,
       NATS_KV_HEARTBEATS: `hb-${tag}`,
@@ -195,6 +202,7 @@ describeWithInfra(['nats'], 'dashboard API and live events (built bundle, real N
   afterAll(async () => {
     await app?.stop('SIGTERM');
     await nc?.drain();
+    await srv?.stop();
     rmSync(dir, { recursive: true, force: true });
   });
 

@@ -45,6 +45,9 @@ export {
   NATS_ROLES,
   roleParts,
   natsAuthorizationConfig,
+  natsInboxPrefix,
   natsPermissions,
+  roleGrants,
+  streamNames,
 } from './lib/permissions';
-export type { NatsPermissions, NatsRole, NatsUser, PermissionNames } from './lib/permissions';
+export type { NatsPermissions, NatsRole, NatsUser, PermissionNames, RoleGrant } from './lib/permissions';

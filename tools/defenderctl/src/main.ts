@@ -3,6 +3,7 @@
  *   node -r ./tools/scripts/register.js tools/defenderctl/src/main.ts status
  */
 import { connect } from '@nats-io/transport-node';
+import { natsInboxPrefix } from '@defender/nats-kv';
 import { commandHelp, completionScript, parseCommandLine, SHELLS, UsageError } from './lib/cli';
 import { assignments, CtlError, drain, explainChamber, rebaseline, status, tailAlarms, tryStore } from './lib/commands';
 import { readLocalFab, resolveTarget } from './lib/context';
@@ -103,7 +104,7 @@ async function main(argv: string[]): Promise<number> {
       await store.close();
     }
   }
-  const nc = await connect({ servers: target.natsServers, name: 'defenderctl', timeout: 5000, ...(target.natsCredentials ?? {}), ...(target.natsTls ? { tls: { ...target.natsTls } } : {}) }).catch((err: unknown) => {
+  const nc = await connect({ servers: target.natsServers, name: 'defenderctl', timeout: 5000, ...(target.natsCredentials ?? {}), ...(target.natsCredentials ? { inboxPrefix: natsInboxPrefix(target.natsCredentials.user) } : {}), ...(target.natsTls ? { tls: { ...target.natsTls } } : {}) }).catch((err: unknown) => {
     throw new CtlError(`cannot reach NATS at ${target.natsServers.join(',')} (${target.source}): ${(err as Error).message}`, { cause: err });
   });
   try {

@@ -116,6 +116,14 @@ export class LocalCluster {
     });
     let nc: NatsConnection | undefined;
     try {
+      // The watcher reads as the dashboard, which may create nothing (issue 50): the two buckets it
+      // watches are created first by the role that provisions them, as a controller starting first would.
+      const provisioner = await connect(nats.connectOptions('controller'));
+      try {
+        for (const [name, history] of [[names.assignments, 5], [names.heartbeats, 1]] as const) await openBucket(provisioner, name, { history });
+      } finally {
+        await provisioner.close();
+      }
       const conn = await connect(nats.connectOptions('dashboard'));
       nc = conn;
       const maps = new AssignmentMapBucket(await openBucket(conn, names.assignments, { history: 5 }), names.assignments);

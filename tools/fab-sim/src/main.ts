@@ -6,6 +6,7 @@ import { mkdirSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { connect } from '@nats-io/transport-node';
+import { natsInboxPrefix } from '@defender/nats-kv';
 import type { DefenderStore } from '@defender/contracts';
 import { DEFAULT_STRATEGY } from '@defender/defense-rules';
 import { openStore, type StoreConfig } from '@defender/store';
@@ -80,7 +81,7 @@ async function main(argv: string[]): Promise<number> {
       process.stderr.write(`fab-sim: note: excursions may start at run ${o.excursionAfter + 1}, before Phase I (${phaseOne} runs) has frozen the limits\n`);
     }
     const out = resolve(o.out ?? join(REPO, 'tmp', 'fab-sim', session));
-    const nc = await connect({ servers: o.nats, name: `fab-sim:${session}`, maxReconnectAttempts: -1, reconnectTimeWait: 250, ...(o.natsCredentials ?? {}), ...(o.natsTls ? { tls: { ...o.natsTls } } : {}) });
+    const nc = await connect({ servers: o.nats, name: `fab-sim:${session}`, maxReconnectAttempts: -1, reconnectTimeWait: 250, ...(o.natsCredentials ?? {}), ...(o.natsCredentials ? { inboxPrefix: natsInboxPrefix(o.natsCredentials.user) } : {}), ...(o.natsTls ? { tls: { ...o.natsTls } } : {}) });
     const mode = o.progress === 'auto' ? (process.stderr.isTTY ? 'bar' : 'plain') : o.progress;
     const renderer = new ProgressRenderer(process.stderr, mode);
     const log = (line: string) => process.stderr.write(`${mode === 'bar' ? '\r\x1b[2K' : ''}${line}\n`);

@@ -44,8 +44,10 @@ describe('client options and app variables of a test server', () => {
   };
 
   it("a role's user, or the fixture's without a role; an unknown role is an error", () => {
-    expect(natsConnectOptionsFor(target, 'controller')).toEqual({ servers: target.url, tls: target.tls, user: 'controller', pass: 'c' });
+    // A role's user subscribes to its own inboxes only (libs/nats-kv natsInboxPrefix, issue 50).
+    expect(natsConnectOptionsFor(target, 'controller')).toEqual({ servers: target.url, tls: target.tls, user: 'controller', pass: 'c', inboxPrefix: '_INBOX_controller' });
     expect(natsConnectOptionsFor(target)).toMatchObject({ user: 'test-fixture', pass: 'f' });
+    expect(natsConnectOptionsFor(target)).not.toHaveProperty('inboxPrefix');
     expect(natsAppEnvFor(target, 'controller')).toEqual({
       NATS_SERVERS: target.url,
       NATS_TLS_CA_FILE: '/pki/ca.crt',

@@ -107,6 +107,7 @@ export interface TestNatsConnectOptions {
   tls?: NatsClientTls;
   user?: string;
   pass?: string;
+  inboxPrefix?: string;
 }
 
 function credentialsOf(target: TestNatsTarget, role: string | undefined): NatsCredentials | undefined {
@@ -123,7 +124,10 @@ function credentialsOf(target: TestNatsTarget, role: string | undefined): NatsCr
 /** `connect()` options for `target`: its URL and TLS, as `role`'s user, or the fixture's without one. */
 export function natsConnectOptionsFor(target: TestNatsTarget, role?: string): TestNatsConnectOptions {
   const c = credentialsOf(target, role);
-  return { servers: target.url, ...(target.tls ? { tls: { ...target.tls } } : {}), ...(c ? { user: c.user, pass: c.pass } : {}) };
+  // A role's user subscribes to its own inboxes only: libs/nats-kv natsInboxPrefix (not imported:
+  // that library's tests import this harness).
+  const inbox = c && role !== undefined ? { inboxPrefix: `_INBOX_${c.user}` } : {};
+  return { servers: target.url, ...(target.tls ? { tls: { ...target.tls } } : {}), ...(c ? { user: c.user, pass: c.pass } : {}), ...inbox };
 }
 
 /** An app's NATS variables for `target` (NATS_SERVERS, NATS_TLS_*, NATS_USER/NATS_PASSWORD), as `role`'s user, or the fixture's without one. */
@@ -205,4 +209,39 @@ export async function startSecuredNatsServer(opts: SecuredNatsServerOptions = {}
       cleanup();
     },
   };
+}
+
+/** One user of an `authorization` block as nats-server reads it: what it may publish to and subscribe to. */
+export interface ParsedNatsUser {
+  readonly user: string;
+  /** The `# role: <role>` comment libs/nats-kv natsAuthorizationConfig writes, if any. */
+  readonly role?: string;
+  readonly publish: readonly string[];
+  readonly subscribe: readonly string[];
+}
+
+const USER_BLOCK = /user: "([^"]+)"([\s\S]*?)(?=\n\s*\{\s*\n\s*user:|\n\s*\]\s*\n\s*\}\s*$)/g;
+
+/**
+ * The users of an `authorization` block in the shape libs/nats-kv natsAuthorizationConfig writes
+ * (deploy/nats/auth.conf): each user's publish and subscribe allow lists, as nats-server will apply
+ * them. A user without a permissions block is unrestricted: both its lists are `['>']`.
+ * @throws Error when an allow list is not a JSON array of strings.
+ */
+export function parseNatsAuthorization(authorization: string): ParsedNatsUser[] {
+  const out: ParsedNatsUser[] = [];
+  for (const m of authorization.matchAll(USER_BLOCK)) {
+    const [, user, body] = m as unknown as [string, string, string];
+    const list = (kind: 'publish' | 'subscribe'): string[] => {
+      if (!/permissions:/.test(body)) return ['>'];
+      const found = new RegExp(`${kind}: \\{ allow: (\\[.*\\]) \\}`).exec(body)?.[1];
+      if (found === undefined) return [];
+      const parsed: unknown = JSON.parse(found);
+      if (!Array.isArray(parsed) || !parsed.every((x) => typeof x === 'string')) throw new Error(`NATS authorization: ${kind} allow list of ${user} is not a list of subjects`);
+      return parsed as string[];
+    };
+    const role = /# role: (\S+)/.exec(body)?.[1];
+    out.push({ user, ...(role ? { role } : {}), publish: list('publish'), subscribe: list('subscribe') });
+  }
+  return out;
 }

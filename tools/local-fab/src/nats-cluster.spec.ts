@@ -71,9 +71,14 @@ describe('local fab on a 3-node NATS cluster (npm start -- --nats-cluster)', () 
   });
 
   it('every stream and KV bucket the fab and its apps created has 3 replicas', async () => {
-    const jsm = await jetstreamManager(nc!);
+    // Every stream, from a node's monitoring endpoint: no NATS user may list streams (issue 50).
+    const monitor = fab!.procs.find((p) => p.name === 'nats-1')!.extraPort!;
+    const jsz = (await getJson(`http://127.0.0.1:${monitor}/jsz?streams=true&config=true`)).body as { account_details?: { stream_detail?: { name: string; config: { num_replicas: number } }[] }[] };
     const replicas = new Map<string, number>();
-    for await (const info of jsm.streams.list()) replicas.set(info.config.name, info.config.num_replicas);
+    for (const a of jsz.account_details ?? []) for (const d of a.stream_detail ?? []) replicas.set(d.name, d.config.num_replicas);
+    // The dashboard's user reads each of them.
+    const jsm = await jetstreamManager(nc!);
+    for (const name of replicas.keys()) expect((await jsm.streams.info(name)).config.num_replicas).toBe(replicas.get(name));
     const expected = [STREAMS.notifications, STREAMS.deadLetters, STREAMS.defenseEvents, ...Object.values(DEFAULT_BUCKETS).map((b) => `KV_${b}`)];
     for (const name of expected) expect([name, replicas.get(name)]).toEqual([name, 3]);
     expect([...replicas].filter(([, r]) => r !== 3)).toEqual([]);

@@ -1,13 +1,16 @@
 import { DEFAULT_BUCKETS } from './buckets';
+import { natsInboxPrefix } from './inbox';
 import { STREAMS } from './streams';
+
+export { natsInboxPrefix };
 
 /**
  * Who connects to NATS, each with its own identity (SECURITY.md):
- * - `defender`: its claims and heartbeats, dead letters, alarms and holds; creates and updates the streams.
+ * - `defender`: its claims and heartbeats, dead letters, alarms and holds; provisions the streams.
  * - `controller`: the assignment map.
  * - `election-agent`: the election bucket.
  * - `dashboard`: reads only.
- * - `publisher`: the fab's equipment (or fab-sim): run notifications; creates and updates the streams.
+ * - `publisher`: the fab's equipment (or fab-sim): run notifications, nothing else to write.
  * - `defender-controller`: a defender that also hosts the controller (`ASSIGNMENT_CONTROLLER_ENABLED`,
  *   the seeds' embedded mode): both roles' writes, nothing more.
  */
@@ -35,42 +38,116 @@ export interface NatsPermissions {
   readonly subscribe: { readonly allow: readonly string[] };
 }
 
+/** What one app role does with each JetStream stream (a KV bucket is the stream `KV_<bucket>`). */
+export interface RoleGrant {
+  /**
+   * Streams it provisions: creates when missing, at start and after NATS lost its store (issue 22's
+   * recovery, ADR 0007). `STREAM.CREATE.<name>` cannot change a stream that exists (nats-server
+   * refuses a create whose configuration differs), so this right cannot wipe or reshape one.
+   */
+  readonly provisions: readonly string[];
+  /** Streams whose settings it updates (`STREAM.UPDATE.<name>`: the writer's value limits and ages). */
+  readonly updates: readonly string[];
+  /** Subjects it publishes (its stream and bucket writes). */
+  readonly writes: readonly string[];
+  /** Streams it reads: stream info, message gets (leader and direct). */
+  readonly reads: readonly string[];
+  /** Streams it reads with ordered (ephemeral) consumers: KV watches, the notification and alarm feeds. */
+  readonly consumes: readonly string[];
+}
+
+/** The stream names of the streams and buckets for `names`. */
+export function streamNames(names: PermissionNames = DEFAULT_PERMISSION_NAMES) {
+  return {
+    notifications: STREAMS.notifications,
+    deadLetters: STREAMS.deadLetters,
+    defenseEvents: STREAMS.defenseEvents,
+    stableIds: `KV_${names.stableIds}`,
+    heartbeats: `KV_${names.heartbeats}`,
+    assignments: `KV_${names.assignments}`,
+    elections: `KV_${names.elections}`,
+  } as const;
+}
+
 /**
- * What every identity needs to read: JetStream and stream information, bucket and stream reads
- * (direct and API gets), consumers (KV watches, notification readers) with their acks and flow
- * control, and stream creation (idempotent for an existing stream with the same configuration; a
- * stream NATS lost is created again by whoever needs it, ADR 0007). Not here, so refused to all:
- * `$JS.API.STREAM.UPDATE` except to the streams' and buckets' owners, `STREAM.DELETE`, `STREAM.PURGE`,
- * `STREAM.MSG.DELETE`, and every write to a bucket's `$KV.<bucket>.>` subjects but the owner's.
+ * What each app role owns and needs (SECURITY.md, "NATS permissions"). Nobody deletes or purges a
+ * stream, deletes a message, creates a durable consumer, lists consumers or administers the server.
+ * - defender: writes claims, heartbeats, dead letters, alarms and holds; provisions the three
+ *   streams and its two buckets and the assignment bucket it needs (it re-creates all after a
+ *   store loss); reads the notifications (ordered consumer), its buckets and the map (watch).
+ * - controller: writes the map; provisions the three cluster buckets (its recovery re-creates
+ *   them); watches the map; reads claims and heartbeats.
+ * - election-agent: writes, provisions and watches the election bucket; nothing else.
+ * - dashboard: reads; watches the map and follows the alarms; provisions nothing.
+ * - publisher (the fab's equipment, fab-sim): publishes run notifications; reads the notification
+ *   stream's info and follows the alarm stream (fab-sim's report); provisions nothing.
  */
-const READER_PUBLISH = [
-  '$JS.API.INFO',
-  '$JS.API.STREAM.INFO.>',
-  '$JS.API.STREAM.NAMES',
-  '$JS.API.STREAM.LIST',
-  '$JS.API.STREAM.CREATE.>',
-  '$JS.API.STREAM.MSG.GET.>',
-  '$JS.API.DIRECT.GET.>',
-  '$JS.API.CONSUMER.>',
-  '$JS.ACK.>',
-  '$JS.FC.>',
-];
-
-/** A bucket's writes, and updating its stream's settings (its value limit, buckets.ts `applyLimit`). */
-const kvWrites = (bucket: string) => [`$KV.${bucket}.>`, `$JS.API.STREAM.UPDATE.KV_${bucket}`];
-const streamUpdates = () => Object.values(STREAMS).map((s) => `$JS.API.STREAM.UPDATE.${s}`);
-
-/** The subjects `role` may publish to and subscribe to (least privilege for writes; reads are open). */
-export function natsPermissions(role: NatsRole, names: PermissionNames = DEFAULT_PERMISSION_NAMES): NatsPermissions {
-  const own: Record<Exclude<NatsRole, 'defender-controller'>, string[]> = {
-    defender: [...kvWrites(names.stableIds), ...kvWrites(names.heartbeats), 'dc.dead.*', 'defense.alarms.>', 'defense.holds.>', ...streamUpdates()],
-    controller: kvWrites(names.assignments),
-    'election-agent': kvWrites(names.elections),
-    dashboard: [],
-    publisher: ['dc.*.*.completed', ...streamUpdates()],
+export function roleGrants(names: PermissionNames = DEFAULT_PERMISSION_NAMES): Record<AppRole, RoleGrant> {
+  const s = streamNames(names);
+  const cluster = [s.stableIds, s.heartbeats, s.assignments];
+  return {
+    defender: {
+      provisions: [s.notifications, s.deadLetters, s.defenseEvents, ...cluster],
+      updates: [s.notifications, s.deadLetters, s.defenseEvents, s.stableIds, s.heartbeats],
+      writes: [`$KV.${names.stableIds}.>`, `$KV.${names.heartbeats}.>`, 'dc.dead.*', 'defense.alarms.>', 'defense.holds.>'],
+      reads: [s.notifications, s.deadLetters, s.defenseEvents, ...cluster],
+      consumes: [s.notifications, s.assignments],
+    },
+    controller: {
+      provisions: cluster,
+      updates: [s.assignments],
+      writes: [`$KV.${names.assignments}.>`],
+      reads: cluster,
+      consumes: [s.assignments],
+    },
+    'election-agent': {
+      provisions: [s.elections],
+      updates: [s.elections],
+      writes: [`$KV.${names.elections}.>`],
+      reads: [s.elections],
+      consumes: [s.elections],
+    },
+    dashboard: {
+      provisions: [],
+      updates: [],
+      writes: [],
+      reads: Object.values(s),
+      consumes: [s.assignments, s.defenseEvents],
+    },
+    publisher: {
+      provisions: [],
+      updates: [],
+      writes: ['dc.*.*.completed'],
+      reads: [s.notifications, s.defenseEvents],
+      consumes: [s.defenseEvents],
+    },
   };
-  const writes = roleParts(role).flatMap((r) => own[r as keyof typeof own]);
-  return { publish: { allow: [...READER_PUBLISH, ...new Set(writes)] }, subscribe: { allow: ['>'] } };
+}
+
+type AppRole = Exclude<NatsRole, 'defender-controller'>;
+
+/** The publish permissions of one grant (see {@link RoleGrant}). */
+function grantSubjects(g: RoleGrant): string[] {
+  const api = '$JS.API';
+  return [
+    ...g.provisions.map((x) => `${api}.STREAM.CREATE.${x}`),
+    ...g.updates.map((x) => `${api}.STREAM.UPDATE.${x}`),
+    ...g.reads.flatMap((x) => [`${api}.STREAM.INFO.${x}`, `${api}.STREAM.MSG.GET.${x}`, `${api}.DIRECT.GET.${x}`, `${api}.DIRECT.GET.${x}.>`]),
+    // An ordered consumer is named by the client (random), filtered by subject (extra tokens):
+    // created, read (info, next batch), answered (flow control) and deleted on reset.
+    ...g.consumes.flatMap((x) => [`${api}.CONSUMER.CREATE.${x}.>`, `${api}.CONSUMER.INFO.${x}.*`, `${api}.CONSUMER.MSG.NEXT.${x}.*`, `${api}.CONSUMER.DELETE.${x}.*`, `$JS.FC.${x}.>`]),
+    ...g.writes,
+  ];
+}
+
+/**
+ * The subjects `role` may publish to and subscribe to, as user `user` (its inbox, see
+ * {@link natsInboxPrefix}; default: the role's name, as every deployment names its users).
+ */
+export function natsPermissions(role: NatsRole, names: PermissionNames = DEFAULT_PERMISSION_NAMES, user: string = role): NatsPermissions {
+  const grants = roleGrants(names);
+  const publish = ['$JS.API.INFO', ...roleParts(role).flatMap((r) => grantSubjects(grants[r as AppRole]))];
+  return { publish: { allow: [...new Set(publish)] }, subscribe: { allow: [`${natsInboxPrefix(user)}.>`] } };
 }
 
 /**
@@ -81,11 +158,13 @@ export function natsPermissions(role: NatsRole, names: PermissionNames = DEFAULT
 export type NatsUser = { readonly user: string; readonly role: NatsRole } & ({ readonly password: string } | { readonly passwordEnv: string });
 
 const SAFE = /^[A-Za-z0-9._-]{1,128}$/;
+/** No `.` in a user: its inbox prefix (natsInboxPrefix) must be one subject token. */
+const USER = /^[A-Za-z0-9_-]{1,128}$/;
 const ENV_NAME = /^[A-Z_][A-Z0-9_]{0,127}$/;
 
 /**
  * The `authorization` block of a nats-server configuration giving each user its role's
- * permissions. Users and passwords are restricted to `[A-Za-z0-9._-]` (nothing to quote), password
+ * permissions. Users are restricted to `[A-Za-z0-9_-]`, passwords to `[A-Za-z0-9._-]` (nothing to quote), password
  * variables to `[A-Z_][A-Z0-9_]*`.
  * @throws RangeError naming every bad user, password or duplicate.
  */
@@ -93,7 +172,7 @@ export function natsAuthorizationConfig(users: readonly NatsUser[], names: Permi
   const problems: string[] = [];
   const seen = new Set<string>();
   for (const u of users) {
-    if (!SAFE.test(u.user)) problems.push(`user ${JSON.stringify(u.user)}: 1-128 of [A-Za-z0-9._-]`);
+    if (!USER.test(u.user)) problems.push(`user ${JSON.stringify(u.user)}: 1-128 of [A-Za-z0-9_-]`);
     if ('password' in u && (!SAFE.test(u.password) || u.password.length < 12)) problems.push(`password of ${u.user}: 12-128 of [A-Za-z0-9._-]`);
     if ('passwordEnv' in u && !ENV_NAME.test(u.passwordEnv)) problems.push(`password variable of ${u.user}: [A-Z_][A-Z0-9_]*`);
     if (!(NATS_ROLES as readonly string[]).includes(u.role)) problems.push(`role of ${u.user}: one of ${NATS_ROLES.join(', ')}`);
@@ -103,7 +182,7 @@ export function natsAuthorizationConfig(users: readonly NatsUser[], names: Permi
   if (problems.length > 0) throw new RangeError(`NATS users: ${problems.join('; ')}`);
   const list = (xs: readonly string[]) => `[${xs.map((x) => JSON.stringify(x)).join(', ')}]`;
   const entries = users.map((u) => {
-    const p = natsPermissions(u.role, names);
+    const p = natsPermissions(u.role, names, u.user);
     return [
       `    {`,
       `      user: ${JSON.stringify(u.user)}`,

@@ -3,13 +3,16 @@ import { join } from 'node:path';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { DeliverPolicy, jetstream, JetStreamApiCodes, JetStreamApiError, jetstreamManager } from '@nats-io/jetstream';
 import { notificationSubject, type DefenderStore, type RunNotification } from '@defender/contracts';
-import { ensureStreams, publishStored, STREAMS } from '@defender/nats-kv';
+import { publishStored, STREAMS } from '@defender/nats-kv';
 import { byChamber, effectsFor, type Excursion } from './excursions';
 import { svidNames, type ChamberSpec, type FabSpec } from './fab';
 import { mix, rng } from './rng';
 import { detectionMetrics, detectionLine, type DetectionMetrics, type RunOutcome } from './detection-metrics';
 import { scoreDetection, type DetectionScore, type ObservedAlarm } from './score';
 import { samplesPerRun, synthesizeTrace } from './trace';
+
+/** How long fab-sim waits for the defenders to create the streams. */
+const STREAM_WAIT_MS = 120_000;
 
 export interface SimulatorConfig {
   readonly fab: FabSpec;
@@ -243,15 +246,25 @@ export class Simulator {
     return result;
   }
 
+  /**
+   * Waits until the streams exist: the defenders provision them (libs/nats-kv permissions.ts); the
+   * fab's equipment (the `publisher` user) may not create or change a stream.
+   */
   private async ensureStreams(): Promise<void> {
     const jsm = await jetstreamManager(this.deps.nc);
-    try {
-      await jsm.streams.info(STREAMS.notifications);
-      await jsm.streams.info(STREAMS.defenseEvents);
-    } catch (err) {
-      if (!(err instanceof JetStreamApiError) || err.code !== JetStreamApiCodes.StreamNotFound) throw err;
-      // No defender has started yet: create the streams with the defaults the apps use.
-      await ensureStreams(this.deps.nc);
+    const deadline = Date.now() + STREAM_WAIT_MS;
+    for (let told = false; ; ) {
+      try {
+        await jsm.streams.info(STREAMS.notifications);
+        await jsm.streams.info(STREAMS.defenseEvents);
+        return;
+      } catch (err) {
+        if (!(err instanceof JetStreamApiError) || err.code !== JetStreamApiCodes.StreamNotFound) throw err;
+        if (Date.now() > deadline) throw new Error(`the streams ${STREAMS.notifications} and ${STREAMS.defenseEvents} do not exist after ${STREAM_WAIT_MS / 1000} s: start a defender (it creates them)`, { cause: err });
+        if (!told) this.deps.log('fab-sim: waiting for a defender to create the streams');
+        told = true;
+        await new Promise((r) => setTimeout(r, 250));
+      }
     }
   }
 

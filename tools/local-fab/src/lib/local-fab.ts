@@ -5,7 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { connect } from '@nats-io/transport-node';
 import type { NatsConnection } from '@nats-io/nats-core';
 import type { AssignmentMap } from '@defender/contracts';
-import { AssignmentMapBucket, DEFAULT_BUCKETS, DEFAULT_STREAM_SETTINGS, ensureStreams, natsAuthorizationConfig, NATS_ROLES, NatsUnavailableError, openBucket, type NatsRole } from '@defender/nats-kv';
+import { AssignmentMapBucket, DEFAULT_BUCKETS, DEFAULT_STREAM_SETTINGS, ensureStreams, natsAuthorizationConfig, natsInboxPrefix, NATS_ROLES, NatsUnavailableError, openBucket, type NatsRole } from '@defender/nats-kv';
 import { ensureNatsServer, freePort, getJson, imageRuntimeEnv, makeTestPki, natsClusterNodeArgs, natsMetaPeersReady, natsTlsArgs, removeTestPki, startCassandra, waitFor, type CassandraHandle, type NatsServerTls, type TestPki } from '@defender/infra-harness';
 import { killLeftovers, ManagedProcess, PID_FILE_NAME, REPO, RUN_MARKER, writePidFile, type Role } from './processes';
 import { ControlServer } from './control-server';
@@ -156,8 +156,8 @@ export class LocalFab {
   natsTls: NatsServerTls | undefined;
   /**
    * NATS runs with one user per role, as in production (SECURITY.md): each app connects as its own,
-   * fab-sim and the fab itself as `publisher`, defenderctl as the read-only `dashboard`. Passwords
-   * are made up per run.
+   * fab-sim as `publisher`, the fab itself as `defender` (it provisions replicated streams and reads
+   * the map), defenderctl as the read-only `dashboard`. Passwords are made up per run.
    */
   private readonly natsPasswords = Object.fromEntries(NATS_ROLES.map((r) => [r, randomBytes(18).toString('base64url')])) as Record<NatsRole, string>;
   dashboardUrl = '';
@@ -340,7 +340,8 @@ export class LocalFab {
       100,
     );
     this.natsUrl = nodes.map((x) => `nats://127.0.0.1:${x.port}`).join(',');
-    const nc = await connect({ servers: this.natsUrl.split(','), name: 'local-fab', maxReconnectAttempts: -1, ...this.natsCredentials('publisher') });
+    // As a defender: the role that provisions the streams (libs/nats-kv permissions.ts) and reads the map.
+    const nc = await connect({ servers: this.natsUrl.split(','), name: 'local-fab', maxReconnectAttempts: -1, ...this.natsCredentials('defender') });
     this.nc = nc;
     // Retried while NATS is unavailable: a node's first statistics may reach the meta leader seconds
     // after it is healthy, and until then 2.10 cannot place a replica on it ("peer offline").
@@ -358,9 +359,9 @@ export class LocalFab {
   }
 
   /** `role`'s NATS user and password and the fab's CA, for a NATS client's connection options. */
-  natsCredentials(role: NatsRole): { user: string; pass: string; tls: { caFile: string } } {
+  natsCredentials(role: NatsRole): { user: string; pass: string; inboxPrefix: string; tls: { caFile: string } } {
     if (!this.natsTls) throw new Error('NATS is not started yet');
-    return { user: role, pass: this.natsPasswords[role], tls: { caFile: this.natsTls.caFile } };
+    return { user: role, pass: this.natsPasswords[role], inboxPrefix: natsInboxPrefix(role), tls: { caFile: this.natsTls.caFile } };
   }
 
   /** NATS_TLS_CA_FILE for a process's environment. */

@@ -55,7 +55,7 @@ export class ClusterWatcherService implements OnApplicationBootstrap, BeforeAppl
   }
 
   onApplicationBootstrap(): void {
-    void this.watchMap().catch((err: unknown) => this.problem('map', `cannot watch the assignment map: ${(err as Error).message}`));
+    void this.keepWatchingMap();
     const tick = () => {
       if (this.stopped) return;
       void this.refresh()
@@ -94,6 +94,22 @@ export class ClusterWatcherService implements OnApplicationBootstrap, BeforeAppl
     else if (this.problems.get(key) !== text) {
       this.problems.set(key, text);
       this.logger.warn({ msg: text, part: key });
+    }
+  }
+
+  /**
+   * Watches the map; while that fails (NATS down, or the bucket missing: this read-only identity may
+   * not create it, issue 50), shows the problem and tries again every refresh interval.
+   */
+  private async keepWatchingMap(): Promise<void> {
+    while (!this.stopped) {
+      try {
+        await this.watchMap();
+        return;
+      } catch (err) {
+        this.problem('map', `cannot watch the assignment map: ${(err as Error).message}`);
+      }
+      await new Promise((r) => setTimeout(r, Math.max(1000, this.config.REFRESH_SECONDS * 1000)).unref());
     }
   }
 

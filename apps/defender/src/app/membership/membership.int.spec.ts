@@ -210,11 +210,13 @@ describeWithInfra(['nats'], 'defender membership (real processes, real NATS)', (
 describeWithInfra(['nats'], 'defenders after NATS lost its store (real processes, private nats-server)', () => {
   jest.setTimeout(180_000);
 
-  it('re-create the buckets, their own claims (same generation) and heartbeats, and every stream (also when a publisher recreated one); nobody exits', async () => {
+  it('re-create the buckets, their own claims (same generation) and heartbeats, and every stream (also when another recreated one); nobody exits', async () => {
     // Run as production runs it (TLS, deploy/nats/auth.conf's users): the defenders recover with only
-    // their role's permissions; the test reads and recreates a stream as the fab's publisher.
+    // their role's permissions; the test reads as the dashboard (read-only), and an operator (the
+    // unrestricted fixture user; the equipment may no longer create a stream, issue 50) recreates one stream.
     const srv = await startSecuredNatsServer();
-    const nc = await connect({ ...srv.connectOptions('publisher'), maxReconnectAttempts: -1, reconnectTimeWait: 100 });
+    const nc = await connect({ ...srv.connectOptions('dashboard'), maxReconnectAttempts: -1, reconnectTimeWait: 100 });
+    const operator = await connect({ ...srv.connectOptions(), maxReconnectAttempts: -1, reconnectTimeWait: 100 });
     const tag = `lost-${process.pid}`;
     const procs: SpawnedApp[] = [];
     try {
@@ -250,10 +252,10 @@ describeWithInfra(['nats'], 'defenders after NATS lost its store (real processes
 
       await srv.server.restart({ emptyStore: true });
       const jsm = await waitForValue(async () => jetstreamManager(nc));
-      // As in the incident, a publisher recreates the notification stream alone (ignored when the
+      // As in the incident, someone else recreates the notification stream alone (ignored when the
       // defenders were first); otherwise nothing is created here: the defenders must do it.
       const [notifications] = streamConfigs(DEFAULT_STREAM_SETTINGS);
-      if (notifications) await jsm.streams.add(notifications).catch(() => undefined);
+      if (notifications) await (await jetstreamManager(operator)).streams.add(notifications).catch(() => undefined);
       const exists = async (stream: string) => jsm.streams.info(stream).then(() => true, () => false);
       await waitFor(
         'buckets and every stream created again by the defenders',
@@ -268,6 +270,7 @@ describeWithInfra(['nats'], 'defenders after NATS lost its store (real processes
     } finally {
       await Promise.all(procs.map((p) => p.stop('SIGKILL')));
       await nc.close();
+      await operator.close();
       await srv.stop();
     }
   });

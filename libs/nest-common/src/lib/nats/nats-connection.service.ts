@@ -2,6 +2,7 @@ import { Inject, Injectable, Logger, OnApplicationShutdown, OnModuleInit } from 
 import type { NatsConnection } from '@nats-io/nats-core';
 import { connect } from '@nats-io/transport-node';
 import { backoffDelayMs } from '@defender/backoff';
+import { natsInboxPrefix } from '@defender/nats-kv';
 import { HealthRegistry } from '../health/health.registry';
 import { natsClientTls, natsTlsMode, NatsTlsFiles } from './nats-tls';
 
@@ -91,6 +92,8 @@ export class NatsConnectionService implements OnModuleInit, OnApplicationShutdow
           user,
           pass,
           token,
+          // A role's user may subscribe to its own inboxes only (libs/nats-kv permissions.ts).
+          ...(user ? { inboxPrefix: natsInboxPrefix(user) } : {}),
           ...(tls ? { tls } : {}),
           reconnect: true,
           maxReconnectAttempts: -1,
