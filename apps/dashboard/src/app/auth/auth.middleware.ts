@@ -23,7 +23,8 @@ interface Res {
 /**
  * Applies the authentication policy (auth.ts) to every request after the host guard: 401 for an
  * unauthenticated API call, the login page for a page load, 403 for a viewer's state-changing request,
- * 429 for a bearer token from a client that sent too many wrong ones (failed-auth-limiter.ts).
+ * 429 for a wrong bearer token from a client that sent too many wrong ones (failed-auth-limiter.ts);
+ * a right token always passes.
  */
 @Injectable()
 export class AuthMiddleware implements NestMiddleware {
@@ -37,16 +38,19 @@ export class AuthMiddleware implements NestMiddleware {
   use(req: AuthedRequest, res: Res, next: () => void): void {
     // Only a presented bearer token can be a guess (a session cookie is signed with its token).
     const guess = this.policy.mode !== 'none' && req.headers['authorization'] !== undefined;
-    const client = requestClient(req, this.policy);
-    const wait = guess ? retryAfterSeconds(this.limiter, client) : 0;
-    if (wait > 0) {
-      res.setHeader('retry-after', String(wait));
-      res.status(429).json({ statusCode: 429, message: throttledMessage(wait) });
-      return;
-    }
     const d = decide({ method: req.method, path: req.originalUrl ?? req.url, headers: req.headers, peer: req.socket.remoteAddress }, this.policy, Date.now());
-    if (guess && (d.kind === 'unauthenticated' || (d.kind === 'pass' && !d.principal))) {
-      recordWrongCredential(this.limiter, client, this.log);
+    // A right token is never throttled, whoever else failed (issue 50): only a wrong one is counted,
+    // and answered 429 instead of 401 once its client has sent too many.
+    if (guess && d.kind === 'unauthenticated') {
+      const wait = throttleWrongCredential(this.limiter, requestClient(req, this.policy), this.log);
+      if (wait > 0) {
+        res.setHeader('retry-after', String(wait));
+        res.status(429).json({ statusCode: 429, message: throttledMessage(wait) });
+        return;
+      }
+    } else if (guess && d.kind === 'pass' && !d.principal) {
+      // A wrong token on an open path (health, metrics) is still a guess; the path stays open.
+      throttleWrongCredential(this.limiter, requestClient(req, this.policy), this.log);
     }
     switch (d.kind) {
       case 'pass':
@@ -71,21 +75,21 @@ export function requestClient(req: Pick<AuthedRequest, 'headers' | 'socket'>, po
   return clientOf(req.socket.remoteAddress, req.headers['x-forwarded-for'], (a) => policy.proxy?.trusted.trusts(a) ?? false);
 }
 
-/** Seconds `client` must wait before its credential is checked (0: check it now). */
-export function retryAfterSeconds(limiter: FailedAuthLimiter, client: string): number {
-  return Math.ceil(limiter.retryAfterMs(client) / 1000);
-}
-
 /** The 429 answer's message. */
 export function throttledMessage(seconds: number): string {
   return `too many wrong dashboard tokens: try again in ${seconds} s`;
 }
 
-/** Counts a wrong credential from `client`; logs once when that makes the client (or everyone) wait. */
-export function recordWrongCredential(limiter: FailedAuthLimiter, client: string, log: Pick<Logger, 'warn'>): void {
-  const before = limiter.retryAfterMs(client);
+/**
+ * Counts a wrong credential from `client` and returns the seconds it must wait (0: answer 401 as
+ * usual; more: it had already sent too many, answer 429 with Retry-After). Logs once when this makes
+ * the client wait.
+ */
+export function throttleWrongCredential(limiter: FailedAuthLimiter, client: string, log: Pick<Logger, 'warn'>): number {
+  const before = Math.ceil(limiter.retryAfterMs(client) / 1000);
   limiter.recordFailure(client);
   if (before === 0 && limiter.retryAfterMs(client) > 0) {
-    log.warn(`wrong dashboard tokens from ${client}: further attempts are refused with 429 for a while (brute force?)`);
+    log.warn(`wrong dashboard tokens from ${client}: further wrong ones are answered 429 for a while (brute force?); right tokens still pass`);
   }
+  return before;
 }

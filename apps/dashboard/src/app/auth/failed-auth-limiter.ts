@@ -1,12 +1,14 @@
 /**
  * Throttles guessing of dashboard tokens: every wrong credential (a bearer token that is no
  * configured token, a wrong token posted to /api/v1/session) takes one attempt from its client's
- * bucket and from a bucket shared by all clients. A client whose bucket is empty, or a client with a
- * recent wrong credential while the shared one is, gets 429 with Retry-After before its credential is
- * even looked at, so a right guess made while throttled is not recognised either. A client without a
- * recent wrong credential is never throttled: guessing from many addresses cannot lock out the
- * operators and scripts that hold a right token. Buckets refill continuously (token buckets): a client
- * may fail `perClient` times at once and then once every 60 s / `perClient`.
+ * bucket (its address: the TCP peer, or the address a trusted proxy appended) and from a bucket
+ * shared by all clients. A wrong credential from a client whose bucket is empty, or from a client
+ * with a recent wrong credential while the shared one is, is answered 429 with Retry-After instead of
+ * 401. A right token is never throttled, whatever its address or anyone else sent (issue 50: a
+ * throttle that also refused right tokens let anyone on the network lock the operators out); what
+ * makes guessing hopeless is the tokens' length (>= 16 characters, 48 hex digits in the docs), not
+ * the throttle, which keeps a guessing script slow and visible. Buckets refill continuously (token
+ * buckets): a client may fail `perClient` times at once and then once every 60 s / `perClient`.
  *
  * Memory is bounded: at most `maxClients` clients are tracked; beyond that the idle ones (full
  * buckets) and then the oldest are forgotten, and an attacker rotating addresses still meets the

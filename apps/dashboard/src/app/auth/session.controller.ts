@@ -3,7 +3,7 @@ import { BadRequestException, Body, Controller, Delete, Get, HttpCode, HttpExcep
 import { DashboardConfig } from '../config';
 import { AUTH_POLICY, DASHBOARD_CONFIG, FAILED_AUTH_LIMITER } from '../tokens';
 import { AuthPolicy, clearedSessionCookie, sessionCookie, signSession } from './auth';
-import { AuthedRequest, recordWrongCredential, requestClient, retryAfterSeconds, throttledMessage } from './auth.middleware';
+import { AuthedRequest, requestClient, throttledMessage, throttleWrongCredential } from './auth.middleware';
 import { FailedAuthLimiter } from './failed-auth-limiter';
 
 interface Reply {
@@ -39,22 +39,21 @@ export class SessionController {
   @ApiOkResponse({ description: '`{ role, expiresAt }` and the cookie.' })
   @ApiBadRequestResponse({ description: 'No token in the body.' })
   @ApiUnauthorizedResponse({ description: 'Not a configured token.' })
-  @ApiTooManyRequestsResponse({ description: 'Too many wrong tokens from this client (or from all clients): retry after the Retry-After seconds.' })
+  @ApiTooManyRequestsResponse({ description: 'A wrong token from a client that sent too many (or while all clients did): retry after the Retry-After seconds. A right token is never refused.' })
   @Post()
   @HttpCode(200)
   login(@Body() body: { token?: unknown } | undefined, @Req() req: AuthedRequest, @Res({ passthrough: true }) res: Reply) {
     const token = body?.token;
     if (typeof token !== 'string' || token.length === 0 || token.length > 1024) throw new BadRequestException('send { "token": "<your dashboard token>" }');
     if (this.policy.mode === 'none') return { role: 'operator', mode: 'none' };
-    const client = requestClient(req, this.policy);
-    const wait = retryAfterSeconds(this.limiter, client);
-    if (wait > 0) {
-      res.setHeader('retry-after', String(wait));
-      throw new HttpException(throttledMessage(wait), HttpStatus.TOO_MANY_REQUESTS);
-    }
     const role = this.policy.tokens.roleOf(token);
     if (!role) {
-      recordWrongCredential(this.limiter, client, this.log);
+      // Only a wrong token is throttled: a right one signs in whoever else failed (issue 50).
+      const wait = throttleWrongCredential(this.limiter, requestClient(req, this.policy), this.log);
+      if (wait > 0) {
+        res.setHeader('retry-after', String(wait));
+        throw new HttpException(throttledMessage(wait), HttpStatus.TOO_MANY_REQUESTS);
+      }
       throw new UnauthorizedException('not a dashboard token');
     }
     const expiresAtMs = Date.now() + this.config.DASHBOARD_SESSION_SECONDS * 1000;
