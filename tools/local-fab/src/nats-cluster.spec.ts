@@ -1,4 +1,5 @@
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
 import { connect as netConnect } from 'node:net';
 import { connect } from '@nats-io/transport-node';
 import type { NatsConnection } from '@nats-io/nats-core';
@@ -82,6 +83,19 @@ describe('local fab on a 3-node NATS cluster (npm start -- --nats-cluster)', () 
     const expected = [STREAMS.notifications, STREAMS.deadLetters, STREAMS.defenseEvents, ...Object.values(DEFAULT_BUCKETS).map((b) => `KV_${b}`)];
     for (const name of expected) expect([name, replicas.get(name)]).toEqual([name, 3]);
     expect([...replicas].filter(([, r]) => r !== 3)).toEqual([]);
+  });
+
+  it('keeps its run directory, SQLite store and logs readable only by their owner; only the agent and the controllers get the election token (issue 50)', async () => {
+    const mode = (f: string) => statSync(f).mode & 0o777;
+    expect({ runDir: mode(fab!.runDir), logDir: mode(fab!.logDir) }).toEqual({ runDir: 0o700, logDir: 0o700 });
+    const files = [fab!.sqlitePath, ...readdirSync(fab!.logDir).map((f) => join(fab!.logDir, f))];
+    expect(files.length).toBeGreaterThan(5);
+    expect(files.map((f) => [f, mode(f)])).toEqual(files.map((f) => [f, 0o600]));
+    const tokenOf = (p: { pid?: number }) => readFileSync(`/proc/${p.pid}/environ`, 'utf8').split('\0').find((e) => e.startsWith('ELECTION_AUTH_TOKEN='));
+    const apps = fab!.procs.filter((p) => p.role !== 'nats' && p.alive);
+    const agent = apps.find((p) => p.role === 'election-agent')!;
+    expect(tokenOf(agent)).toMatch(/^ELECTION_AUTH_TOKEN=.{16,}$/);
+    expect(apps.map((p) => [p.name, tokenOf(p) === tokenOf(agent)])).toEqual(apps.map((p) => [p.name, p.role === 'election-agent' || p.role === 'assignment-controller']));
   });
 
   it('the cluster keeps its map and its defenders when a NATS node is killed', async () => {

@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { connect } from '@nats-io/transport-node';
@@ -7,7 +7,7 @@ import type { NatsConnection } from '@nats-io/nats-core';
 import type { AssignmentMap } from '@defender/contracts';
 import { AssignmentMapBucket, DEFAULT_BUCKETS, DEFAULT_STREAM_SETTINGS, ensureStreams, natsAuthorizationConfig, natsInboxPrefix, NATS_ROLES, NatsUnavailableError, openBucket, type NatsRole } from '@defender/nats-kv';
 import { ensureNatsServer, freePort, getJson, imageRuntimeEnv, makeTestPki, natsClusterNodeArgs, natsMetaPeersReady, natsTlsArgs, removeTestPki, startCassandra, waitFor, type CassandraHandle, type NatsServerTls, type TestPki } from '@defender/infra-harness';
-import { killLeftovers, ManagedProcess, PID_FILE_NAME, REPO, RUN_MARKER, writePidFile, type Role } from './processes';
+import { killLeftovers, ManagedProcess, PID_FILE_NAME, PRIVATE_DIR_MODE, REPO, RUN_MARKER, writePidFile, type Role } from './processes';
 import { ControlServer } from './control-server';
 
 export interface LocalFabOptions {
@@ -249,7 +249,10 @@ export class LocalFab {
 
   /** Starts everything up to the dashboard; resolves once the first assignment map covers every defender. */
   async start(): Promise<void> {
-    mkdirSync(this.logDir, { recursive: true });
+    // The run directory holds the store, the logs, the NATS passwords and certificates: the
+    // user's alone (issue 50), like the files in it.
+    mkdirSync(this.logDir, { recursive: true, mode: PRIVATE_DIR_MODE });
+    for (const dir of [this.runDir, this.logDir]) chmodSync(dir, PRIVATE_DIR_MODE);
     mkdirSync(LOCAL_ROOT, { recursive: true });
     const killed = killLeftovers(LOCAL_ROOT);
     if (killed.length) this.log(`local-fab: stopped ${killed.length} processes left by an earlier local fab that did not stop cleanly`);

@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { waitFor } from '@defender/infra-harness';
@@ -48,5 +48,25 @@ describe('killLeftovers', () => {
     expect(live.alive).toBe(true);
     expect(existsSync(join(runDir, 'pids.json'))).toBe(false);
     expect(killLeftovers(join(dir, 'missing'))).toEqual([]);
+  });
+});
+
+/** Issue 50: what a fab process writes (its log, the store it creates) is its owner's alone. */
+describe('ManagedProcess file modes', () => {
+  let dir: string;
+  beforeAll(() => {
+    dir = mkdtempSync(join(tmpdir(), 'local-fab-modes-'));
+  });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('creates its log 0600 and runs the process with umask 077 (a file it creates is 0600); the launcher keeps its own umask', async () => {
+    const before = process.umask();
+    const log = join(dir, 'p.log');
+    const created = join(dir, 'store.db');
+    const p = ManagedProcess.spawn({ name: 'writer', role: 'defender', command: 'sh', args: ['-c', `echo started; touch '${created}'`], env: { PATH: process.env['PATH'] ?? '' }, logFile: log, port: 0 });
+    expect(await p.exited).toMatchObject({ code: 0 });
+    const mode = (f: string) => statSync(f).mode & 0o777;
+    expect({ log: mode(log), created: mode(created), text: readFileSync(log, 'utf8') }).toEqual({ log: 0o600, created: 0o600, text: 'started\n' });
+    expect(process.umask()).toBe(before);
   });
 });

@@ -8,6 +8,13 @@ export const REPO = join(__dirname, '..', '..', '..', '..');
 /** Environment marker put on every process a local fab starts (finds leftovers of a killed launcher). */
 export const RUN_MARKER = 'DEFENDER_LOCAL_FAB';
 
+/** Mode of the files only the fab's user may read (logs; with {@link PRIVATE_UMASK}, what its processes create). */
+export const PRIVATE_FILE_MODE = 0o600;
+/** Mode of the fab's directories (its run directory, the logs). */
+export const PRIVATE_DIR_MODE = 0o700;
+/** The umask the fab's processes inherit: what they create is their owner's alone. */
+export const PRIVATE_UMASK = 0o077;
+
 export type Role = 'nats' | 'election-agent' | 'assignment-controller' | 'defender' | 'dashboard' | 'fab-sim';
 
 export interface ExitInfo {
@@ -55,14 +62,22 @@ export class ManagedProcess {
     /** Share the launcher's terminal (the simulator's progress bar). */
     inheritStdio?: boolean;
   }): ManagedProcess {
-    const fd = opts.logFile && !opts.inheritStdio ? openSync(opts.logFile, 'a') : undefined;
-    const child = spawn(opts.command, opts.args, {
-      cwd: REPO,
-      env: opts.env,
-      detached: true,
-      stdio: opts.inheritStdio ? ['ignore', 'inherit', 'inherit'] : ['ignore', fd ?? 'ignore', fd ?? 'ignore'],
-    });
-    if (fd !== undefined) closeSync(fd);
+    // Logs, and every file the process creates (the SQLite store, its journal), are its owner's
+    // alone (issue 50): the log is made 0600, and the child inherits umask 077.
+    const fd = opts.logFile && !opts.inheritStdio ? openSync(opts.logFile, 'a', PRIVATE_FILE_MODE) : undefined;
+    const umask = process.umask(PRIVATE_UMASK);
+    let child: ChildProcess;
+    try {
+      child = spawn(opts.command, opts.args, {
+        cwd: REPO,
+        env: opts.env,
+        detached: true,
+        stdio: opts.inheritStdio ? ['ignore', 'inherit', 'inherit'] : ['ignore', fd ?? 'ignore', fd ?? 'ignore'],
+      });
+    } finally {
+      process.umask(umask);
+      if (fd !== undefined) closeSync(fd);
+    }
     return new ManagedProcess(opts.name, opts.role, child, opts.logFile, opts.port, opts.extraPort);
   }
 
