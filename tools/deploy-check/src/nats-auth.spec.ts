@@ -1,7 +1,9 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { NATS_ROLES, type NatsRole } from '@defender/nats-kv';
+import { parseNatsAuthorization } from '@defender/infra-harness';
 import { natsAuthConf, NATS_AUTH_CONF, natsPasswordEnv } from './lib/nats-auth';
+import { DOC_BEGIN, DOC_END, NATS_PERMISSION_DOCS, natsPermissionTable } from './lib/nats-permissions-doc';
 import { listApps, readRepoFile, REPO } from './lib/repo';
 import { ComposeService, composeServiceApp, interpolate, parseCompose } from './lib/workloads';
 
@@ -47,5 +49,24 @@ describe('NATS identities in the deployments', () => {
     }
     // Every role but the embedded controller's defender: compose runs the standalone controller.
     expect([...seen].sort()).toEqual(NATS_ROLES.filter((r) => r !== 'defender-controller').sort());
+  });
+
+  describe.each(NATS_PERMISSION_DOCS)('%s and deploy/nats/auth.conf (issue 50)', (doc) => {
+    const text = readRepoFile(doc);
+    const conf = readFileSync(join(REPO, NATS_AUTH_CONF), 'utf8');
+
+    it('holds the permission table generated from the file (npm run nats-auth-conf writes it)', () => {
+      const block = text.slice(text.indexOf(DOC_BEGIN), text.indexOf(DOC_END) + DOC_END.length);
+      expect(block).toBe(natsPermissionTable(conf));
+    });
+
+    it('quotes no NATS subject that the file grants nobody (no stale "$JS.API.>" or "$KV.>" for a user)', () => {
+      const granted = new Set(parseNatsAuthorization(conf).flatMap((u) => [...u.publish, ...u.subscribe]));
+      // Backticked subjects outside the generated block (and outside SECURITY.md's list of the gaps
+      // issue 50 found, which quotes the old grants): JetStream API, KV and inbox subjects.
+      const outside = (text.slice(0, text.indexOf(DOC_BEGIN)) + text.slice(text.indexOf(DOC_END))).replace(/\n## Issue 50:[\s\S]*?(?=\n## )/, '\n');
+      const quoted = [...outside.matchAll(/`((?:\$JS|\$KV|_INBOX)[^`\s]*)`/g)].map((m) => m[1]!);
+      expect(quoted.filter((q) => !granted.has(q) && !/<[a-z]+>/.test(q))).toEqual([]);
+    });
   });
 });
