@@ -25,7 +25,7 @@ describe('the defender bundle source map', () => {
 
   it.each([
     ['libs/nest-common/src/lib/store/store-env.ts', 'must be sqlite or cassandra'],
-    ['libs/pipeline/src/lib/chamber-worker.ts', 'declared exceed the limit of'],
+    ['libs/pipeline/src/lib/worker/run-attempt.ts', 'declared exceed the limit of'],
     ['apps/defender/src/app/memory/thread-heap.service.ts', 'THREAD_HEAP_INTERVAL_MS = 5'],
   ])('maps code from %s to its TypeScript file and line', (file, needle) => {
     const generatedLine = bundle.findIndex((l) => l.includes(needle));
