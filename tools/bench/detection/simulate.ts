@@ -5,7 +5,7 @@
  * in-memory store that keeps what a defender's store would (committed point sets, the newest limit
  * set per indicator). No cluster, no I/O: library level and deterministic for a seed.
  */
-import type { ChamberRef, LimitSetRecord, RunNotification, RunPointSet } from '@defender/contracts';
+import type { ChamberRef, LimitSetRecord, MonitorState, RunNotification, RunPointSet } from '@defender/contracts';
 import {
   detectionMetrics,
   effectsFor,
@@ -105,6 +105,8 @@ export function buildScenario(options: DetectionBenchOptions): Scenario {
 class BenchChamber {
   private readonly sets: RunPointSet[] = [];
   private readonly limits = new Map<string, LimitSetRecord>();
+  /** The monitor state of the chamber's recipe, as the store keeps it between runs. */
+  private monitorState: MonitorState | undefined;
   private sequence = 0;
   readonly ref: ChamberRef;
 
@@ -152,13 +154,15 @@ class BenchChamber {
     // As a worker reads it: the steady state's history, more when the run asks for it.
     const evaluation = evaluateWithHistory(
       this.evaluator,
-      { chamber: this.ref, sequence, notification, trace, limits: [...this.limits.values()], strategy: this.strategy, now },
+      { chamber: this.ref, sequence, notification, trace, limits: [...this.limits.values()], strategy: this.strategy, now, ...(this.monitorState ? { monitorState: this.monitorState } : {}) },
       (limit, allPoints) => {
         const newest = this.sets.length > limit ? this.sets.slice(-limit) : this.sets;
         return allPoints ? newest : newest.map(withoutBaselineData);
       },
     );
     for (const ls of evaluation.newLimitSets) this.limits.set(ls.indicatorKey, ls);
+    // Committed with the run, as a worker does (one recipe per chamber here).
+    if (evaluation.monitorState) this.monitorState = evaluation.monitorState;
     this.sets.push({
       ...this.ref,
       sequence,

@@ -11,6 +11,7 @@ import type {
   TraceRecord,
   UChartPoint,
   LimitSetRecord,
+  MonitorState,
 } from '@defender/contracts';
 
 /** One stored notification (the stream's view). */
@@ -55,7 +56,7 @@ export interface EventSink {
 }
 
 /** The parts of the store the pipeline uses. */
-export type PipelineStore = Pick<DefenderStore, 'chamberState' | 'uchart' | 'traces' | 'alarms' | 'outbox' | 'strategies' | 'chamberMetadata'>;
+export type PipelineStore = Pick<DefenderStore, 'chamberState' | 'uchart' | 'traces' | 'alarms' | 'outbox' | 'strategies' | 'chamberMetadata' | 'monitorState'>;
 
 /**
  * The chamber's committed U-chart history, through the defender's LRU cache (a miss reads the
@@ -84,6 +85,11 @@ export interface RunEvaluation {
   readonly newLimitSets: LimitSetRecord[];
   /** Readings that produced no point, with why (for logs). */
   readonly skipped: { indicatorKey: string; reason: string }[];
+  /**
+   * The chamber monitor's state for the run's recipe after this run, to commit with it
+   * (`CommitRunInput.monitorState`); absent when the run leaves the stored state as it is.
+   */
+  readonly monitorState?: MonitorState;
 }
 
 /** Inputs of {@link RunEvaluator.evaluate}. */
@@ -116,6 +122,12 @@ export interface EvaluationInput {
    * is all the evaluator may look at.
    */
   readonly historyLimit?: number;
+  /**
+   * The chamber monitor's stored state for the run's recipe (`MonitorStateRepository.get`). Without
+   * it (a chamber monitored before the state was stored) the monitor rebuilds it from `history` once;
+   * the state it returns is committed with the run.
+   */
+  readonly monitorState?: MonitorState;
 }
 
 /** Turns a run into U-chart points, alarms and a hold (U-chart engine + defense rules). */

@@ -86,12 +86,14 @@ describe('the chamber monitor on the chamber page (evaluator records in a real S
     dir = mkdtempSync(join(tmpdir(), 'dashboard-monitor-'));
     store = await SqliteStore.open({ filename: join(dir, 'd.db') });
     await store.chamberState.claim(chamber, 1, 'defender-0', new Date(T0));
-    // What ChamberWorker does per run: history and limits from the store, evaluate, limits then the run.
+    // What ChamberWorker does per run: history, limits and the recipe's monitor state from the store,
+    // evaluate, limits then the run (with the state after it).
     const evaluator = createRunEvaluator();
     const g = new Gaussian(rng(7));
     for (let sequence = 1; sequence <= RUNS; sequence++) {
       const now = new Date(T0 + sequence * 60_000);
       const trace = traceOf(`run-${sequence}`, g, sequence === FAULTY);
+      const stored = await store.monitorState.get(chamber, RECIPE);
       const evaluation = evaluator.evaluate({
         chamber,
         sequence,
@@ -101,6 +103,7 @@ describe('the chamber monitor on the chamber page (evaluator records in a real S
         limits: await store.uchart.currentLimitSets(chamber),
         strategy,
         now,
+        ...(stored ? { monitorState: stored.state } : {}),
       });
       for (const ls of evaluation.newLimitSets) await store.uchart.putLimitSet(ls);
       await store.chamberState.commitRun({
@@ -114,6 +117,7 @@ describe('the chamber monitor on the chamber page (evaluator records in a real S
         points: evaluation.points,
         alarms: evaluation.alarms,
         ...(evaluation.hold ? { hold: evaluation.hold } : {}),
+        ...(evaluation.monitorState ? { monitorState: evaluation.monitorState } : {}),
       });
       if (sequence === FAULTY) {
         const alarm = evaluation.alarms.find((a: AlarmInput) => a.ruleId === 'RUN');
@@ -157,6 +161,8 @@ describe('the chamber monitor on the chamber page (evaluator records in a real S
     expect(bad.spe).toBeGreaterThan(spe);
     expect(bad.rules).toContain('SPE');
     expect(m.alarmedRuns).toBe(m.points.filter((p) => p.runAlarmed).length);
+    // What the monitor remembers of the recipe, from the store's state record: judging since Phase I completed.
+    expect(m.state).toMatchObject({ phase: 'judging', modelVersion: 1, runs: RUNS - PHASE_I + 1, sequence: RUNS, runId: `run-${RUNS}` });
     // The model is not a U-chart; the monitor's indicators without a violation are not either.
     expect(detail.charts.some((c) => c.indicatorKey === 'R1|m:model')).toBe(false);
     expect(detail.charts.every((c) => c.monitor === null || c.violations > 0)).toBe(true);

@@ -362,6 +362,10 @@ export class ProcessingService implements ChamberWork, OnApplicationBootstrap, O
       outbox: s.outbox,
       strategies: s.strategies,
       chamberMetadata: s.chamberMetadata,
+      monitorState: {
+        get: timed('read', (c: ChamberRef, recipe: string) => s.monitorState.get(c, recipe)),
+        list: (c: ChamberRef) => s.monitorState.list(c),
+      },
     };
   }
 

@@ -67,3 +67,21 @@ export class HistoryTooShortError extends Error {
     super(`the run needs the newest ${runs} runs of history: ${reason}`);
   }
 }
+
+/**
+ * The chamber monitor's stored state for the run's recipe was not given, but the recipe's newest run
+ * kept its memory in one (its model point carries `POINT_FLAGS.MEMORY_IN_STATE`): judging the run with
+ * a fresh memory would restart the adaptive centre and the MEWMA silently. Nothing was judged; pass
+ * `EvaluationInput.monitorState` (the store's `monitorState.get(chamber, recipe)`).
+ */
+export class MonitorStateMissingError extends Error {
+  override readonly name = 'MonitorStateMissingError';
+
+  constructor(
+    readonly recipe: string | undefined,
+    /** Sequence of the recipe's newest run, which kept its memory in the state. */
+    readonly sequence: number,
+  ) {
+    super(`the monitor state of recipe ${recipe ?? '(none)'} was not given, but its run at sequence ${sequence} kept its memory in it`);
+  }
+}

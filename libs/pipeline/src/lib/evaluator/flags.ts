@@ -19,7 +19,12 @@ import type { RunPointSet, UChartPoint } from '@defender/contracts';
  * steady state (`EvaluationInput.historyLimit` below the full history) may leave it out: the
  * defender's history cache does not keep it (ADR 0015).
  *
- * Bits 29-31 are reserved (always 0).
+ * `MEMORY_IN_STATE` marks the monitor model's point of a run whose memory (counts, MEWMA vector,
+ * adaptive centre) went to the recipe's monitor state record with it (`CommitRunInput.monitorState`):
+ * a later run of the recipe must be given that state, and never starts afresh without it. An earlier
+ * release's points lack it; their memory is in the model point's chart fields and level points.
+ *
+ * Bits 30-31 are reserved (always 0).
  */
 export const POINT_FLAGS = {
   RUN_ALARMED: 1 << 0,
@@ -52,6 +57,7 @@ export const POINT_FLAGS = {
   CONSTANT: 1 << 26,
   RESIDUAL: 1 << 27,
   BASELINE_DATA: 1 << 28,
+  MEMORY_IN_STATE: 1 << 29,
 } as const;
 
 /** A named bit of {@link POINT_FLAGS}. */

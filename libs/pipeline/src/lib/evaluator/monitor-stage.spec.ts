@@ -131,10 +131,10 @@ describe('chamber monitor in the run evaluator', () => {
     expect(params.notCharted.some((n) => n.key === 'R1|m/SP_001@Main:mean')).toBe(true);
   });
 
-  it("carries the adaptive centre in each judged run's points: after the extension, the previous run is all the history a run needs", () => {
+  it("carries the adaptive centre in the recipe's state, not in points: after the extension, the state is all the memory a run needs", () => {
     const rand = seededRandom(21);
     const chamber = new SimulatedChamber(createRunEvaluator());
-    const extending = { ...doc, monitor: { baseline: { minRuns: 30, extendTo: 40 }, mewma: false } };
+    const extending = { ...doc, monitor: { baseline: { minRuns: 30, extendTo: 40 }, mewma: { lambda: 0.2 } } };
     // A slow level drift of both sensors, followed by the centre.
     const drifting = (i: number) => {
       const t = run(i, rand);
@@ -142,23 +142,34 @@ describe('chamber monitor in the run evaluator', () => {
       return { ...t, svids: new Map([...t.svids].map(([k, xs]) => [k, k === 'SP_001' ? xs : shift(xs, 0.02 * i)])) };
     };
     const evaluator = createRunEvaluator();
-    let last;
-    for (let i = 0; i < 70; i++) last = chamber.process(drifting(i), 'R1', extending);
-    const points = last!.evaluation.points;
-    const offset = points.find((p) => p.indicatorKey === 'R1|m/Pressure@*:offset');
-    expect(offset?.limitsVersion).toBe(2);
-    expect(offset?.value).toBeGreaterThan(0.1); // the drift since the extension's Phase I, followed
-    expect(points.some((p) => p.indicatorKey === 'R1|m/Flow@*:offset')).toBe(true);
-    // The same run judged with the whole history and with only the run before it: the same records.
+    const states = [];
+    for (let i = 0; i < 70; i++) {
+      const r = chamber.process(drifting(i), 'R1', extending);
+      states.push(r.evaluation.monitorState);
+    }
+    // Phase I counts its runs; then the runs judged by each version are counted from 1.
+    expect(states[0]).toEqual({ phase: 'collecting', modelVersion: 1, runs: 1 });
+    expect(states[28]).toEqual({ phase: 'collecting', modelVersion: 1, runs: 29 });
+    expect(states[29]).toMatchObject({ phase: 'judging', modelVersion: 1, judgedRuns: 1 });
+    const state = chamber.monitorState('R1');
+    expect(state).toMatchObject({ phase: 'judging', modelVersion: 2 });
+    if (state?.phase !== 'judging') throw new Error('judging expected');
+    expect(state.levelOffsets['Pressure']).toBeGreaterThan(0.1); // the drift since the extension's Phase I, followed
+    // The setpoint is constant in Phase I, not charted: it has no level to follow.
+    expect(Object.keys(state.levelOffsets).sort()).toEqual(['Flow', 'Pressure']);
+    expect(state.mewma?.length).toBeGreaterThan(0);
+    // No point carries memory: no level points, no counts or MEWMA vector in the model's point.
+    const points = chamber.committed.at(-1)!.points;
+    expect(points.some((p) => p.indicatorKey.endsWith(':offset'))).toBe(false);
+    expect(Object.keys(points.find((p) => p.indicatorKey === 'R1|m:model')?.chart ?? {}).sort()).toEqual(['mewma', 'spe']);
+    // The same run judged with the whole history and with none: the same records.
     const judged = chamber.process(drifting(70), 'R1', extending);
-    // A worker read the steady state's history (escalation's 5 runs + 5) and needed no more.
-    const { historyLimit, ...read } = judged.input;
-    expect(historyLimit).toBe(10);
-    expect(read.history).toHaveLength(10);
+    const { historyLimit: _limit, ...read } = judged.input;
     const whole = { ...read, history: chamber.committed.slice(0, -1) };
     expect(whole.history).toHaveLength(70);
     expect(evaluator.evaluate(whole)).toEqual(judged.evaluation);
-    expect(evaluator.evaluate({ ...whole, history: whole.history.slice(-1) })).toEqual(judged.evaluation);
+    expect(evaluator.evaluate({ ...whole, history: [] })).toEqual(judged.evaluation);
+    expect(judged.evaluation.monitorState).toMatchObject({ phase: 'judging', modelVersion: 2, judgedRuns: state.judgedRuns + 1 });
   });
 
   it('reads the steady state\'s history and more only when a run needs it, judging every run as with the whole history', () => {

@@ -1,11 +1,8 @@
-import {
-  RECORD_LIMITS,
-  type ChamberRef,
-  type JsonObject,
-  type LimitSetRecord,
-  type RunPointSet,
-  type UChartPoint,
-} from '@defender/contracts';
+/**
+ * The chamber monitor's stage of a run's evaluation: the run's indicators, Phase I and its extension
+ * (model fits), the run judged against the model, and the recipe's state after the run.
+ */
+import type { ChamberRef, LimitSetRecord, MonitorState, RunPointSet, UChartPoint } from '@defender/contracts';
 import {
   fitMonitorModel,
   levelCentre,
@@ -13,9 +10,6 @@ import {
   nextLevelOffsets,
   MONITOR_MODEL_KEY,
   MonitorBaselineError,
-  monitorGroup,
-  monitorKey,
-  monitorLayout,
   monitorValues,
   scoreMonitorRun,
   type DefenseStrategy,
@@ -23,18 +17,18 @@ import {
   type LevelTerms,
   type MonitorModel,
   type MonitorSpec,
-  type MonitorStatistic,
-  type MonitorLayout,
   type MonitorViolation,
 } from '@defender/defense-rules';
 import type { IndicatorCalculator, Trace } from '@defender/uchart';
-import { xxh64Hex } from '@defender/hashing';
-import { MONITOR_PART_CHART_TYPE } from './chart-types';
 import { POINT_FLAGS } from './flags';
+import { DecodedHistory, judgedRunsInHistory, memoryOfHistory, memoryOfState } from './monitor-memory';
+import { decodeModel, encodeModel } from './monitor-model-store';
+import { CONSTANT_STATISTICS, judgedSpecs, phaseOneSpecs } from './monitor-specs';
 import { pendingBaselineOf, type PendingBaseline } from './rebaseline';
 
-/** Limit-set chart type of a monitor model (its JSON in `params.model`). */
-export const MONITOR_CHART_TYPE = 'monitor';
+export { MONITOR_CHART_TYPE, modelPartKey } from './monitor-model-store';
+export { MONITOR_COUNT_KEYS } from './monitor-memory';
+export { judgedSpecs, phaseOneSpecs } from './monitor-specs';
 
 /** The monitor's result for one run (before flags). */
 export interface MonitorStageResult {
@@ -56,388 +50,8 @@ export interface MonitorStageResult {
   readonly skipped: { indicatorKey: string; reason: string }[];
   readonly t2: number | null;
   readonly spe: number | null;
-}
-
-/**
- * Characters of the model's JSON per part. A limit set's params serialise to at most 1 MiB
- * (contracts RECORD_LIMITS.jsonBytes) and a part's text is escaped once more inside them; a chamber
- * with a hundred sensors has thousands of indicators, several MB of model.
- */
-const PART_CHARS = 400_000;
-
-/** Store key of part `i` (1-based) of the model stored under `modelKey`. */
-export function modelPartKey(modelKey: string, i: number): string {
-  return `${modelKey}/part${i}`;
-}
-
-/** What a reader without the model (the dashboard) needs of a model stored in parts. */
-function modelSummary(model: MonitorModel): JsonObject {
-  const notCharted: Record<string, number> = {};
-  for (const nc of model.notCharted) notCharted[nc.reason] = (notCharted[nc.reason] ?? 0) + 1;
-  return {
-    charted: model.variables.length,
-    notCharted,
-    t2: model.pca ? model.pca.limits.t2 : null,
-    spe: model.pca ? model.pca.limits.spe : null,
-    components: model.pca ? model.pca.components : null,
-    explainedVariance: model.pca ? model.pca.explainedVariance : null,
-    mewma: model.mewma ? model.mewma.limit : null,
-  };
-}
-
-/** Decoded models by chamber, key, version and content digest: a model in parts is parsed once. */
-const DECODED = new Map<string, MonitorModel>();
-const DECODED_MAX = 256;
-/** Models stored whole, by their params object (the store hands out the same object while cached). */
-const DECODED_WHOLE = new WeakMap<object, MonitorModel>();
-
-function checkedModel(m: unknown, version: number): MonitorModel | string {
-  if (typeof m !== 'object' || m === null) return 'params.model is missing';
-  const model = m as MonitorModel;
-  if (
-    model.kind !== 'monitor' ||
-    !Array.isArray(model.variables) ||
-    !Array.isArray(model.center) ||
-    !Array.isArray(model.scale) ||
-    model.center.length !== model.variables.length ||
-    model.scale.length !== model.variables.length ||
-    !Array.isArray(model.notCharted)
-  ) {
-    return 'params.model is not a monitor model of this version';
-  }
-  return { ...model, version };
-}
-
-/**
- * The monitor model of the limit set `rec` (its parts, when it has them, from `limits`: the same
- * version of each part key, joined and checked against the head's digest), or why it cannot be read.
- */
-function decodeModel(rec: LimitSetRecord, limits: readonly LimitSetRecord[]): MonitorModel | string {
-  if (rec.chartType !== MONITOR_CHART_TYPE) return `limit set is a ${rec.chartType} chart, not a monitor`;
-  const parts = rec.params['parts'];
-  if (parts === undefined) {
-    const hit = DECODED_WHOLE.get(rec.params);
-    if (hit && hit.version === rec.version) return hit;
-    const model = checkedModel(rec.params['model'], rec.version);
-    if (typeof model !== 'string') DECODED_WHOLE.set(rec.params, model);
-    return model;
-  }
-  const digest = rec.params['digest'];
-  if (!(typeof parts === 'number' && Number.isSafeInteger(parts) && parts >= 1) || typeof digest !== 'string') {
-    return 'params.parts / params.digest of a model in parts are invalid';
-  }
-  const id = `${rec.toolId}:${rec.chamberId}|${rec.indicatorKey}|${rec.version}|${digest}`;
-  const hit = DECODED.get(id);
-  if (hit) return hit;
-  const texts: string[] = [];
-  for (let i = 1; i <= parts; i++) {
-    const key = modelPartKey(rec.indicatorKey, i);
-    const part = limits.find((l) => l.indicatorKey === key && l.version === rec.version && l.chartType === MONITOR_PART_CHART_TYPE);
-    const text = part?.params['text'];
-    if (typeof text !== 'string') return `part ${i} of ${parts} of model v${rec.version} is missing`;
-    texts.push(text);
-  }
-  const json = texts.join('');
-  if (xxh64Hex(json) !== digest) return `the parts of model v${rec.version} do not match its digest`;
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(json);
-  } catch {
-    return `the parts of model v${rec.version} are not JSON`;
-  }
-  const model = checkedModel(parsed, rec.version);
-  if (typeof model !== 'string') {
-    if (DECODED.size >= DECODED_MAX) DECODED.delete(DECODED.keys().next().value as string);
-    DECODED.set(id, model);
-  }
-  return model;
-}
-
-/**
- * The limit sets of a fitted model, in the order to store them: the model itself as `params.model`
- * of one limit set under `key` when it fits, else its JSON in parts (`<key>/part<i>`, chart type
- * {@link MONITOR_PART_CHART_TYPE}, same version) first and then the head under `key` with the
- * number of parts, their digest and a summary. A reader that sees the head finds every part.
- */
-function encodeModel(
-  chamber: ChamberRef,
-  key: string,
-  model: MonitorModel,
-  now: Date,
-  reason: 'initial' | 'manual' | 'extended',
-  excludedRunIds: readonly string[],
-): LimitSetRecord[] {
-  const record = (indicatorKey: string, chartType: string, params: JsonObject): LimitSetRecord => ({
-    ...chamber,
-    indicatorKey,
-    version: model.version,
-    chartType,
-    center: 0,
-    sigma: null,
-    lcl: null,
-    ucl: chartType === MONITOR_CHART_TYPE && model.pca ? model.pca.limits.t2 : null,
-    params,
-    baseline: { reason, runIds: [...model.baselineRunIds], excludedRunIds: [...excludedRunIds] },
-    createdAt: now,
-  });
-  const json = JSON.stringify(model);
-  if (json.length <= PART_CHARS) return [record(key, MONITOR_CHART_TYPE, { model: model as unknown as JsonObject })];
-  const parts: LimitSetRecord[] = [];
-  for (let at = 0, i = 1; at < json.length; at += PART_CHARS, i++) {
-    parts.push(record(modelPartKey(key, i), MONITOR_PART_CHART_TYPE, { text: json.slice(at, at + PART_CHARS) }));
-  }
-  return [...parts, record(key, MONITOR_CHART_TYPE, { parts: parts.length, digest: xxh64Hex(json), summary: modelSummary(model) })];
-}
-
-/** The statistics of a constant window worth checking: a change of any statistic changes one of them. */
-const CONSTANT_CHECKS = /:(min|max|mean|max-mean|mean-min)$/;
-
-/** What a Phase I run stores of a window whose samples are all equal (see {@link runMonitorStage}). */
-const CONSTANT_STATISTICS: ReadonlySet<string> = new Set(['mean', 'min', 'max']);
-
-/** The indicators selected for a run (see {@link phaseOneSpecs} and {@link judgedSpecs}). */
-interface SelectedSpecs {
-  /** Store keys (`prefix` + monitor key), one per spec of `wanted`. */
-  readonly keys: string[];
-  readonly wanted: MonitorSpec[];
-  /** Per spec of `wanted`: the index of its window's range spec in `windows` (Phase I), else -1. */
-  readonly windowOfSpec: number[];
-  /** Phase I: a range spec of each window with a wanted spec (tells constant windows apart); else empty. */
-  readonly windows: MonitorSpec[];
-}
-
-function specOf(key: string, svid: string, w: MonitorLayout['windows'][number], statistic: MonitorStatistic, despike: boolean): MonitorSpec {
-  return despike
-    ? { key, svid, windowName: w.name, window: w.window, statistic, filter: 'median3' }
-    : { key, svid, windowName: w.name, window: w.window, statistic };
-}
-
-/** A key over the store's limit, as `skipped` reports it. */
-function tooLong(prefix: string, svid: string, window: string, statistic: MonitorStatistic, limit: number): { indicatorKey: string; reason: string } {
-  return { indicatorKey: (prefix + monitorKey(svid, window, statistic)).slice(0, limit), reason: `key-too-long: over ${limit} characters` };
-}
-
-/**
- * Phase I's indicators of a run: every SVID x window x statistic of the layout, in the order of
- * `monitorSpecs`, with their store keys (`prefix` + monitor key); keys over the store's limit are
- * reported in `skipped` instead.
- */
-export function phaseOneSpecs(trace: Trace, cfg: MonitorConfig, prefix: string, skipped: { indicatorKey: string; reason: string }[]): SelectedSpecs {
-  const { svids, windows } = monitorLayout(trace, cfg);
-  const limit = RECORD_LIMITS.indicatorKey;
-  const statistics = cfg.statistics;
-  const out: SelectedSpecs = { keys: [], wanted: [], windowOfSpec: [], windows: [] };
-  // Indexed loops, not for-of: they run for every SVID window of a run, and iterator results were
-  // a third of what selecting a run's indicators allocated (not optimized away).
-  for (let i = 0; i < svids.length; i++) {
-    const svid = svids[i] as string;
-    for (let j = 0; j < windows.length; j++) {
-      const w = windows[j] as MonitorLayout['windows'][number];
-      const group = prefix + monitorGroup(svid, w.name);
-      let range = -1;
-      for (let s = 0; s < statistics.length; s++) {
-        const statistic = statistics[s] as MonitorStatistic;
-        if (group.length + statistic.length > limit) {
-          skipped.push(tooLong(prefix, svid, w.name, statistic, limit));
-          continue;
-        }
-        const key = group + statistic;
-        if (range < 0) {
-          out.windows.push(specOf('', svid, w, 'range', cfg.despike));
-          range = out.windows.length - 1;
-        }
-        out.keys.push(key);
-        out.wanted.push(specOf(key.slice(prefix.length), svid, w, statistic, cfg.despike));
-        out.windowOfSpec.push(range);
-      }
-    }
-  }
-  return out;
-}
-
-/** Index of each statistic of a strategy's list (one map per list: a strategy has a handful). */
-const STATISTIC_INDEX = new WeakMap<readonly string[], ReadonlyMap<string, number>>();
-
-function statisticIndex(statistics: readonly string[]): ReadonlyMap<string, number> {
-  let index = STATISTIC_INDEX.get(statistics);
-  if (!index) {
-    const m = new Map<string, number>();
-    statistics.forEach((s, i) => {
-      if (!m.has(s)) m.set(s, i);
-    });
-    STATISTIC_INDEX.set(statistics, (index = m));
-  }
-  return index;
-}
-
-/**
- * The indicators a model judges in a run: its charted indicators and the checked statistics of its
- * constant windows that this run's layout has, in the order of `monitorSpecs`, each with its store key
- * (the model's own key string). Found from the model's keys, so a judged run builds no key of the
- * layout: a key `<prefix>m/<svid>@<window>:<statistic>` is split at each window name of the layout that
- * ends its group (an SVID may hold `@`), and kept when the SVID is the layout's. Keys of the layout
- * over the store's limit are reported in `skipped`, as in Phase I (found by their length alone).
- */
-export function judgedSpecs(trace: Trace, cfg: MonitorConfig, prefix: string, model: MonitorModel, skipped: { indicatorKey: string; reason: string }[]): SelectedSpecs {
-  const { svids, windows } = monitorLayout(trace, cfg);
-  const limit = RECORD_LIMITS.indicatorKey;
-  const statistics = cfg.statistics;
-  const base = prefix.length + 2; // `${prefix}m/`
-  let longest = 0;
-  for (let s = 0; s < statistics.length; s++) longest = Math.max(longest, (statistics[s] as string).length);
-  let longestWindow = 0;
-  for (let j = 0; j < windows.length; j++) longestWindow = Math.max(longestWindow, (windows[j] as MonitorLayout['windows'][number]).name.length);
-  const svidIndex = new Map<string, number>();
-  for (let i = 0; i < svids.length; i++) {
-    const svid = svids[i] as string;
-    if (!svidIndex.has(svid)) svidIndex.set(svid, i);
-    if (base + svid.length + 1 + longestWindow + 1 + longest <= limit) continue;
-    for (let j = 0; j < windows.length; j++) {
-      const name = (windows[j] as MonitorLayout['windows'][number]).name;
-      for (let s = 0; s < statistics.length; s++) {
-        const statistic = statistics[s] as MonitorStatistic;
-        if (base + svid.length + 1 + name.length + 1 + statistic.length > limit) skipped.push(tooLong(prefix, svid, name, statistic, limit));
-      }
-    }
-  }
-  const stats = statisticIndex(statistics);
-  // Each match as one number, ordered as monitorSpecs orders its indicators.
-  const codes: number[] = [];
-  const matched: string[] = [];
-  const match = (key: string): void => {
-    if (!key.startsWith(prefix) || key.charCodeAt(prefix.length) !== 0x6d /* m */ || key.charCodeAt(prefix.length + 1) !== 0x2f /* / */) return;
-    const colon = key.lastIndexOf(':');
-    const s = colon > base ? stats.get(key.slice(colon + 1)) : undefined;
-    if (s === undefined) return;
-    for (let j = 0; j < windows.length; j++) {
-      const name = (windows[j] as MonitorLayout['windows'][number]).name;
-      const at = colon - name.length - 1;
-      if (at <= base || key.charCodeAt(at) !== 0x40 /* @ */ || !key.startsWith(name, at + 1)) continue;
-      const i = svidIndex.get(key.slice(base, at));
-      if (i === undefined) continue;
-      codes.push((i * windows.length + j) * statistics.length + s);
-      matched.push(key);
-    }
-  };
-  const variables = model.variables;
-  for (let k = 0; k < variables.length; k++) match(variables[k] as string);
-  const notCharted = model.notCharted;
-  for (let k = 0; k < notCharted.length; k++) {
-    const nc = notCharted[k] as MonitorModel['notCharted'][number];
-    if (nc.reason === 'constant' && CONSTANT_CHECKS.test(nc.key)) match(nc.key);
-  }
-  const order = codes.map((_, k) => k).sort((a, b) => (codes[a] as number) - (codes[b] as number));
-  const out: SelectedSpecs = { keys: [], wanted: [], windowOfSpec: [], windows: [] };
-  let last = -1;
-  for (let r = 0; r < order.length; r++) {
-    const k = order[r] as number;
-    const code = codes[k] as number;
-    if (code === last) continue; // a key both charted and a constant check, or listed twice
-    last = code;
-    const s = code % statistics.length;
-    const j = Math.floor(code / statistics.length) % windows.length;
-    const i = Math.floor(code / statistics.length / windows.length);
-    const key = matched[k] as string;
-    out.keys.push(key);
-    out.wanted.push(specOf(key.slice(prefix.length), svids[i] as string, windows[j] as MonitorLayout['windows'][number], statistics[s] as MonitorStatistic, cfg.despike));
-    out.windowOfSpec.push(-1);
-  }
-  return out;
-}
-
-/** The model's point among a run's points (written last, so searched from the end). */
-function modelPointIn(points: readonly UChartPoint[], modelKey: string): UChartPoint | undefined {
-  for (let i = points.length - 1; i >= 0; i--) {
-    const p = points[i] as UChartPoint;
-    if (p.indicatorKey === modelKey) return p;
-  }
-  return undefined;
-}
-
-/**
- * Chart entries of the model's point that carry counts from run to run, so that a run read with a
- * short history knows whether Phase I or its extension may be due (see {@link runMonitorStage}):
- * a Phase I point counts the recipe's Phase I runs so far, a judged point the runs judged by its
- * model version so far (both including its own run).
- */
-export const MONITOR_COUNT_KEYS = { phaseOneRuns: 'phaseOneRuns', judgedRuns: 'judgedRuns', extensionCheckAt: 'extensionCheckAt' } as const;
-
-/** A count `p`'s model point carries in its chart (a positive integer), or undefined. */
-function chartCount(p: UChartPoint, key: (typeof MONITOR_COUNT_KEYS)[keyof typeof MONITOR_COUNT_KEYS]): number | undefined {
-  const n = p.chart?.[key];
-  return n !== undefined && Number.isSafeInteger(n) && n >= 1 ? n : undefined;
-}
-
-/** Phase I runs up to and including `p`'s run (0 when `p` was judged); undefined when `p` does not say. */
-function phaseOneRunsOf(p: UChartPoint): number | undefined {
-  if (p.limitsVersion !== undefined) return 0;
-  return chartCount(p, MONITOR_COUNT_KEYS.phaseOneRuns);
-}
-
-/**
- * The judged-run count from which the Phase I extension of model `version` may be due again, as the
- * last check of it left it in `p`'s run (undefined when `p` does not carry one).
- */
-function extensionCheckOf(p: UChartPoint, version: number): number | undefined {
-  if (p.limitsVersion !== version) return undefined;
-  return chartCount(p, MONITOR_COUNT_KEYS.extensionCheckAt);
-}
-
-/** Runs judged by model `version` up to and including `p`'s run (0 when `p` was not); undefined when `p` does not say. */
-function judgedRunsOf(p: UChartPoint, version: number): number | undefined {
-  if (p.limitsVersion !== version) return 0;
-  return chartCount(p, MONITOR_COUNT_KEYS.judgedRuns);
-}
-
-/**
- * The points of history runs, each decoded at most once per evaluation (a cached run decodes its
- * points anew on every read of `points`, and a run of a chamber with a hundred sensors has thousands).
- */
-class DecodedHistory {
-  private readonly decoded = new Map<RunPointSet, readonly UChartPoint[]>();
-
-  points(set: RunPointSet): readonly UChartPoint[] {
-    let pts = this.decoded.get(set);
-    if (!pts) {
-      pts = set.points;
-      this.decoded.set(set, pts);
-    }
-    return pts;
-  }
-
-  modelPoint(set: RunPointSet, modelKey: string): UChartPoint | undefined {
-    return modelPointIn(this.points(set), modelKey);
-  }
-}
-
-/**
- * Runs judged by model `version` including this one: 1 for a version fitted by this run, else the
- * previous run's count + 1 — counted in the history read when that run carries none (points stored
- * before the counts were).
- */
-function judgedRunsNow(
-  version: number,
-  fittedNow: boolean,
-  prevPoint: UChartPoint | undefined,
-  history: readonly RunPointSet[],
-  recipe: string | undefined,
-  modelKey: string,
-  decoded: DecodedHistory,
-): number {
-  if (fittedNow) return 1;
-  const carried = prevPoint ? judgedRunsOf(prevPoint, version) : 0;
-  if (carried !== undefined) return carried + 1;
-  let n = 1;
-  for (const set of history) {
-    if (recipe !== undefined && set.recipe !== undefined && set.recipe !== recipe) continue;
-    if (decoded.modelPoint(set, modelKey)?.limitsVersion === version) n++;
-  }
-  return n;
-}
-
-/** Store key suffix of an SVID's level offset (the adaptive centre's state), a point of every judged run. */
-function levelKey(svid: string): string {
-  return `m/${svid}@*:offset`;
+  /** The recipe's state after this run, to commit with it; undefined when the run leaves it as it is. */
+  readonly state: MonitorState | undefined;
 }
 
 const LEVELS = new WeakMap<MonitorModel, LevelTerms>();
@@ -470,9 +84,14 @@ export function runMonitorStage(args: {
   /** The run's recipe: history runs of other recipes are skipped without decoding them. */
   readonly recipe?: string;
   /**
+   * The recipe's stored state (what the previous run carried); without it the state is rebuilt from
+   * the history's newest model point (a chamber monitored before the state was stored).
+   */
+  readonly state?: MonitorState;
+  /**
    * Given when `history` is the newest runs of a longer history: throws (`HistoryTooShortError`) when
-   * this run may need older runs — no earlier run of the recipe among them, Phase I may complete, or
-   * its extension may be due (the counts the model's points carry say so).
+   * this run may need older runs — Phase I may complete or its extension may be due (the state says
+   * so), or, without a state, no earlier run of the recipe is among them.
    */
   readonly historyCut?: (reason: string) => never;
 }): MonitorStageResult {
@@ -514,22 +133,17 @@ export function runMonitorStage(args: {
   // material nor judgeable: no point, so that a worker dead-letters it when nothing else charted it.
   if (values.size === 0) {
     skipped.push({ indicatorKey: modelKey, reason: 'no-value: no monitored indicator has a value in this run' });
-    return { modelKey, points: [], violations: [], model, newLimitSets: [], skipped, t2: null, spe: null };
+    return { modelKey, points: [], violations: [], model, newLimitSets: [], skipped, t2: null, spe: null, state: undefined };
   }
 
   const decoded = new DecodedHistory();
-  // The newest earlier run of the recipe with a model point: its state and counts carry forward.
-  let prev: { set: RunPointSet; point: UChartPoint } | undefined;
-  for (let i = args.history.length - 1; i >= 0 && !prev; i--) {
-    const set = args.history[i] as RunPointSet;
-    if (args.recipe !== undefined && set.recipe !== undefined && set.recipe !== args.recipe) continue;
-    const point = decoded.modelPoint(set, modelKey);
-    if (point) prev = { set, point };
-  }
+  // What the previous run of the recipe carried: the stored state, else an earlier release's points.
+  const memory = args.state ? memoryOfState(args.state) : memoryOfHistory(args.history, args.recipe, modelKey, args.keyPrefix, decoded);
   const cut: ((reason: string) => never) | undefined = args.historyCut;
-  if (cut && !prev) cut('no earlier run of the recipe in the history read');
+  if (cut && memory.source === 'none') cut('no earlier run of the recipe in the history read');
   const minRuns = pending?.minRuns ?? cfg.baseline.minRuns;
-  const phaseBefore = prev ? phaseOneRunsOf(prev.point) : 0;
+  const collectingVersion = pending?.version ?? 1;
+  const phaseBefore = memory.phaseOneRuns(collectingVersion);
   let newLimitSets: LimitSetRecord[] = [];
   if (!model && !unreadable && cut) {
     if (pending) cut('the model is re-baselined');
@@ -593,8 +207,8 @@ export function runMonitorStage(args: {
   if (model && newLimitSets.length === 0 && extendTo !== false && model.baselineRunIds.length < extendTo) {
     const current = model;
     // Its usable runs are at most its Phase I runs and the runs it judged.
-    const judged = prev ? judgedRunsOf(prev.point, current.version) : 0;
-    const checkAt = prev ? extensionCheckOf(prev.point, current.version) : undefined;
+    const judged = memory.judgedRuns(current.version);
+    const checkAt = memory.extensionCheckAt(current.version);
     const due = judged === undefined || (current.baselineRunIds.length + judged >= extendTo && (checkAt === undefined || judged >= checkAt));
     if (!due) extensionCheckAt = checkAt;
     else {
@@ -649,46 +263,46 @@ export function runMonitorStage(args: {
   const points: MonitorStageResult['points'] = [];
   if (!model) {
     for (const [key, value] of values) points.push({ key, value, baselineData: true });
-    points.push({ key: modelKey, value: 0, chart: { [MONITOR_COUNT_KEYS.phaseOneRuns]: phaseRuns } });
-    return { modelKey, points, violations: [], model: null, newLimitSets, skipped, t2: null, spe: null };
+    // The model's point marks the run as one of the recipe's Phase I runs (judged by no model).
+    points.push({ key: modelKey, value: 0 });
+    const state: MonitorState = { phase: 'collecting', modelVersion: collectingVersion, runs: phaseRuns };
+    return { modelKey, points, violations: [], model: null, newLimitSets, skipped, t2: null, spe: null, state };
   }
 
-  // The previous run of the recipe judged by this model: its model point carries the MEWMA state and
-  // its level points the adaptive centre's state (runs judged by an older version start afresh).
+  // What the previous run judged by this model left: the MEWMA vector and the adaptive centre's
+  // offsets (a version fitted since, by this run or another, starts afresh).
   const judgedModel = model;
-  const previousPoints = prev && prev.point.limitsVersion === judgedModel.version ? decoded.points(prev.set) : undefined;
-  const previous = previousPoints ? prev?.point : undefined;
-  const prevState = model.mewma && previous?.chart
-    ? model.mewma.scoreScale.map((_, a) => previous.chart?.[`z${a}`] ?? 0)
-    : null;
+  const fittedNow = newLimitSets.length > 0;
+  const prevState = model.mewma && !fittedNow ? memory.mewma(model.version, model.mewma.scoreScale.length) : null;
   const levels = cfg.adapt ? levelsOf(model) : undefined;
-  const offsets = new Map<string, number>();
-  if (levels && previousPoints) {
-    const wanted = new Map(levels.svids.map((svid) => [args.keyPrefix + levelKey(svid), svid]));
-    for (const p of previousPoints) {
-      const svid = wanted.get(p.indicatorKey);
-      if (svid !== undefined && Number.isFinite(p.value)) offsets.set(svid, p.value);
-    }
-  }
+  const offsets = levels && !fittedNow ? memory.levelOffsets(model.version, levels.svids) : new Map<string, number>();
   const centre = levels ? levelCentre(model.center, levels, offsets) : undefined;
   const score = scoreMonitorRun(model, values, modelKey, prevState, centre);
   for (const key of model.variables) {
     const v = values.get(key);
     if (v !== undefined) points.push({ key, value: v, limitsVersion: model.version, baselineData: true });
   }
+  // The centre's state after this run: moved toward the run's level only when it raised no alarm.
+  const levelOffsets: Record<string, number> = {};
   if (cfg.adapt && levels) {
-    // The centre's state after this run: moved toward the run's level only when it raised no alarm.
     const row = model.variables.map((key) => values.get(key) ?? NaN);
     const next = score.violations.length === 0 ? nextLevelOffsets(model.center, levels, offsets, row, cfg.adapt.lambda) : offsets;
-    for (const svid of levels.svids) points.push({ key: args.keyPrefix + levelKey(svid), value: next.get(svid) ?? 0, limitsVersion: model.version });
+    for (const svid of levels.svids) levelOffsets[svid] = next.get(svid) ?? 0;
   }
   const chart: Record<string, number> = {};
   if (score.spe !== null) chart['spe'] = score.spe;
   if (score.mewma !== null) chart['mewma'] = score.mewma;
-  score.mewmaState?.forEach((z, a) => (chart[`z${a}`] = z));
-  if (extensionCheckAt !== undefined && newLimitSets.length === 0) chart[MONITOR_COUNT_KEYS.extensionCheckAt] = extensionCheckAt;
-  chart[MONITOR_COUNT_KEYS.judgedRuns] = judgedRunsNow(judgedModel.version, newLimitSets.length > 0, prev?.point, args.history, args.recipe, modelKey, decoded);
   points.push({ key: modelKey, value: score.t2 ?? 0, limitsVersion: model.version, chart });
+  // Runs judged by this version, this one included (counted in the history when an earlier release's point did not say).
+  const judgedBefore = fittedNow ? 0 : (memory.judgedRuns(judgedModel.version) ?? judgedRunsInHistory(args.history, args.recipe, modelKey, judgedModel.version, decoded));
+  const state: MonitorState = {
+    phase: 'judging',
+    modelVersion: judgedModel.version,
+    judgedRuns: judgedBefore + 1,
+    extensionCheckAt: extensionCheckAt !== undefined && !fittedNow ? extensionCheckAt : null,
+    mewma: score.mewmaState && score.mewmaState.length > 0 ? [...score.mewmaState] : null,
+    levelOffsets,
+  };
   if (score.missing > 0) skipped.push({ indicatorKey: modelKey, reason: `missing-indicators: ${score.missing} charted indicator(s) missing, judged at their Phase I mean` });
   return {
     modelKey,
@@ -699,6 +313,7 @@ export function runMonitorStage(args: {
     skipped,
     t2: score.t2,
     spe: score.spe,
+    state,
   };
 }
 

@@ -260,6 +260,7 @@ class DefenseRunEvaluator implements RunEvaluator {
         keyPrefix: storeKeyPrefix(recipe),
         now: input.now,
         recipe,
+        ...(input.monitorState ? { state: input.monitorState } : {}),
         ...(historyCut ? { historyCut } : {}),
       });
       skipped.push(...monitor.skipped);
@@ -305,6 +306,7 @@ class DefenseRunEvaluator implements RunEvaluator {
         let flags = runFlags | (bits.get(p.key) ?? 0);
         if (monitor.newLimitSets.length > 0 && p.limitsVersion !== undefined) flags |= POINT_FLAGS.NEW_LIMITS;
         if (p.baselineData) flags |= POINT_FLAGS.BASELINE_DATA;
+        if (p.key === monitor.modelKey && monitor.state) flags |= POINT_FLAGS.MEMORY_IN_STATE;
         points.push(monitorPoint(p, flags));
       }
     }
@@ -325,6 +327,7 @@ class DefenseRunEvaluator implements RunEvaluator {
       ...(hold ? { hold } : {}),
       newLimitSets,
       skipped,
+      ...(monitor?.state ? { monitorState: monitor.state } : {}),
     };
   }
 }

@@ -80,7 +80,7 @@ export class RunAttempt {
     // age) is skipped before it is evaluated (which could write limit sets); the commit decides.
     const appliedAt = await reads.applied;
     if (appliedAt !== undefined && appliedAt !== msg.sequence) return io.skipDuplicate(msg.sequence, n.runId);
-    const [strategy, read, limits] = await Promise.all([reads.strategy, reads.history, reads.limits]);
+    const [strategy, read, limits, monitorState] = await Promise.all([reads.strategy, reads.history, reads.limits, reads.monitorState]);
     this.deps.observer?.stage?.('history', this.deps.monotonic() - t0);
     const meta = await reads.metadata;
     if (!meta) throw new DeadLetterSignal('unknown-chamber', `${this.ctx.key} has no chamber metadata`, n.runId);
@@ -89,7 +89,14 @@ export class RunAttempt {
       msg,
       n,
       await reads.trace,
-      { history: read.runs, historyLimit: read.limit, limits, strategy: strategy?.record.document, ...(strategy ? { strategyScope: strategy.scope } : {}) },
+      {
+        history: read.runs,
+        historyLimit: read.limit,
+        limits,
+        strategy: strategy?.record.document,
+        ...(strategy ? { strategyScope: strategy.scope } : {}),
+        ...(monitorState ? { monitorState } : {}),
+      },
       reserved,
       (runs) => io.history(strategy, highWaterMark, runs),
     );
@@ -132,7 +139,7 @@ export class RunAttempt {
     msg: RunMessage,
     n: RunNotification,
     read: TraceRead,
-    ctx: Pick<EvaluationInput, 'history' | 'historyLimit' | 'limits' | 'strategy' | 'strategyScope'>,
+    ctx: Pick<EvaluationInput, 'history' | 'historyLimit' | 'limits' | 'strategy' | 'strategyScope' | 'monitorState'>,
     reserved: number,
     moreHistory: (runs: number) => Promise<HistoryRead>,
   ): Promise<{ evaluation: RunEvaluation; observation: ReturnType<typeof observeTrace> }> {

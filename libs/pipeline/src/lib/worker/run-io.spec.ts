@@ -168,6 +168,22 @@ describe('RunIO writes', () => {
     expect(store.outbox).toHaveLength(1);
   });
 
+  it("reads the run's recipe's monitor state with the attempt, and commits the evaluation's state with the run; a fenced commit leaves the stored one", async () => {
+    const { store, io } = setup();
+    store.traces.set('r1', traceOf('r1'));
+    const recipe = run('r1').recipe;
+    const before = { phase: 'collecting' as const, modelVersion: 1, runs: 4 };
+    store.monitorStates.set(recipe, { ...chamber, recipe, sequence: 2, runId: 'r0', committedAt: new Date(0), state: before });
+    expect(await io.readRun(run('r1'), 2).monitorState).toEqual(before);
+    expect(store.calls.get('monitorState')).toBe(1);
+    const after = { phase: 'collecting' as const, modelVersion: 1, runs: 5 };
+    await io.commit({ sequence: 3, runId: 'r1', recipe, committedAt: new Date(0), evaluation: { ...evaluation, monitorState: after }, events: [] });
+    expect(store.monitorStates.get(recipe)).toMatchObject({ sequence: 3, runId: 'r1', state: after });
+    store.state = { ...store.state, ownerEpoch: EPOCH + 1 };
+    await expect(io.commit({ sequence: 4, runId: 'r2', recipe, committedAt: new Date(0), evaluation: { ...evaluation, monitorState: { ...after, runs: 6 } }, events: [] })).rejects.toBeInstanceOf(FencedError);
+    expect(store.monitorStates.get(recipe)?.state).toEqual(after);
+  });
+
   it('a run id applied at another sequence is not recorded again: only the mark moves', async () => {
     const { store, cache, io } = setup();
     await io.commit({ sequence: 3, runId: 'r1', committedAt: new Date(0), evaluation, events });

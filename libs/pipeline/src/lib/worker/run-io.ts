@@ -10,6 +10,7 @@ import {
   type DeadLetter,
   type DeadLetterReason,
   type LimitSetRecord,
+  type MonitorState,
   type OutboxEventInput,
   type RunNotification,
   type RunObservation,
@@ -79,6 +80,8 @@ export interface RunReads {
   readonly trace: Promise<TraceRead>;
   /** The sequence the run id was applied at, if it was. */
   readonly applied: Promise<number | undefined>;
+  /** The chamber monitor's state for the run's recipe (what its previous run left), if one is stored. */
+  readonly monitorState: Promise<MonitorState | undefined>;
 }
 
 /** A run's results as the commit stores them. */
@@ -87,7 +90,7 @@ export interface RunCommit {
   readonly runId: string;
   readonly recipe?: string;
   readonly committedAt: Date;
-  readonly evaluation: Pick<RunEvaluation, 'points' | 'alarms' | 'hold' | 'newLimitSets'>;
+  readonly evaluation: Pick<RunEvaluation, 'points' | 'alarms' | 'hold' | 'newLimitSets' | 'monitorState'>;
   readonly events: readonly OutboxEventInput[];
 }
 
@@ -120,6 +123,7 @@ export class RunIO {
       metadata: handled(this.retry('metadata', () => this.deps.store.chamberMetadata.get(chamber))),
       trace: handled(this.readTrace(n)),
       applied: handled(this.retry('applied', () => this.deps.store.chamberState.appliedRun(chamber, n.runId))),
+      monitorState: handled(this.retry('monitor state', async () => (await this.deps.store.monitorState.get(chamber, n.recipe))?.state)),
     };
   }
 
@@ -175,6 +179,7 @@ export class RunIO {
         alarms: evaluation.alarms,
         ...(evaluation.hold ? { hold: evaluation.hold } : {}),
         events: run.events,
+        ...(evaluation.monitorState ? { monitorState: evaluation.monitorState } : {}),
       }),
     );
     this.deps.observer?.stage?.('commit', this.deps.monotonic() - t0);

@@ -5,10 +5,12 @@
  * encode -> decode) before the next run reads it.
  */
 import {
+  encodeMonitorState,
   validateCommitRunInput,
   validateLimitSet,
   type ChamberRef,
   type LimitSetRecord,
+  type MonitorState,
   type RunNotification,
   type RunPointSet,
   type StrategyScopeInfo,
@@ -90,6 +92,8 @@ export class SimulatedChamber {
   /** Committed point sets, each serialised once and parsed back (frozen), as a store would return it. */
   private readonly sets: RunPointSet[] = [];
   private readonly limitSets = new Map<string, LimitSetRecord>();
+  /** The monitor state per recipe, as the store's `monitorState` would return it (JSON round trip). */
+  private readonly states = new Map<string, MonitorState>();
   private sequence = 0;
   /** Runs that asked for more history than the steady state's (HistoryTooShortError) and were judged again. */
   longReads = 0;
@@ -109,6 +113,16 @@ export class SimulatedChamber {
     return [...this.limitSets.values()];
   }
 
+  /** The stored monitor state of a recipe. */
+  monitorState(recipe: string): MonitorState | undefined {
+    return this.states.get(recipe);
+  }
+
+  /** Forgets the stored monitor states, as a store written before they existed would have none. */
+  forgetMonitorStates(): void {
+    this.states.clear();
+  }
+
   /** Stores a limit set as if someone (an operator, another tool) had written it. */
   putLimitSet(rec: LimitSetRecord): void {
     this.limitSets.set(rec.indicatorKey, reviveDates<LimitSetRecord>(JSON.stringify(rec), 'createdAt'));
@@ -126,6 +140,7 @@ export class SimulatedChamber {
       limits: this.limits,
       strategy: strategy === undefined ? undefined : JSON.parse(JSON.stringify(strategy)),
       ...(strategyScope ? { strategyScope } : {}),
+      ...(this.states.has(recipe) ? { monitorState: this.states.get(recipe) as MonitorState } : {}),
       now,
     };
     // As a worker does: the steady state's history first, more when the run asks for it. The first read,
@@ -165,10 +180,12 @@ export class SimulatedChamber {
       points: set.points,
       ...(deadLettered ? {} : { alarms: evaluation.alarms }),
       ...(evaluation.hold && !deadLettered ? { hold: evaluation.hold } : {}),
+      ...(evaluation.monitorState && !deadLettered ? { monitorState: evaluation.monitorState } : {}),
     });
     for (const ls of evaluation.newLimitSets) validateLimitSet(ls);
     if (!deadLettered) for (const ls of evaluation.newLimitSets) this.putLimitSet(ls);
     this.sets.push(reviveDates<RunPointSet>(JSON.stringify(set), 'committedAt'));
+    if (evaluation.monitorState && !deadLettered) this.states.set(recipe, deepFreeze(JSON.parse(encodeMonitorState(evaluation.monitorState)) as MonitorState));
     return { sequence, evaluation, deadLettered, input };
   }
 }

@@ -18,6 +18,7 @@ import {
   type CommitRunInput,
   type CommitRunResult,
   type LimitSetRecord,
+  type MonitorStateRecord,
   type OutboxEntry,
   type RunObservation,
   type RunPointSet,
@@ -156,7 +157,7 @@ export class FakeSink implements EventSink {
 
 const unused = (): Promise<never> => Promise.reject(new Error('not used by the worker'));
 
-type StoreOp = 'claim' | 'commitRun' | 'appliedRun' | 'bindStream' | 'pending' | 'markPublished' | 'latest' | 'currentLimitSets' | 'putLimitSet' | 'metadata' | 'trace' | 'recordObservation';
+type StoreOp = 'claim' | 'commitRun' | 'appliedRun' | 'bindStream' | 'pending' | 'markPublished' | 'latest' | 'currentLimitSets' | 'putLimitSet' | 'metadata' | 'trace' | 'recordObservation' | 'monitorState';
 
 /**
  * One chamber's store as the store contract describes it: the owner epoch fences every write
@@ -175,6 +176,8 @@ export class FakeStore {
   readonly limitSets: LimitSetRecord[] = [];
   strategies: StrategyRecord[] = [];
   readonly observations: RunObservation[] = [];
+  /** The monitor state per recipe, written by commits that carry one. */
+  readonly monitorStates = new Map<string, MonitorStateRecord>();
   /** Calls per operation. */
   readonly calls = new Map<StoreOp, number>();
   readonly before: Partial<Record<StoreOp, Hook>> = {};
@@ -274,6 +277,13 @@ export class FakeStore {
       recomputeWeights: unused,
     },
     alarms: { list: unused, ofRun: unused, hold: unused, releaseHold: unused },
+    monitorState: {
+      get: async (_c, recipe) => {
+        await this.enter('monitorState', recipe);
+        return this.monitorStates.get(recipe);
+      },
+      list: unused,
+    },
   };
 
   private commit(input: CommitRunInput): CommitRunResult {
@@ -291,6 +301,9 @@ export class FakeStore {
     this.applied.set(input.runId, input.sequence);
     for (const alarm of input.alarms ?? []) this.alarms.push({ sequence: input.sequence, alarm });
     for (const [index, e] of (input.events ?? []).entries()) this.outbox.push({ ...e, ...chamber, sequence: input.sequence, index });
+    if (input.monitorState && input.recipe) {
+      this.monitorStates.set(input.recipe, { ...chamber, recipe: input.recipe, sequence: input.sequence, runId: input.runId, committedAt: input.committedAt, state: input.monitorState });
+    }
     this.state = { ...this.state, ownerEpoch: input.epoch, ownerId: input.ownerId, highWaterMark: input.sequence };
     return { outcome: 'applied', state: this.state };
   }

@@ -1,0 +1,144 @@
+/**
+ * The chamber monitor's fitted model stored as limit sets: the model's JSON as `params.model` of one
+ * limit set under the model key, or, when it is large, in parts with a head that names their number
+ * and digest. Decoded models are remembered per version and digest (a model in parts is parsed once).
+ */
+import type { ChamberRef, JsonObject, LimitSetRecord } from '@defender/contracts';
+import type { MonitorModel } from '@defender/defense-rules';
+import { xxh64Hex } from '@defender/hashing';
+import { MONITOR_PART_CHART_TYPE } from './chart-types';
+
+/** Limit-set chart type of a monitor model (its JSON in `params.model`). */
+export const MONITOR_CHART_TYPE = 'monitor';
+
+/**
+ * Characters of the model's JSON per part. A limit set's params serialise to at most 1 MiB
+ * (contracts RECORD_LIMITS.jsonBytes) and a part's text is escaped once more inside them; a chamber
+ * with a hundred sensors has thousands of indicators, several MB of model.
+ */
+const PART_CHARS = 400_000;
+
+/** Store key of part `i` (1-based) of the model stored under `modelKey`. */
+export function modelPartKey(modelKey: string, i: number): string {
+  return `${modelKey}/part${i}`;
+}
+
+/** What a reader without the model (the dashboard) needs of a model stored in parts. */
+function modelSummary(model: MonitorModel): JsonObject {
+  const notCharted: Record<string, number> = {};
+  for (const nc of model.notCharted) notCharted[nc.reason] = (notCharted[nc.reason] ?? 0) + 1;
+  return {
+    charted: model.variables.length,
+    notCharted,
+    t2: model.pca ? model.pca.limits.t2 : null,
+    spe: model.pca ? model.pca.limits.spe : null,
+    components: model.pca ? model.pca.components : null,
+    explainedVariance: model.pca ? model.pca.explainedVariance : null,
+    mewma: model.mewma ? model.mewma.limit : null,
+  };
+}
+
+/** Decoded models by chamber, key, version and content digest: a model in parts is parsed once. */
+const DECODED = new Map<string, MonitorModel>();
+const DECODED_MAX = 256;
+/** Models stored whole, by their params object (the store hands out the same object while cached). */
+const DECODED_WHOLE = new WeakMap<object, MonitorModel>();
+
+function checkedModel(m: unknown, version: number): MonitorModel | string {
+  if (typeof m !== 'object' || m === null) return 'params.model is missing';
+  const model = m as MonitorModel;
+  if (
+    model.kind !== 'monitor' ||
+    !Array.isArray(model.variables) ||
+    !Array.isArray(model.center) ||
+    !Array.isArray(model.scale) ||
+    model.center.length !== model.variables.length ||
+    model.scale.length !== model.variables.length ||
+    !Array.isArray(model.notCharted)
+  ) {
+    return 'params.model is not a monitor model of this version';
+  }
+  return { ...model, version };
+}
+
+/**
+ * The monitor model of the limit set `rec` (its parts, when it has them, from `limits`: the same
+ * version of each part key, joined and checked against the head's digest), or why it cannot be read.
+ */
+export function decodeModel(rec: LimitSetRecord, limits: readonly LimitSetRecord[]): MonitorModel | string {
+  if (rec.chartType !== MONITOR_CHART_TYPE) return `limit set is a ${rec.chartType} chart, not a monitor`;
+  const parts = rec.params['parts'];
+  if (parts === undefined) {
+    const hit = DECODED_WHOLE.get(rec.params);
+    if (hit && hit.version === rec.version) return hit;
+    const model = checkedModel(rec.params['model'], rec.version);
+    if (typeof model !== 'string') DECODED_WHOLE.set(rec.params, model);
+    return model;
+  }
+  const digest = rec.params['digest'];
+  if (!(typeof parts === 'number' && Number.isSafeInteger(parts) && parts >= 1) || typeof digest !== 'string') {
+    return 'params.parts / params.digest of a model in parts are invalid';
+  }
+  const id = `${rec.toolId}:${rec.chamberId}|${rec.indicatorKey}|${rec.version}|${digest}`;
+  const hit = DECODED.get(id);
+  if (hit) return hit;
+  const texts: string[] = [];
+  for (let i = 1; i <= parts; i++) {
+    const key = modelPartKey(rec.indicatorKey, i);
+    const part = limits.find((l) => l.indicatorKey === key && l.version === rec.version && l.chartType === MONITOR_PART_CHART_TYPE);
+    const text = part?.params['text'];
+    if (typeof text !== 'string') return `part ${i} of ${parts} of model v${rec.version} is missing`;
+    texts.push(text);
+  }
+  const json = texts.join('');
+  if (xxh64Hex(json) !== digest) return `the parts of model v${rec.version} do not match its digest`;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(json);
+  } catch {
+    return `the parts of model v${rec.version} are not JSON`;
+  }
+  const model = checkedModel(parsed, rec.version);
+  if (typeof model !== 'string') {
+    if (DECODED.size >= DECODED_MAX) DECODED.delete(DECODED.keys().next().value as string);
+    DECODED.set(id, model);
+  }
+  return model;
+}
+
+/**
+ * The limit sets of a fitted model, in the order to store them: the model itself as `params.model`
+ * of one limit set under `key` when it fits, else its JSON in parts (`<key>/part<i>`, chart type
+ * {@link MONITOR_PART_CHART_TYPE}, same version) first and then the head under `key` with the
+ * number of parts, their digest and a summary. A reader that sees the head finds every part.
+ */
+export function encodeModel(
+  chamber: ChamberRef,
+  key: string,
+  model: MonitorModel,
+  now: Date,
+  reason: 'initial' | 'manual' | 'extended',
+  excludedRunIds: readonly string[],
+): LimitSetRecord[] {
+  const record = (indicatorKey: string, chartType: string, params: JsonObject): LimitSetRecord => ({
+    ...chamber,
+    indicatorKey,
+    version: model.version,
+    chartType,
+    center: 0,
+    sigma: null,
+    lcl: null,
+    ucl: chartType === MONITOR_CHART_TYPE && model.pca ? model.pca.limits.t2 : null,
+    params,
+    baseline: { reason, runIds: [...model.baselineRunIds], excludedRunIds: [...excludedRunIds] },
+    createdAt: now,
+  });
+  const json = JSON.stringify(model);
+  if (json.length <= PART_CHARS) return [record(key, MONITOR_CHART_TYPE, { model: model as unknown as JsonObject })];
+  const parts: LimitSetRecord[] = [];
+  for (let at = 0, i = 1; at < json.length; at += PART_CHARS, i++) {
+    parts.push(record(modelPartKey(key, i), MONITOR_PART_CHART_TYPE, { text: json.slice(at, at + PART_CHARS) }));
+  }
+  return [...parts, record(key, MONITOR_CHART_TYPE, { parts: parts.length, digest: xxh64Hex(json), summary: modelSummary(model) })];
+}
+
