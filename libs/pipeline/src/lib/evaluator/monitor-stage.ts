@@ -2,7 +2,7 @@
  * The chamber monitor's stage of a run's evaluation: the run's indicators, Phase I and its extension
  * (model fits), the run judged against the model, and the recipe's state after the run.
  */
-import type { ChamberRef, LimitSetRecord, MonitorState, RunPointSet, UChartPoint } from '@defender/contracts';
+import type { LimitSetRecord, MonitorState, RunPointSet, UChartPoint } from '@defender/contracts';
 import {
   fitMonitorModel,
   levelCentre,
@@ -19,12 +19,13 @@ import {
   type MonitorSpec,
   type MonitorViolation,
 } from '@defender/defense-rules';
-import type { IndicatorCalculator, Trace } from '@defender/uchart';
 import { POINT_FLAGS } from './flags';
 import { DecodedHistory, judgedRunsInHistory, memoryOfHistory, memoryOfState } from './monitor-memory';
 import { decodeModel, encodeModel } from './monitor-model-store';
 import { CONSTANT_STATISTICS, judgedSpecs, phaseOneSpecs } from './monitor-specs';
 import { pendingBaselineOf, type PendingBaseline } from './rebaseline';
+import type { DetectorInput } from './detector';
+import { storeKeyPrefix } from './store-keys';
 
 export { MONITOR_CHART_TYPE, modelPartKey } from './monitor-model-store';
 export { MONITOR_COUNT_KEYS } from './monitor-memory';
@@ -68,33 +69,19 @@ function levelsOf(model: MonitorModel): LevelTerms {
 /**
  * Runs the strategy's monitor on one run: its indicators from the trace; in Phase I, the points only
  * (and the model once `baseline.minRuns` runs exist, which then judges this run already); after it,
- * the run judged against the model. A monitor key's store key is `keyPrefix` + key (`<recipe>|<key>`).
+ * the run judged against the model. A monitor key's store key is the recipe's prefix + key (`<recipe>|<key>`).
  */
-export function runMonitorStage(args: {
-  readonly strategy: DefenseStrategy & { readonly monitor: MonitorConfig };
-  readonly trace: Trace;
-  readonly calculator: IndicatorCalculator;
-  readonly chamber: ChamberRef;
-  readonly runId: string;
-  readonly history: readonly RunPointSet[];
-  readonly limits: readonly LimitSetRecord[];
-  /** What a monitor key is prefixed with in the store (`<recipe>|`). */
-  readonly keyPrefix: string;
-  readonly now: Date;
-  /** The run's recipe: history runs of other recipes are skipped without decoding them. */
-  readonly recipe?: string;
-  /**
-   * The recipe's stored state (what the previous run carried); without it the state is rebuilt from
-   * the history's newest model point (a chamber monitored before the state was stored).
-   */
-  readonly state?: MonitorState;
-  /**
-   * Given when `history` is the newest runs of a longer history: throws (`HistoryTooShortError`) when
-   * this run may need older runs — Phase I may complete or its extension may be due (the state says
-   * so), or, without a state, no earlier run of the recipe is among them.
-   */
-  readonly historyCut?: (reason: string) => never;
-}): MonitorStageResult {
+export function runMonitorStage(input: DetectorInput & { readonly strategy: DefenseStrategy & { readonly monitor: MonitorConfig } }): MonitorStageResult {
+  // History runs of other recipes are skipped without decoding them.
+  const args = {
+    ...input,
+    chamber: input.run.chamber,
+    runId: input.run.runId,
+    recipe: input.run.recipe,
+    keyPrefix: storeKeyPrefix(input.run.recipe),
+    state: input.monitorState,
+  };
+
   const cfg = args.strategy.monitor;
   const skipped: { indicatorKey: string; reason: string }[] = [];
   const modelKey = args.keyPrefix + MONITOR_MODEL_KEY;

@@ -1,40 +1,13 @@
-import {
-  chamberKey,
-  RECORD_LIMITS,
-  type ChamberRef,
-  type LimitSetRecord,
-  type RunPointSet,
-  type StrategyScopeInfo,
-  type TraceRecord,
-  type UChartPoint,
-} from '@defender/contracts';
-import {
-  escalationReasons,
-  evaluate,
-  historyShortfall,
-  maybeEstablishBaseline,
-  readingsFromTrace,
-  StrategyValidationError,
-  type ChamberHistory,
-  type IndicatorConfig,
-  type Reading,
-} from '@defender/defense-rules';
-import {
-  createTrace,
-  DegenerateBaselineError,
-  IndicatorCalculator,
-  InsufficientBaselineError,
-  TraceValidationError,
-  type FrozenLimits,
-  type Trace,
-} from '@defender/uchart';
+import { chamberKey, RECORD_LIMITS, type ChamberRef, type RunPointSet, type StrategyScopeInfo, type TraceRecord, type UChartPoint } from '@defender/contracts';
+import { escalationReasons, StrategyValidationError } from '@defender/defense-rules';
+import { createTrace, IndicatorCalculator, TraceValidationError, type Trace } from '@defender/uchart';
 import type { EvaluationInput, RunEvaluation, RunEvaluator } from '../ports';
 import { holdFor, holdIdOf, runAlarm, type RunIdentity } from './alarms';
-import { monitorPoint, runMonitorStage, type MonitorStageResult } from './monitor-stage';
-import { pendingBaselineOf, type PendingBaseline } from './rebaseline';
-import { decodeHistory, decodeLimits, encodeLimits, encodePoint } from './codec';
+import type { DetectorInput } from './detector';
 import { EvaluatorConfigError, HistoryTooShortError, InvalidStrategyDocumentError, InvalidTraceError } from './errors';
-import { POINT_FLAGS, ruleFlag } from './flags';
+import { POINT_FLAGS } from './flags';
+import { monitorDetector } from './monitor-detector';
+import { rulesDetector } from './rules-detector';
 import { requiredRuns, scopeIssues, steadyRuns, StrategyCache, strategyForRun, type StoredStrategy } from './strategy';
 
 /** Options of {@link createRunEvaluator}. */
@@ -66,19 +39,7 @@ export interface RunEvaluatorOptions {
   readonly strategyCacheSize?: number;
 }
 
-/**
- * The store key of an indicator: `<recipe>|<defense-rules key>` (the key is the indicator id, or
- * `<id>/<svid>` for an indicator over every SVID). An indicator is (chamber, recipe, window, SVID,
- * statistic): runs of different recipes never share a chart, a baseline or limits.
- */
-export function storeIndicatorKey(recipe: string, key: string): string {
-  return storeKeyPrefix(recipe) + key;
-}
-
-/** What every store indicator key of a recipe starts with. */
-export function storeKeyPrefix(recipe: string): string {
-  return `${recipe}|`;
-}
+export { storeIndicatorKey, storeKeyPrefix } from './store-keys';
 
 const DEFAULT_EXTRA_HISTORY_RUNS = 20;
 const DEFAULT_MIN_HISTORY_RUNS = 100;
@@ -146,7 +107,6 @@ class DefenseRunEvaluator implements RunEvaluator {
     const runId = notification.runId;
     const recipe = notification.recipe;
     const run: RunIdentity = { chamber, sequence: input.sequence, runId, recipe };
-    const skipped: { indicatorKey: string; reason: string }[] = [];
 
     const stored = this.strategies.get(input.strategy);
     // Never fail open: a chamber whose strategy is invalid is not judged by another one.
@@ -158,46 +118,7 @@ class DefenseRunEvaluator implements RunEvaluator {
     const strategy = strategyForRun(stored, { chamber: chamberKey(chamber), recipe });
     const trace = toTrace(input.trace, chamber, runId);
 
-    const readings: Reading[] = [];
-    for (const r of readingsFromTrace(trace, strategy, this.calculator)) {
-      const key = storeIndicatorKey(recipe, r.key);
-      if (key.length > RECORD_LIMITS.indicatorKey) {
-        skipped.push({
-          indicatorKey: key.slice(0, RECORD_LIMITS.indicatorKey),
-          reason: `key-too-long: over ${RECORD_LIMITS.indicatorKey} characters`,
-        });
-      } else readings.push({ ...r, key });
-    }
-    const keys = new Set(readings.map((r) => r.key));
-
-    // Current limits of this run's indicators (the newest version, should several be passed).
-    const records = new Map<string, LimitSetRecord>();
-    for (const rec of input.limits) {
-      if (!keys.has(rec.indicatorKey)) continue;
-      const seen = records.get(rec.indicatorKey);
-      if (!seen || rec.version > seen.version) records.set(rec.indicatorKey, rec);
-    }
-    const limits: Record<string, FrozenLimits> = {};
-    // Indicators whose stored limits cannot be read: judged on spec limits only, never re-baselined
-    // here (a new version would silently replace limits someone set).
-    const unreadable = new Set<string>();
-    // Indicators re-baselined by an operator: a new Phase I (the runs after the request).
-    const pending = new Map<string, PendingBaseline>();
-    for (const [key, rec] of records) {
-      const request = pendingBaselineOf(rec);
-      if (request) {
-        pending.set(key, request);
-        continue;
-      }
-      const decoded = decodeLimits(rec);
-      if (decoded.ok) limits[key] = decoded.limits;
-      else {
-        unreadable.add(key);
-        skipped.push({ indicatorKey: key, reason: `unreadable-limits: ${decoded.detail}` });
-      }
-    }
-    const history: ChamberHistory = { runs: decodeHistory(input.history, keys), limits };
-    // A history read with a limit that it reaches may lack runs this one needs: ask for all of them.
+    // A history read with a limit that it reaches may lack runs this one needs: a detector asks for all of them.
     const full = this.fullRuns(stored, input.strategyScope !== undefined);
     const historyCut =
       input.historyLimit !== undefined && input.historyLimit < full && input.history.length >= input.historyLimit
@@ -205,128 +126,50 @@ class DefenseRunEvaluator implements RunEvaluator {
             throw new HistoryTooShortError(full, reason);
           }
         : undefined;
-    if (historyCut) {
-      const shortfall = pending.size > 0 ? 'an indicator is re-baselined' : historyShortfall(history, readings, strategy);
-      if (shortfall !== undefined) historyCut(shortfall);
-    }
-
-    const newLimitSets: LimitSetRecord[] = [];
-    const fresh = new Set<string>();
-    const configs = new Map<string, IndicatorConfig>(strategy.indicators.map((c) => [c.id, c]));
-    const frozenAt = input.now.toISOString();
-    for (const r of readings) {
-      if (r.value === undefined || limits[r.key] || unreadable.has(r.key) || fresh.has(r.key)) continue;
-      const cfg = configs.get(r.indicatorId);
-      if (!cfg) continue;
-      let established: FrozenLimits | undefined;
-      const request = pending.get(r.key);
-      try {
-        established = request
-          ? maybeEstablishBaseline(
-              { ...history, runs: history.runs.filter((run) => !request.excludeRunIds.includes(run.runId)) },
-              r.key,
-              request.minRuns !== undefined ? { ...cfg, baseline: { ...cfg.baseline, minRuns: request.minRuns } } : cfg,
-              { frozenAt, version: request.version, reason: 'manual' },
-            )
-          : maybeEstablishBaseline(history, r.key, cfg, { frozenAt });
-      } catch (err) {
-        // Too many runs excluded as out of control, or no variation: Phase I keeps collecting (spec
-        // limits still apply) and the baseline is tried again with the next run.
-        if (err instanceof InsufficientBaselineError || err instanceof DegenerateBaselineError) continue;
-        throw err;
-      }
-      if (!established) continue;
-      limits[r.key] = established;
-      fresh.add(r.key);
-      newLimitSets.push(encodeLimits(chamber, r.key, established, input.now));
-    }
-
-    const evaluation = evaluate(
-      history,
-      { runId, context: { toolId: chamber.toolId, chamberId: chamber.chamberId, recipe }, readings },
+    const detectorInput: DetectorInput = {
+      run,
       strategy,
-    );
+      trace,
+      calculator: this.calculator,
+      history: input.history,
+      limits: input.limits,
+      monitorState: input.monitorState,
+      now: input.now,
+      historyCut,
+    };
+    // The strategy's detectors, each a pure step; this evaluator combines their verdicts.
+    const rules = rulesDetector.step(detectorInput);
+    const monitor = strategy.monitor ? monitorDetector.step(detectorInput) : undefined;
 
-    let monitor: MonitorStageResult | undefined;
-    if (strategy.monitor) {
-      monitor = runMonitorStage({
-        strategy: { ...strategy, monitor: strategy.monitor },
-        trace,
-        calculator: this.calculator,
-        chamber,
-        runId,
-        history: input.history,
-        limits: input.limits,
-        keyPrefix: storeKeyPrefix(recipe),
-        now: input.now,
-        recipe,
-        ...(input.monitorState ? { state: input.monitorState } : {}),
-        ...(historyCut ? { historyCut } : {}),
-      });
-      skipped.push(...monitor.skipped);
-      newLimitSets.push(...monitor.newLimitSets);
-    }
-    const monitorAlarmed = (monitor?.violations.length ?? 0) > 0;
-
-    let hold = holdFor(evaluation.actions, evaluation.violations, run);
-    if (!hold && monitorAlarmed && strategy.monitor) {
+    let hold = holdFor(rules.evaluation.actions, rules.evaluation.violations, run);
+    if (!hold && monitor?.alarmed) {
       // The legacy rules did not alarm (else their escalation already counted this run).
-      const reasons = [
-        ...(strategy.monitor.action === 'HOLD_CHAMBER' ? ['monitor violation with action HOLD_CHAMBER'] : []),
-        ...escalationReasons(history.runs, strategy.escalation),
-      ];
+      const reasons = [...(monitor.action === 'HOLD_CHAMBER' ? ['monitor violation with action HOLD_CHAMBER'] : []), ...escalationReasons(rules.history.runs, strategy.escalation)];
       if (reasons.length > 0) {
         hold = {
           holdId: holdIdOf(chamber, input.sequence),
-          ruleId: strategy.monitor.action === 'HOLD_CHAMBER' ? 'indicator-action' : 'escalation',
+          ruleId: monitor.action === 'HOLD_CHAMBER' ? 'indicator-action' : 'escalation',
           reason: `${reasons.join('; ')} (run ${runId}, sequence ${input.sequence}, recipe ${recipe})`.slice(0, RECORD_LIMITS.message),
         };
       }
     }
-    const alarmed = evaluation.record.alarmed || monitorAlarmed;
+    const alarmed = rules.alarmed || (monitor?.alarmed ?? false);
     const runFlags = (alarmed ? POINT_FLAGS.RUN_ALARMED : 0) | (hold ? POINT_FLAGS.RUN_HOLD : 0);
-    const pointFlags = new Map<string, number>();
-    for (const v of evaluation.violations) {
-      const key = v.indicator.key;
-      pointFlags.set(key, (pointFlags.get(key) ?? 0) | POINT_FLAGS.VIOLATION | ruleFlag(v.rule));
-    }
     const points: UChartPoint[] = [];
-    for (const r of readings) {
-      const p = evaluation.record.points[r.key];
-      if (!p) continue;
-      let flags = runFlags | (pointFlags.get(r.key) ?? 0);
-      if (fresh.has(r.key) && p.limitsVersion !== null) flags |= POINT_FLAGS.NEW_LIMITS;
-      points.push(encodePoint(r.key, p, flags));
-    }
-    for (const s of evaluation.skipped) skipped.push({ indicatorKey: s.key, reason: `${s.reason}: ${s.detail}` });
-    if (monitor) {
-      const bits = new Map<string, number>();
-      for (const v of monitor.violations) bits.set(v.key, (bits.get(v.key) ?? 0) | POINT_FLAGS.VIOLATION | ruleFlag(v.rule));
-      for (const p of monitor.points) {
-        let flags = runFlags | (bits.get(p.key) ?? 0);
-        if (monitor.newLimitSets.length > 0 && p.limitsVersion !== undefined) flags |= POINT_FLAGS.NEW_LIMITS;
-        if (p.baselineData) flags |= POINT_FLAGS.BASELINE_DATA;
-        if (p.key === monitor.modelKey && monitor.state) flags |= POINT_FLAGS.MEMORY_IN_STATE;
-        points.push(monitorPoint(p, flags));
-      }
-    }
+    for (const verdict of monitor ? [rules, monitor] : [rules]) for (const p of verdict.points) points.push({ ...p, flags: (p.flags | runFlags) >>> 0 });
     // One alarm per run, listing every violation of the rules and of the monitor.
     const alarm = runAlarm(
-      evaluation.violations,
+      rules.evaluation.violations,
       monitor?.violations ?? [],
       run,
-      monitor && strategy.monitor
-        ? { modelKey: monitor.modelKey, action: strategy.monitor.action, t2: monitor.t2, spe: monitor.spe, modelVersion: monitor.model?.version ?? null }
-        : undefined,
+      monitor ? { modelKey: monitor.modelKey, action: monitor.action, t2: monitor.t2, spe: monitor.spe, modelVersion: monitor.modelVersion } : undefined,
     );
-    const alarms = alarm ? [alarm] : [];
-
     return {
       points,
-      alarms,
+      alarms: alarm ? [alarm] : [],
       ...(hold ? { hold } : {}),
-      newLimitSets,
-      skipped,
+      newLimitSets: [...rules.newLimitSets, ...(monitor?.newLimitSets ?? [])],
+      skipped: [...rules.skipped, ...(monitor?.skipped ?? [])],
       ...(monitor?.state ? { monitorState: monitor.state } : {}),
     };
   }

@@ -1,0 +1,71 @@
+/**
+ * The strategy's detectors as pure steps and the run evaluator as their dispatcher: a strategy with
+ * legacy indicators and the monitor, each detector stepped on its own, gives what the evaluator
+ * returns for the run.
+ */
+import { chamberKey } from '@defender/contracts';
+import { DEFAULT_STRATEGY_DOCUMENT, resolveStrategy, validateStrategy } from '@defender/defense-rules';
+import { normalDeviate, seededRandom } from '@defender/hashing';
+import { createTrace, IndicatorCalculator } from '@defender/uchart';
+import type { DetectorInput } from './detector';
+import { POINT_FLAGS } from './flags';
+import { monitorDetector } from './monitor-detector';
+import { createRunEvaluator } from './run-evaluator';
+import { rulesDetector } from './rules-detector';
+import { SimulatedChamber, traceOf } from './testing/harness';
+
+function run(i: number, rand: () => number, fault = false) {
+  const offset = normalDeviate(rand);
+  const pressure = Array.from({ length: 40 }, (_, t) => 40 + offset + 0.2 * normalDeviate(rand) + (fault && t > 10 ? 5 : 0));
+  const flow = Array.from({ length: 40 }, () => 200 + 5 * offset + normalDeviate(rand));
+  return traceOf(`run-${i}`, { Pressure: pressure, Flow: flow });
+}
+
+describe('detectors and their dispatcher', () => {
+  const doc = {
+    ...DEFAULT_STRATEGY_DOCUMENT,
+    indicators: [{ id: 'p-mean', svid: 'Pressure', statistic: 'mean' }],
+    monitor: { baseline: { minRuns: 12 }, mewma: { lambda: 0.3 } },
+  };
+
+  it('the evaluator returns its detectors\' verdicts combined: both sets of points with the run\'s flags, both detectors\' limit sets, the monitor\'s state', () => {
+    const rand = seededRandom(3);
+    const chamber = new SimulatedChamber(createRunEvaluator());
+    for (let i = 0; i < 25; i++) chamber.process(run(i, rand), 'R1', doc);
+    const r = chamber.process(run(25, rand, true), 'R1', doc);
+    const validated = validateStrategy(doc);
+    if (!validated.ok) throw new Error('invalid test strategy');
+    const strategy = resolveStrategy([validated.strategy], { chamber: chamberKey(chamber.chamber), recipe: 'R1' });
+    const { trace: record } = r.input;
+    const input: DetectorInput = {
+      run: { chamber: chamber.chamber, sequence: r.sequence, runId: record.runId, recipe: 'R1' },
+      strategy,
+      trace: createTrace({ runId: record.runId, timing: record.timing, svids: record.svids, steps: record.steps }),
+      calculator: new IndicatorCalculator(),
+      history: r.input.history,
+      limits: r.input.limits,
+      monitorState: r.input.monitorState,
+      now: r.input.now,
+      historyCut: undefined,
+    };
+    const rules = rulesDetector.step(input);
+    const monitor = monitorDetector.step(input);
+    // A pure step: the same input, the same verdict.
+    expect(monitorDetector.step(input)).toEqual(monitor);
+    expect(rules.alarmed || monitor.alarmed).toBe(true);
+    const runFlags = POINT_FLAGS.RUN_ALARMED | (r.evaluation.hold ? POINT_FLAGS.RUN_HOLD : 0);
+    expect(r.evaluation.points).toEqual([...rules.points, ...monitor.points].map((p) => ({ ...p, flags: p.flags | runFlags })));
+    expect(r.evaluation.monitorState).toEqual(monitor.state);
+    expect(r.evaluation.skipped).toEqual([...rules.skipped, ...monitor.skipped]);
+    // Each detector's points carry only what it judged: the rules their indicator, the monitor its own.
+    expect(rules.points.map((p) => p.indicatorKey)).toEqual(['R1|p-mean']);
+    expect(monitor.points.every((p) => p.indicatorKey.startsWith('R1|m'))).toBe(true);
+  });
+
+  it('the monitor detector refuses a strategy without a monitor', () => {
+    const validated = validateStrategy({ schemaVersion: 1, name: 'rules only', indicators: [{ id: 'p', svid: 'Pressure', statistic: 'mean' }], escalation: [] });
+    if (!validated.ok) throw new Error('invalid test strategy');
+    const strategy = resolveStrategy([validated.strategy], { chamber: 'T:C', recipe: 'R' });
+    expect(() => monitorDetector.step({ strategy } as DetectorInput)).toThrow(/no monitor/);
+  });
+});
