@@ -24,6 +24,7 @@ import { parseArgs } from 'node:util';
 import {
   fitMonitorModel,
   MonitorBaselineError,
+  residualSds,
   scoreMonitorRun,
   STRATEGY_PRESETS,
   evaluate,
@@ -268,11 +269,12 @@ function simulateChamberMonitor(strategy: DefenseStrategy, k: number, reps: numb
       throw err;
     }
     mewma = null;
+    const sds = residualSds(model);
     let t = 0;
     for (;;) {
       t++;
       const values = new Map(keys.map((key) => [key, normal.next()]));
-      const score = scoreMonitorRun(model, values, 'model', mewma);
+      const score = scoreMonitorRun(model, values, 'model', mewma, model.center, sds);
       mewma = score.mewmaState;
       if (score.violations.length > 0) break;
       if (t >= MAX_CHAMBER_RUN) {

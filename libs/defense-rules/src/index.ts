@@ -61,6 +61,7 @@ export {
   monitorLayout,
   monitorSpecs,
   monitorValues,
+  residualSds,
   scoreMonitorRun,
   statisticParts,
   type Budget,

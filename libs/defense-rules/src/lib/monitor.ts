@@ -214,16 +214,14 @@ const RUN_WINDOW: WindowSpec = { kind: 'context' };
 const RUN_WINDOW_NAME = 'context';
 const PERCENTILE_SET: ReadonlySet<string> = new Set(PERCENTILE_STATISTICS);
 const SHAPE_SET: ReadonlySet<string> = new Set(SHAPE_STATISTICS);
-/** {@link statisticParts} and {@link isRunContrast} of each statistic seen (a strategy has a handful). */
-const PARTS = new Map<string, { readonly parts: readonly StatisticName[]; readonly run: boolean }>();
-
-function partsOf(statistic: string): { readonly parts: readonly StatisticName[]; readonly run: boolean } {
-  let p = PARTS.get(statistic);
+/** A statistic's parts (see {@link statisticParts}, {@link isRunContrast}), remembered in `seen` (a call's own memo: a strategy has a handful). */
+function partsOf(statistic: string, seen: Map<string, { readonly parts: readonly StatisticName[]; readonly run: boolean }>): { readonly parts: readonly StatisticName[]; readonly run: boolean } {
+  let p = seen.get(statistic);
   if (!p) {
     const parts = statisticParts(statistic);
     if (!parts) throw new RangeError(`unknown monitor statistic ${statistic}`);
     p = { parts, run: isRunContrast(statistic) };
-    if (PARTS.size < 1024) PARTS.set(statistic, p);
+    seen.set(statistic, p);
   }
   return p;
 }
@@ -237,6 +235,7 @@ function partsOf(statistic: string): { readonly parts: readonly StatisticName[];
 export function monitorValues(trace: Trace, specs: readonly MonitorSpec[], calculator: IndicatorCalculator): (number | undefined)[] {
   const requests: { svid: string; window: WindowSpec; filter?: 'median3'; percentiles: boolean; shape: boolean }[] = [];
   const bySvid = new Map<string, Map<string, number>>();
+  const seen = new Map<string, { readonly parts: readonly StatisticName[]; readonly run: boolean }>();
   const windowOf = (svid: string, name: string, window: WindowSpec, filter: 'median3' | undefined, statistic: StatisticName): number => {
     let windows = bySvid.get(svid);
     if (!windows) bySvid.set(svid, (windows = new Map()));
@@ -259,7 +258,7 @@ export function monitorValues(trace: Trace, specs: readonly MonitorSpec[], calcu
   const secondStatistic: StatisticName[] = new Array(n);
   for (let k = 0; k < n; k++) {
     const spec = specs[k] as MonitorSpec;
-    const { parts, run } = partsOf(spec.statistic);
+    const { parts, run } = partsOf(spec.statistic, seen);
     const a = parts[0] as StatisticName;
     firstWindow[k] = windowOf(spec.svid, spec.windowName, spec.window, spec.filter, a);
     firstStatistic[k] = a;
@@ -547,19 +546,19 @@ export interface MonitorScore {
 
 const TOP_CONTRIBUTIONS = 5;
 
-const RESIDUAL_SDS = new WeakMap<object, Float64Array>();
-
-/** A residual model's sd per kept PCA variable (NaN where none is charted), remembered per model. */
-function residualSds(pca: { readonly names: readonly string[]; readonly kept: readonly number[] }, scale: Readonly<Record<string, number>>): Float64Array {
-  let sds = RESIDUAL_SDS.get(scale);
-  if (!sds) {
-    sds = Float64Array.from(pca.kept, (i) => {
-      const sd = Object.prototype.hasOwnProperty.call(scale, pca.names[i] as string) ? scale[pca.names[i] as string] : undefined;
-      return typeof sd === 'number' ? sd : NaN;
-    });
-    RESIDUAL_SDS.set(scale, sds);
-  }
-  return sds;
+/**
+ * A model's residual sd per kept PCA variable (NaN where none is charted), in the order of the
+ * variables' residual contributions: what {@link scoreMonitorRun} scans a run's residuals with. A
+ * caller that judges many runs with one model computes it once and passes it.
+ */
+export function residualSds(model: MonitorModel): Float64Array | null {
+  const pca = model.pca;
+  const scale = model.residual?.scale;
+  if (!pca || !scale) return null;
+  return Float64Array.from(pca.kept, (i) => {
+    const sd = Object.prototype.hasOwnProperty.call(scale, pca.names[i] as string) ? scale[pca.names[i] as string] : undefined;
+    return typeof sd === 'number' ? sd : NaN;
+  });
 }
 
 function top(contribs: readonly { name: string; value: number }[], total: number) {
@@ -571,7 +570,8 @@ function top(contribs: readonly { name: string; value: number }[], total: number
 
 /**
  * Judges one run's indicator values (by key) against the model, around `centre` (the adapted centre,
- * in `model.variables` order; default the Phase I mean).
+ * in `model.variables` order; default the Phase I mean). `residualSdsOfModel` is the model's
+ * {@link residualSds}, computed here when not given.
  */
 export function scoreMonitorRun(
   model: MonitorModel,
@@ -579,6 +579,7 @@ export function scoreMonitorRun(
   modelKey: string,
   previousMewma: readonly number[] | null,
   centre: readonly number[] = model.center,
+  residualSdsOfModel: Float64Array | null = residualSds(model),
 ): MonitorScore {
   const violations: MonitorViolation[] = [];
   for (const nc of model.notCharted) {
@@ -629,7 +630,7 @@ export function scoreMonitorRun(
       const { width, scale } = model.residual;
       // Scanned in model order; only a run with a residual past its limit sorts its contributions,
       // so its violations are listed largest first.
-      const sdOf = residualSds(pca, scale);
+      const sdOf = residualSdsOfModel ?? new Float64Array(pca.kept.length).fill(NaN);
       const spe = s.contributionValues.spe;
       let exceeded = false;
       for (let c = 0; c < spe.length && !exceeded; c++) exceeded = Math.sqrt(spe[c] as number) / (sdOf[c] as number) > width;

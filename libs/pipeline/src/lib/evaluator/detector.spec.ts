@@ -9,7 +9,7 @@ import { normalDeviate, seededRandom } from '@defender/hashing';
 import { createTrace, IndicatorCalculator } from '@defender/uchart';
 import type { DetectorInput } from './detector';
 import { POINT_FLAGS } from './flags';
-import { monitorDetector } from './monitor-detector';
+import { MonitorDetector } from './monitor-detector';
 import { createRunEvaluator } from './run-evaluator';
 import { rulesDetector } from './rules-detector';
 import { SimulatedChamber, traceOf } from './testing/harness';
@@ -49,9 +49,12 @@ describe('detectors and their dispatcher', () => {
       historyCut: undefined,
     };
     const rules = rulesDetector.step(input);
+    const monitorDetector = new MonitorDetector();
     const monitor = monitorDetector.step(input);
     // A pure step: the same input, the same verdict.
     expect(monitorDetector.step(input)).toEqual(monitor);
+    // Its memo of decoded models changes nothing: a new detector gives the same verdict.
+    expect(new MonitorDetector().step(input)).toEqual(monitor);
     expect(rules.alarmed || monitor.alarmed).toBe(true);
     const runFlags = POINT_FLAGS.RUN_ALARMED | (r.evaluation.hold ? POINT_FLAGS.RUN_HOLD : 0);
     expect(r.evaluation.points).toEqual([...rules.points, ...monitor.points].map((p) => ({ ...p, flags: p.flags | runFlags })));
@@ -66,6 +69,6 @@ describe('detectors and their dispatcher', () => {
     const validated = validateStrategy({ schemaVersion: 1, name: 'rules only', indicators: [{ id: 'p', svid: 'Pressure', statistic: 'mean' }], escalation: [] });
     if (!validated.ok) throw new Error('invalid test strategy');
     const strategy = resolveStrategy([validated.strategy], { chamber: 'T:C', recipe: 'R' });
-    expect(() => monitorDetector.step({ strategy } as DetectorInput)).toThrow(/no monitor/);
+    expect(() => new MonitorDetector().step({ strategy } as DetectorInput)).toThrow(/no monitor/);
   });
 });

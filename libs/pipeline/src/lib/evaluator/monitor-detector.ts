@@ -3,6 +3,7 @@ import type { MonitorState, UChartPoint } from '@defender/contracts';
 import type { MonitorConfig, MonitorViolation } from '@defender/defense-rules';
 import type { Detector, DetectorInput, DetectorVerdict } from './detector';
 import { POINT_FLAGS, ruleFlag } from './flags';
+import { MonitorModelCache } from './monitor-model-store';
 import { monitorPoint, runMonitorStage } from './monitor-stage';
 
 /** The monitor's verdict: its violations, what the alarm says of the model, and the recipe's state after the run. */
@@ -17,12 +18,17 @@ export interface MonitorVerdict extends DetectorVerdict {
   readonly state: MonitorState | undefined;
 }
 
-/** The monitor of a strategy that has one (`strategy.monitor`). */
-export const monitorDetector: Detector<MonitorVerdict> = {
+/**
+ * The monitor of a strategy that has one (`strategy.monitor`). It keeps the models it decoded (a
+ * memo: a run is judged the same with an empty one); one per evaluator.
+ */
+export class MonitorDetector implements Detector<MonitorVerdict> {
+  private readonly models = new MonitorModelCache();
+
   step(input: DetectorInput): MonitorVerdict {
     const cfg = input.strategy.monitor;
     if (!cfg) throw new RangeError('the strategy has no monitor');
-    const stage = runMonitorStage({ ...input, strategy: { ...input.strategy, monitor: cfg } });
+    const stage = runMonitorStage({ ...input, strategy: { ...input.strategy, monitor: cfg }, models: this.models });
     const bits = new Map<string, number>();
     for (const v of stage.violations) bits.set(v.key, (bits.get(v.key) ?? 0) | POINT_FLAGS.VIOLATION | ruleFlag(v.rule));
     const points: UChartPoint[] = stage.points.map((p) => {
@@ -45,5 +51,5 @@ export const monitorDetector: Detector<MonitorVerdict> = {
       action: cfg.action,
       state: stage.state,
     };
-  },
-};
+  }
+}

@@ -4,7 +4,7 @@
  * and digest. Decoded models are remembered per version and digest (a model in parts is parsed once).
  */
 import type { ChamberRef, JsonObject, LimitSetRecord } from '@defender/contracts';
-import type { MonitorModel } from '@defender/defense-rules';
+import { levelTerms, residualSds, type LevelTerms, type MonitorModel } from '@defender/defense-rules';
 import { xxh64Hex } from '@defender/hashing';
 import { MONITOR_PART_CHART_TYPE } from './chart-types';
 
@@ -38,11 +38,59 @@ function modelSummary(model: MonitorModel): JsonObject {
   };
 }
 
-/** Decoded models by chamber, key, version and content digest: a model in parts is parsed once. */
-const DECODED = new Map<string, MonitorModel>();
-const DECODED_MAX = 256;
-/** Models stored whole, by their params object (the store hands out the same object while cached). */
-const DECODED_WHOLE = new WeakMap<object, MonitorModel>();
+/**
+ * Decoded models, kept by the evaluator that owns them (never in module state): a model in parts by
+ * chamber, key, version and content digest (parsed once; the newest `capacity` of them), a model
+ * stored whole by its params object (the store hands out the same object while it caches it), and
+ * the level terms of the adaptive centre per model. Memoisation only: what a run is judged with is
+ * the same with an empty cache.
+ */
+export class MonitorModelCache {
+  private readonly parted = new Map<string, MonitorModel>();
+  private readonly whole = new WeakMap<object, MonitorModel>();
+  private readonly levels = new WeakMap<MonitorModel, LevelTerms>();
+  private readonly residuals = new WeakMap<MonitorModel, Float64Array | null>();
+
+  constructor(private readonly capacity = 256) {}
+
+  /** The model decoded from `id` (a model in parts), if remembered. */
+  parts(id: string): MonitorModel | undefined {
+    return this.parted.get(id);
+  }
+
+  rememberParts(id: string, model: MonitorModel): void {
+    if (this.parted.size >= this.capacity) this.parted.delete(this.parted.keys().next().value as string);
+    this.parted.set(id, model);
+  }
+
+  wholeOf(params: object): MonitorModel | undefined {
+    return this.whole.get(params);
+  }
+
+  rememberWhole(params: object, model: MonitorModel): void {
+    this.whole.set(params, model);
+  }
+
+  /** The model's residual sd per kept PCA variable (defense-rules `residualSds`). */
+  residualSds(model: MonitorModel): Float64Array | null {
+    let r = this.residuals.get(model);
+    if (r === undefined) {
+      r = residualSds(model);
+      this.residuals.set(model, r);
+    }
+    return r;
+  }
+
+  /** The adaptive centre's level terms of `model`. */
+  levelTerms(model: MonitorModel): LevelTerms {
+    let l = this.levels.get(model);
+    if (!l) {
+      l = levelTerms(model.variables, model.center);
+      this.levels.set(model, l);
+    }
+    return l;
+  }
+}
 
 function checkedModel(m: unknown, version: number): MonitorModel | string {
   if (typeof m !== 'object' || m === null) return 'params.model is missing';
@@ -65,14 +113,14 @@ function checkedModel(m: unknown, version: number): MonitorModel | string {
  * The monitor model of the limit set `rec` (its parts, when it has them, from `limits`: the same
  * version of each part key, joined and checked against the head's digest), or why it cannot be read.
  */
-export function decodeModel(rec: LimitSetRecord, limits: readonly LimitSetRecord[]): MonitorModel | string {
+export function decodeModel(rec: LimitSetRecord, limits: readonly LimitSetRecord[], cache: MonitorModelCache): MonitorModel | string {
   if (rec.chartType !== MONITOR_CHART_TYPE) return `limit set is a ${rec.chartType} chart, not a monitor`;
   const parts = rec.params['parts'];
   if (parts === undefined) {
-    const hit = DECODED_WHOLE.get(rec.params);
+    const hit = cache.wholeOf(rec.params);
     if (hit && hit.version === rec.version) return hit;
     const model = checkedModel(rec.params['model'], rec.version);
-    if (typeof model !== 'string') DECODED_WHOLE.set(rec.params, model);
+    if (typeof model !== 'string') cache.rememberWhole(rec.params, model);
     return model;
   }
   const digest = rec.params['digest'];
@@ -80,7 +128,7 @@ export function decodeModel(rec: LimitSetRecord, limits: readonly LimitSetRecord
     return 'params.parts / params.digest of a model in parts are invalid';
   }
   const id = `${rec.toolId}:${rec.chamberId}|${rec.indicatorKey}|${rec.version}|${digest}`;
-  const hit = DECODED.get(id);
+  const hit = cache.parts(id);
   if (hit) return hit;
   const texts: string[] = [];
   for (let i = 1; i <= parts; i++) {
@@ -99,10 +147,7 @@ export function decodeModel(rec: LimitSetRecord, limits: readonly LimitSetRecord
     return `the parts of model v${rec.version} are not JSON`;
   }
   const model = checkedModel(parsed, rec.version);
-  if (typeof model !== 'string') {
-    if (DECODED.size >= DECODED_MAX) DECODED.delete(DECODED.keys().next().value as string);
-    DECODED.set(id, model);
-  }
+  if (typeof model !== 'string') cache.rememberParts(id, model);
   return model;
 }
 

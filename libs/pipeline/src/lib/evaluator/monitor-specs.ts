@@ -82,18 +82,12 @@ export function phaseOneSpecs(trace: Trace, cfg: MonitorConfig, prefix: string, 
   return out;
 }
 
-/** Index of each statistic of a strategy's list (one map per list: a strategy has a handful). */
-const STATISTIC_INDEX = new WeakMap<readonly string[], ReadonlyMap<string, number>>();
-
+/** Index of each statistic of a strategy's list (a strategy has a handful). */
 function statisticIndex(statistics: readonly string[]): ReadonlyMap<string, number> {
-  let index = STATISTIC_INDEX.get(statistics);
-  if (!index) {
-    const m = new Map<string, number>();
-    statistics.forEach((s, i) => {
-      if (!m.has(s)) m.set(s, i);
-    });
-    STATISTIC_INDEX.set(statistics, (index = m));
-  }
+  const index = new Map<string, number>();
+  statistics.forEach((s, i) => {
+    if (!index.has(s)) index.set(s, i);
+  });
   return index;
 }
 

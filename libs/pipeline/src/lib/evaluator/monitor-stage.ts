@@ -6,7 +6,6 @@ import type { LimitSetRecord, MonitorState, RunPointSet, UChartPoint } from '@de
 import {
   fitMonitorModel,
   levelCentre,
-  levelTerms,
   nextLevelOffsets,
   MONITOR_MODEL_KEY,
   MonitorBaselineError,
@@ -14,14 +13,13 @@ import {
   scoreMonitorRun,
   type DefenseStrategy,
   type MonitorConfig,
-  type LevelTerms,
   type MonitorModel,
   type MonitorSpec,
   type MonitorViolation,
 } from '@defender/defense-rules';
 import { POINT_FLAGS } from './flags';
 import { DecodedHistory, judgedRunsInHistory, memoryOfHistory, memoryOfState } from './monitor-memory';
-import { decodeModel, encodeModel } from './monitor-model-store';
+import { decodeModel, encodeModel, type MonitorModelCache } from './monitor-model-store';
 import { CONSTANT_STATISTICS, judgedSpecs, phaseOneSpecs } from './monitor-specs';
 import { pendingBaselineOf, type PendingBaseline } from './rebaseline';
 import type { DetectorInput } from './detector';
@@ -55,23 +53,14 @@ export interface MonitorStageResult {
   readonly state: MonitorState | undefined;
 }
 
-const LEVELS = new WeakMap<MonitorModel, LevelTerms>();
-
-function levelsOf(model: MonitorModel): LevelTerms {
-  let l = LEVELS.get(model);
-  if (!l) {
-    l = levelTerms(model.variables, model.center);
-    LEVELS.set(model, l);
-  }
-  return l;
-}
-
 /**
  * Runs the strategy's monitor on one run: its indicators from the trace; in Phase I, the points only
  * (and the model once `baseline.minRuns` runs exist, which then judges this run already); after it,
  * the run judged against the model. A monitor key's store key is the recipe's prefix + key (`<recipe>|<key>`).
  */
-export function runMonitorStage(input: DetectorInput & { readonly strategy: DefenseStrategy & { readonly monitor: MonitorConfig } }): MonitorStageResult {
+export function runMonitorStage(
+  input: DetectorInput & { readonly strategy: DefenseStrategy & { readonly monitor: MonitorConfig }; readonly models: MonitorModelCache },
+): MonitorStageResult {
   // History runs of other recipes are skipped without decoding them.
   const args = {
     ...input,
@@ -92,7 +81,7 @@ export function runMonitorStage(input: DetectorInput & { readonly strategy: Defe
   let unreadable = false;
   const pending: PendingBaseline | undefined = newest ? pendingBaselineOf(newest) : undefined;
   if (newest && !pending) {
-    const decoded = decodeModel(newest, args.limits);
+    const decoded = decodeModel(newest, args.limits, args.models);
     if (typeof decoded === 'string') {
       unreadable = true;
       skipped.push({ indicatorKey: modelKey, reason: `unreadable-limits: ${decoded}` });
@@ -261,10 +250,10 @@ export function runMonitorStage(input: DetectorInput & { readonly strategy: Defe
   const judgedModel = model;
   const fittedNow = newLimitSets.length > 0;
   const prevState = model.mewma && !fittedNow ? memory.mewma(model.version, model.mewma.scoreScale.length) : null;
-  const levels = cfg.adapt ? levelsOf(model) : undefined;
+  const levels = cfg.adapt ? args.models.levelTerms(model) : undefined;
   const offsets = levels && !fittedNow ? memory.levelOffsets(model.version, levels.svids) : new Map<string, number>();
   const centre = levels ? levelCentre(model.center, levels, offsets) : undefined;
-  const score = scoreMonitorRun(model, values, modelKey, prevState, centre);
+  const score = scoreMonitorRun(model, values, modelKey, prevState, centre, args.models.residualSds(model));
   for (const key of model.variables) {
     const v = values.get(key);
     if (v !== undefined) points.push({ key, value: v, limitsVersion: model.version, baselineData: true });

@@ -6,7 +6,7 @@ import { holdFor, holdIdOf, runAlarm, type RunIdentity } from './alarms';
 import type { DetectorInput } from './detector';
 import { EvaluatorConfigError, HistoryTooShortError, InvalidStrategyDocumentError, InvalidTraceError } from './errors';
 import { POINT_FLAGS } from './flags';
-import { monitorDetector } from './monitor-detector';
+import { MonitorDetector } from './monitor-detector';
 import { rulesDetector } from './rules-detector';
 import { requiredRuns, scopeIssues, steadyRuns, StrategyCache, strategyForRun, type StoredStrategy } from './strategy';
 
@@ -60,6 +60,7 @@ function toTrace(rec: TraceRecord, chamber: ChamberRef, runId: string): Trace {
 class DefenseRunEvaluator implements RunEvaluator {
   private readonly calculator: IndicatorCalculator;
   private readonly strategies: StrategyCache;
+  private readonly monitor = new MonitorDetector();
   private readonly extraHistoryRuns: number;
   private readonly steadyExtraHistoryRuns: number;
   private readonly minHistoryRuns: number;
@@ -139,7 +140,7 @@ class DefenseRunEvaluator implements RunEvaluator {
     };
     // The strategy's detectors, each a pure step; this evaluator combines their verdicts.
     const rules = rulesDetector.step(detectorInput);
-    const monitor = strategy.monitor ? monitorDetector.step(detectorInput) : undefined;
+    const monitor = strategy.monitor ? this.monitor.step(detectorInput) : undefined;
 
     let hold = holdFor(rules.evaluation.actions, rules.evaluation.violations, run);
     if (!hold && monitor?.alarmed) {
