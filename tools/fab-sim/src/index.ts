@@ -45,6 +45,7 @@ export {
   EXCURSION_KINDS,
   EXCURSION_SHAPES,
   MIN_GAP_RUNS,
+  REAL_EQUIPMENT_KINDS,
   parseKinds,
   parseSizes,
   planExcursions,
@@ -64,4 +65,28 @@ export {
   type ExcursionOutcome,
   type RunOutcome,
 } from './lib/detection-metrics';
+export {
+  EQUIPMENT_EVENT_KINDS,
+  EVENT_HORIZON_RUNS,
+  equipmentEvents,
+  eventLevelSigmas,
+  LOOP_FACTOR_CORRELATION,
+  runStartSeconds,
+  withRealEquipment,
+  type ChamberEvent,
+  type ClosedLoopGroup,
+  type EquipmentEvent,
+  type EquipmentEventKind,
+  type EquipmentSpec,
+} from './lib/real-equipment';
+export {
+  AFTER_EVENT_RUNS,
+  BUDGET_ARL,
+  normalCdf,
+  oracleBound,
+  profileLine,
+  profileMetrics,
+  shiftsPerRun,
+  type ProfileMetrics,
+} from './lib/oracle';
 export { runIdOf, runIndexOf, schedule, seedChambers } from './lib/simulator';

@@ -18,8 +18,11 @@ fab:
   --tools N                            exact number of tools (overrides --size)
   --seed N                             fab, schedule and noise seed (default 1)
   --sensors A-B                        analog sensors per chamber (default 2-4; 3-5 with --profile detection)
-  --profile fab|detection              fab: the whole fab's chambers (default); detection: small traces
-                                       (1-2 Hz, 180-420 s) of the same tool types, for detection studies
+  --profile fab|detection|real-equipment
+                                       fab: the whole fab's chambers (default); detection: small traces
+                                       (1-2 Hz, 180-420 s) of the same tool types, for detection studies;
+                                       real-equipment: detection plus lattice sensors, equipment events,
+                                       production periods and closed-loop groups
 
 run:
   --runs N                 runs per chamber (default 80)
@@ -157,7 +160,7 @@ export function parseCli(argv: readonly string[], env: NodeJS.ProcessEnv): CliOp
     sensors = [Number(sm[1]), Number(sm[2])];
   }
   const profile = (v.profile ?? 'fab') as FabProfile;
-  if (profile !== 'fab' && profile !== 'detection') throw new UsageError('--profile must be fab or detection');
+  if (profile !== 'fab' && profile !== 'detection' && profile !== 'real-equipment') throw new UsageError('--profile must be fab, detection or real-equipment');
   const speedText = v.speed ?? '100';
   const speed = speedText === 'max' ? 'max' : Number(speedText);
   if (speed !== 'max' && !(Number.isFinite(speed) && speed > 0 && speed <= 1e6)) throw new UsageError(`--speed must be a positive number or max, got "${speedText}"`);

@@ -1,6 +1,6 @@
 import { computeBaseStatistics, createBaseStatistics, type BaseStatistics, type SampleTiming } from '@defender/uchart';
-import type { ChamberSpec, FabSpec } from './fab';
-import { mix, rng, type Rng } from './rng';
+import type { ChamberSpec, FabSpec, SensorSpec } from './fab';
+import { intIn, mix, rng, type Rng } from './rng';
 import { samplesPerRun, stepStarts, synthesizeSensors, type Effect, type RunEffects, type RunLayout } from './trace';
 
 export type { Effect, RunEffects } from './trace';
@@ -19,7 +19,13 @@ export const EXCURSION_KINDS = [
   'ramp-slope',
   'correlated-pair',
 ] as const;
-export type ExcursionKind = (typeof EXCURSION_KINDS)[number];
+/**
+ * The `real-equipment` profile's kinds: every kind above and `closed-loop` (a fault the tool's
+ * controller holds in the held sensor: only the reacting sensors of its loop move). Not in
+ * {@link EXCURSION_KINDS}, so the `detection` profile's plans stay as they were.
+ */
+export const REAL_EQUIPMENT_KINDS = [...EXCURSION_KINDS, 'closed-loop'] as const;
+export type ExcursionKind = (typeof REAL_EQUIPMENT_KINDS)[number];
 
 /**
  * The statistic an excursion moves, with the product's definitions (libs/uchart): `std` divisor
@@ -81,6 +87,12 @@ export interface Excursion {
   readonly direction?: 1 | -1;
   /** `spike`, `dropout`: how long the pulse lasts, seconds. */
   readonly seconds?: number;
+  /**
+   * `closed-loop`: the other reacting sensors of the loop and their shift per unit of `magnitude`
+   * (sensor unit per unit of `svid`'s shift); `held` the sensor the controller keeps at its setpoint.
+   */
+  readonly coupled?: readonly (readonly [string, number])[];
+  readonly held?: string;
   readonly description: string;
 }
 
@@ -97,6 +109,7 @@ export const EXCURSION_SHAPES: Readonly<Record<ExcursionKind, { runs: number; st
   'long-step': { runs: 4, statistic: 'duration', window: 'step', what: 'an endpoint-controlled step lasts longer; later steps shift' },
   'ramp-slope': { runs: 6, statistic: 'slope', window: 'step', what: 'a ramp step ramps slower' },
   'correlated-pair': { runs: 6, statistic: 'mean-difference', window: 'step', what: 'the correlated pair moves apart, each within its own spread' },
+  'closed-loop': { runs: 6, statistic: 'mean', window: 'context', what: 'a fault the controller holds: its held sensor reads the setpoint, the reacting sensors move together' },
 };
 
 /** In-control runs synthesised to calibrate an excursion (the brief asks for 30-60). */
@@ -118,6 +131,11 @@ export interface ExcursionPlanOptions {
   readonly seed: number;
   /** Excursions per chamber (default 1); several on one chamber do not overlap and are >= 15 runs apart. */
   readonly maxPerChamber?: number;
+  /**
+   * Lengths in runs, [min, max], drawn per excursion (from a stream of its own, so plans without it
+   * are unchanged); absent: each kind's {@link EXCURSION_SHAPES} length.
+   */
+  readonly runsRange?: readonly [number, number];
 }
 
 interface Candidate {
@@ -127,10 +145,12 @@ interface Candidate {
   readonly statistic: TargetStatistic;
   readonly direction: 1 | -1;
   readonly seconds?: number;
+  readonly coupled?: readonly (readonly [string, number])[];
+  readonly held?: string;
 }
 
 /** The fields of an excursion its effects depend on. */
-type EffectShape = Pick<Excursion, 'kind' | 'svid' | 'svid2' | 'step' | 'magnitude' | 'seconds'> & { readonly scale?: readonly [number, number] };
+type EffectShape = Pick<Excursion, 'kind' | 'svid' | 'svid2' | 'step' | 'magnitude' | 'seconds' | 'coupled'> & { readonly scale?: readonly [number, number] };
 
 function kindEffects(x: EffectShape, fraction: number, at: number): Map<string, Effect[]> {
   const m = x.magnitude;
@@ -158,6 +178,12 @@ function kindEffects(x: EffectShape, fraction: number, at: number): Map<string, 
       return one({ kind: 'stretch', step, seconds: m });
     case 'ramp-slope':
       return one({ kind: 'ramp', step, factor: 1 - m });
+    case 'closed-loop': {
+      // The held sensor gets nothing: its controller keeps it at the setpoint.
+      const out = new Map<string, Effect[]>([[x.svid, [{ kind: 'offset', value: m }]]]);
+      for (const [svid, per] of x.coupled ?? []) out.set(svid, [{ kind: 'offset', value: m * per }]);
+      return out;
+    }
     case 'correlated-pair': {
       const [s1, s2] = x.scale ?? [1, 1];
       const out = new Map<string, Effect[]>([[x.svid, [{ kind: 'offset', value: m * s1 }]]]);
@@ -352,10 +378,10 @@ function calibrate(ch: ChamberSpec, kind: ExcursionKind, c: Candidate, size: num
   const sd = sdOf(base);
   if (!(sd > 0)) return undefined;
   const target = size * sd;
-  const signed = kind === 'mean-shift' || kind === 'step-mean-shift' || kind === 'drift' || kind === 'spike';
+  const signed = kind === 'mean-shift' || kind === 'step-mean-shift' || kind === 'drift' || kind === 'spike' || kind === 'closed-loop';
   const key = mix(ch.seed, 0xca1);
   const g = (m: number): number => {
-    const shape: EffectShape = { kind, svid, svid2, step, magnitude: signed ? c.direction * m : m, seconds: c.seconds, scale };
+    const shape: EffectShape = { kind, svid, svid2, step, magnitude: signed ? c.direction * m : m, seconds: c.seconds, scale, coupled: c.coupled };
     let sum = 0;
     for (let i = 0; i < runs; i++) {
       const r = synthesizeSensors(ch, idx(i), kindEffects(shape, 1, pulseAt(key, idx(i))), ks, false, c.step);
@@ -391,6 +417,8 @@ function candidatesFor(ch: ChamberSpec, kind: ExcursionKind, u: Rng): Candidate[
   const quiet: Candidate[] = [];
   const longest = steps.reduce((best, _s, i) => (lenOf(i) > lenOf(best) ? i : best), 0);
   ch.sensors.forEach((sensor, k) => {
+    // A held sensor's faults are `closed-loop` ones; a few-level state has no analog faults.
+    if (sensor.role === 'held' || sensor.role === 'state') return;
     const lv = sensor.stepLevels;
     const strong = (d: number) => Math.abs(d) >= 10 * sensor.noiseSigma;
     for (let s = 0; s < steps.length; s++) {
@@ -455,6 +483,21 @@ function candidatesFor(ch: ChamberSpec, kind: ExcursionKind, u: Rng): Candidate[
       out.push({ k: up, k2: down, step: longest, statistic: 'mean-difference', direction: 1 });
     }
   }
+  if (kind === 'closed-loop') {
+    for (const loop of ch.equipment?.loops ?? []) {
+      const ks = loop.reacting.map((n) => ch.sensors.findIndex((s) => s.name === n));
+      const k = ks[0] ?? -1;
+      const primary = ch.sensors[k];
+      if (!primary || ks.some((i) => i < 0)) continue;
+      const g0 = loop.faultGains[0] ?? 1;
+      // Each reacting sensor moves by its gain in its own run sds per unit of fault.
+      const coupled = ks.slice(1).map((i, j): readonly [string, number] => {
+        const s = ch.sensors[i] as SensorSpec;
+        return [s.name, ((loop.faultGains[j + 1] ?? 0) * s.runSigma) / (g0 * primary.runSigma)];
+      });
+      out.push({ k, statistic: 'mean', direction: sign(), coupled, held: loop.held });
+    }
+  }
   return [...shuffled(u, quiet), ...shuffled(u, out)];
 }
 
@@ -488,6 +531,8 @@ function describe(ch: ChamberSpec, kind: ExcursionKind, c: Candidate, size: numb
       return `${step} lasts ${fmt(magnitude)} s longer (later steps shift) for ${runs} runs: its duration moves ${sz}`;
     case 'ramp-slope':
       return `${name} ramps ${fmt(magnitude * 100)}% slower in ${step} for ${runs} runs: the step slope moves ${sz}`;
+    case 'closed-loop':
+      return `${c.held ?? '?'} held at its setpoint by its controller while the physics under it is off: ${name} ${signed(magnitude)} ${unit} and ${(c.coupled ?? []).map(([n, per]) => `${n} ${signed(magnitude * per)}`).join(', ')} for ${runs} runs: the run mean of ${name} moves ${sz}`;
     case 'correlated-pair': {
       const other = c.k2 === undefined ? '?' : (ch.sensors[c.k2]?.name ?? '?');
       return `${name} up and ${other} down by ${fmt(magnitude)} of their own sd each in ${step} for ${runs} runs: their standardised mean difference moves ${sz}`;
@@ -530,8 +575,11 @@ export function planExcursions(fab: FabSpec, opts: ExcursionPlanOptions): Excurs
   for (const s of sizes) if (!(Number.isFinite(s) && s > 0)) throw new RangeError(`excursion sizes must be positive numbers, got ${s}`);
   const maxPer = Math.max(1, Math.floor(opts.maxPerChamber ?? 1));
   // Only kinds whose runs fit between afterRun and the last run.
-  const kinds = wanted.filter((k) => opts.runsPerChamber - EXCURSION_SHAPES[k].runs >= opts.afterRun);
+  const range = opts.runsRange;
+  const longest = (k: ExcursionKind) => (range ? Math.max(range[0], range[1]) : EXCURSION_SHAPES[k].runs);
+  const kinds = wanted.filter((k) => opts.runsPerChamber - longest(k) >= opts.afterRun);
   const u = rng(mix(opts.seed, 0xe7c));
+  const lengths = range ? rng(mix(opts.seed, 0x1e9)) : undefined;
   // Positions in `fab.chambers` (a caller may pass a subset of a fab, so not `ChamberSpec.index`).
   const order = fab.chambers.map((_c, i) => i).sort(() => u() - 0.5);
   const windows = new Map<number, [number, number][]>();
@@ -546,7 +594,7 @@ export function planExcursions(fab: FabSpec, opts: ExcursionPlanOptions): Excurs
     const kind = kinds[slot % kinds.length] as ExcursionKind;
     // Shifting the sizes by one every full period pairs every kind with every size.
     const size = sizes[(slot + Math.floor(slot / period)) % sizes.length] as number;
-    const runs = EXCURSION_SHAPES[kind].runs;
+    const runs = range && lengths ? intIn(lengths, Math.min(range[0], range[1]), Math.max(range[0], range[1])) : EXCURSION_SHAPES[kind].runs;
     let placed = false;
     for (let p = 0; p < pending.length && !placed; p++) {
       const idx = pending[p] as number;
@@ -584,6 +632,8 @@ export function planExcursions(fab: FabSpec, opts: ExcursionPlanOptions): Excurs
           magnitude: cal.magnitude,
           direction: c.direction,
           ...(c.seconds !== undefined ? { seconds: c.seconds } : {}),
+          ...(c.coupled !== undefined ? { coupled: c.coupled } : {}),
+          ...(c.held !== undefined ? { held: c.held } : {}),
           description: describe(ch, kind, c, size, cal.magnitude, runs),
         });
         windows.set(idx, [...taken, [startRun, startRun + runs - 1]]);
@@ -621,7 +671,7 @@ export function parseKinds(text: string): ExcursionKind[] {
     .map((s) => s.trim())
     .filter(Boolean)
     .map((k) => {
-      if (!(EXCURSION_KINDS as readonly string[]).includes(k)) throw new RangeError(`unknown excursion kind "${k}" (${EXCURSION_KINDS.join(', ')})`);
+      if (!(REAL_EQUIPMENT_KINDS as readonly string[]).includes(k)) throw new RangeError(`unknown excursion kind "${k}" (${REAL_EQUIPMENT_KINDS.join(', ')})`);
       return k as ExcursionKind;
     });
 }

@@ -1,3 +1,4 @@
+import { withRealEquipment, type EquipmentSpec } from './real-equipment';
 import { Gaussian, intIn, mix, pick, rng, type Rng } from './rng';
 
 /** A recipe step: its share of the run's context, and how it behaves. */
@@ -60,6 +61,16 @@ export interface SensorSpec {
   readonly skew?: number;
   /** `quantised`: every sample is rounded to a multiple of this (an A/D or display resolution, 0.5-1 noise sigma). */
   readonly resolution?: number;
+  /**
+   * `real-equipment`: the sensor's reading range, applied after the quantisation (a reflected-power
+   * reading that cannot go below 0 and saturates at 1 W, a state with levels 0-4).
+   */
+  readonly range?: readonly [number, number];
+  /**
+   * `real-equipment`: `held` (a controller holds it at its setpoint: events and closed-loop faults do not
+   * move it), `reacting` (moves with its closed-loop group), `state` (a few-level state). Absent: analog.
+   */
+  readonly role?: 'held' | 'reacting' | 'state';
   /** Probability per sample of a normal single-sample glitch (4-8 noise sigma, either sign); 0 on most sensors. */
   readonly glitchRate: number;
   /**
@@ -108,6 +119,8 @@ export interface ChamberSpec {
    */
   readonly correlatedPair?: readonly [string, string];
   readonly pairCorrelation?: number;
+  /** `real-equipment` profile: equipment events and closed-loop groups (see real-equipment.ts). */
+  readonly equipment?: EquipmentSpec;
 }
 
 export interface ToolSpec {
@@ -120,8 +133,10 @@ export interface ToolSpec {
  * `fab`: the whole fab's chambers (50-200 SVIDs, 1-10 Hz, 600-1,800 s: the weights of design.md
  * section 2). `detection`: the same tool types and realism in small traces for library-level
  * detection benches (1-2 Hz, 180-420 s, 3-5 sensors and 4-10 setpoints/states per chamber).
+ * `real-equipment`: the `detection` chambers of the same seed plus lattice sensors, equipment events,
+ * production periods, stronger ageing and a closed-loop group (real-equipment.ts).
  */
-export type FabProfile = 'fab' | 'detection';
+export type FabProfile = 'fab' | 'detection' | 'real-equipment';
 
 export interface FabSpec {
   readonly seed: number;
@@ -481,6 +496,7 @@ function chamberRealism(
 export function generateFab(opts: FabOptions): FabSpec {
   if (!Number.isInteger(opts.tools) || opts.tools < 1) throw new RangeError(`tools must be an integer >= 1, got ${opts.tools}`);
   const profile: FabProfile = opts.profile ?? 'fab';
+  // `real-equipment` draws the `detection` fab (same streams), then adds to each chamber.
   const u = rng(mix(opts.seed, profile === 'fab' ? 0xfab : 0xde7ec7));
   const [sMin, sMax] = opts.sensorsPerChamber ?? (profile === 'fab' ? [2, 4] : [3, 5]);
   const shares = TOOL_PROFILES.map((p) => p.share);
@@ -521,7 +537,7 @@ export function generateFab(opts: FabOptions): FabSpec {
       const bases = templates.map((tpl) => sensorBase(u, tpl, recipe.steps.length));
       const chamberId = `PM${c}`;
       const seed = mix(opts.seed, chambers.length, profile === 'fab' ? 0xc4a : 0xc4b);
-      const ch: ChamberSpec = {
+      let ch: ChamberSpec = {
         toolId,
         chamberId,
         key: `${toolId}:${chamberId}`,
@@ -537,6 +553,7 @@ export function generateFab(opts: FabOptions): FabSpec {
         profile,
         ...chamberRealism(seed, p, bases),
       };
+      if (profile === 'real-equipment') ch = withRealEquipment(ch);
       own.push(ch);
       chambers.push(ch);
     }

@@ -1,5 +1,6 @@
 import type { TraceRecord, TraceStep } from '@defender/contracts';
 import { runGaussian, slowLevelSigmas, svidName, type ChamberSpec } from './fab';
+import { eventLevelSigmas, LOOP_FACTOR_CORRELATION } from './real-equipment';
 import { Gaussian, mix, rng } from './rng';
 
 // Module-level references: the per-sample loops then skip a global lookup per call (slow where code
@@ -11,6 +12,7 @@ const { exp, floor, log, min, round } = Math;
 const SALT_DURATION = 0xd0e5;
 const SALT_DITHER = 0xd17e;
 const SALT_GLITCH = 0x911c;
+const SALT_LOOP = 0x100b;
 
 /** Nominal samples per SVID of one run of `ch` (a run's own length varies slightly: see {@link runLayout}). */
 export function samplesPerRun(ch: ChamberSpec): number {
@@ -130,10 +132,23 @@ function runOffsets(ch: ChamberSpec, runIndex: number, slow: boolean): Float64Ar
     const rho = ch.pairCorrelation ?? 0;
     if (a >= 0 && b >= 0) z[b] = rho * (z[a] as number) + Math.sqrt(1 - rho * rho) * (z[b] as number);
   }
+  const loops = ch.equipment?.loops ?? [];
+  loops.forEach((loop, l) => {
+    // The loop's common in-control factor (plasma load, chamber conductance) from its own stream, so
+    // the sensors' own draws above stay as they are.
+    const common = runGaussian(ch, runIndex, mix(SALT_LOOP, l)).next();
+    const rho = LOOP_FACTOR_CORRELATION;
+    loop.reacting.forEach((name, i) => {
+      const k = ch.sensors.findIndex((s) => s.name === name);
+      const a = loop.inControl[i] ?? 0;
+      if (k >= 0) z[k] = rho * a * common + Math.sqrt(1 - rho * rho * a * a) * (z[k] as number);
+    });
+  });
   for (let k = 0; k < z.length; k++) {
     const s = ch.sensors[k];
     if (!s) continue;
-    z[k] = s.runSigma * ((z[k] as number) + (slow ? slowLevelSigmas(ch, k, runIndex) : 0));
+    const events = slow && ch.equipment ? eventLevelSigmas(ch, s.name, runIndex) : 0;
+    z[k] = s.runSigma * ((z[k] as number) + (slow ? slowLevelSigmas(ch, k, runIndex) + events : 0));
   }
   return z;
 }
@@ -323,6 +338,11 @@ function fillSensor(
 
   const res = sensor.noiseKind === 'quantised' ? (sensor.resolution ?? 0) : 0;
   if (res > 0) for (let i = 0; i < n; i++) out[i] = round((out[i] as number) / res) * res;
+  const range = sensor.range;
+  if (range) {
+    const [lo, hi] = range;
+    for (let i = 0; i < n; i++) out[i] = min(hi, Math.max(lo, out[i] as number));
+  }
 }
 
 const setpointCache = new WeakMap<ChamberSpec, Float64Array>();
