@@ -5,6 +5,6 @@
  */
 export { DEFAULT_BUCKETS } from './lib/bucket-names';
 export { ClaimLostError } from './lib/errors';
-export { natsInboxPrefix } from './lib/inbox';
+export { natsInboxPrefix, natsInboxPrefixFor } from './lib/inbox';
 export { HeartbeatWriter } from './lib/heartbeat-writer';
 export { StableIdRegistry, type HeldClaim, type StableIdOptions } from './lib/stable-ids';

@@ -46,6 +46,8 @@ export {
   roleParts,
   natsAuthorizationConfig,
   natsInboxPrefix,
+  natsInboxPrefixFor,
+  natsUserOfCertificate,
   natsPermissions,
   roleGrants,
   streamNames,

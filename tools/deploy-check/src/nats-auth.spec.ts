@@ -2,7 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { NATS_ROLES, type NatsRole } from '@defender/nats-kv';
 import { parseNatsAuthorization } from '@defender/infra-harness';
-import { natsAuthConf, NATS_AUTH_CONF, natsPasswordEnv } from './lib/nats-auth';
+import { natsAuthConf, natsAuthConfCertificates, NATS_AUTH_CONF, natsPasswordEnv } from './lib/nats-auth';
 import { DOC_BEGIN, DOC_END, NATS_PERMISSION_DOCS, natsPermissionTable } from './lib/nats-permissions-doc';
 import { listApps, readRepoFile, REPO } from './lib/repo';
 import { ComposeService, composeServiceApp, interpolate, parseCompose } from './lib/workloads';
@@ -49,6 +49,13 @@ describe('NATS identities in the deployments', () => {
     }
     // Every role but the embedded controller's defender: compose runs the standalone controller.
     expect([...seen].sort()).toEqual(NATS_ROLES.filter((r) => r !== 'defender-controller').sort());
+  });
+
+  it('the mutual-TLS variant (npm run nats-auth-conf -- --certificates) has the same users and rights, and no password', () => {
+    const cert = natsAuthConfCertificates();
+    expect(parseNatsAuthorization(cert)).toEqual(parseNatsAuthorization(natsAuthConf()));
+    expect(cert).not.toMatch(/password/);
+    expect(cert).toContain('verify_and_map: true');
   });
 
   describe.each(NATS_PERMISSION_DOCS)('%s and deploy/nats/auth.conf (issue 50)', (doc) => {

@@ -3,21 +3,27 @@
  * libs/nats-kv permissions.ts, and the permission table in SECURITY.md and k8s/README.md from that
  * file.
  *
- *   npm run nats-auth-conf             write them
- *   npm run nats-auth-conf -- --check  exit 1 when one is missing or out of date (writes nothing)
+ *   npm run nats-auth-conf                    write them
+ *   npm run nats-auth-conf -- --check         exit 1 when one is missing or out of date (writes nothing)
+ *   npm run nats-auth-conf -- --certificates  print the users identified by client certificates instead
+ *                                             of passwords (mutual TLS per role; writes nothing)
  */
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { natsAuthConf, NATS_AUTH_CONF } from './lib/nats-auth';
+import { natsAuthConf, natsAuthConfCertificates, NATS_AUTH_CONF } from './lib/nats-auth';
 import { NATS_PERMISSION_DOCS, natsPermissionTable, withPermissionTable } from './lib/nats-permissions-doc';
 import { REPO } from './lib/repo';
 
 function main(argv: string[]): number {
   const check = argv.includes('--check');
-  const unknown = argv.filter((a) => a !== '--check');
-  if (unknown.length > 0) {
-    process.stderr.write(`nats-auth-conf: unknown argument ${unknown.join(' ')}\nUsage: npm run nats-auth-conf [-- --check]\n`);
+  const unknown = argv.filter((a) => a !== '--check' && a !== '--certificates');
+  if (unknown.length > 0 || argv.length > 1) {
+    process.stderr.write(`nats-auth-conf: ${unknown.length > 0 ? `unknown argument ${unknown.join(' ')}` : 'one option at most'}\nUsage: npm run nats-auth-conf [-- --check | --certificates]\n`);
     return 2;
+  }
+  if (argv.includes('--certificates')) {
+    process.stdout.write(natsAuthConfCertificates());
+    return 0;
   }
   const conf = natsAuthConf();
   const table = natsPermissionTable(conf);

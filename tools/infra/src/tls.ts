@@ -81,3 +81,28 @@ export function makeTestPki(opts: { serverNames?: readonly string[] } = {}): Tes
 export function removeTestPki(pki: TestPki): void {
   rmSync(pki.dir, { recursive: true, force: true });
 }
+
+/**
+ * A client certificate for NATS user `user` signed by `pki`'s CA (`ca` selects the rogue CA
+ * instead): subjectAltName `DNS:<user>`, which nats-server with `tls { verify_and_map: true }`
+ * takes as the user (libs/nats-kv `natsAuthorizationConfig` with `certificate: true`). Written into
+ * the PKI's directory as `user-<user>.crt` / `.key`.
+ */
+export function makeClientCertificate(pki: TestPki, user: string, ca: 'ca' | 'rogue-ca' = 'ca'): { certFile: string; keyFile: string } {
+  if (!/^[A-Za-z0-9_-]{1,64}$/.test(user)) throw new RangeError(`client certificate user ${JSON.stringify(user)}: 1-64 of [A-Za-z0-9_-]`);
+  const name = `user-${user}${ca === 'ca' ? '' : `-${ca}`}`;
+  openssl(['ecparam', '-name', 'prime256v1', '-genkey', '-noout', '-out', `${name}.key`], pki.dir);
+  openssl(['req', '-new', '-key', `${name}.key`, '-subj', `/CN=${user}`, '-out', `${name}.csr`], pki.dir);
+  writeFileSync(join(pki.dir, `${name}.ext`), `subjectAltName=DNS:${user}\nextendedKeyUsage=clientAuth\n`);
+  openssl(['x509', '-req', '-in', `${name}.csr`, '-CA', `${ca}.crt`, '-CAkey', `${ca}.key`, '-CAcreateserial', '-days', '1', '-sha256', '-extfile', `${name}.ext`, '-out', `${name}.crt`], pki.dir);
+  return { certFile: join(pki.dir, `${name}.crt`), keyFile: join(pki.dir, `${name}.key`) };
+}
+
+/**
+ * nats-server's `tls` block for mutual TLS per role: `pki`'s server certificate, clients verified
+ * against its CA, and the user taken from the client certificate (`verify_and_map`; see
+ * {@link makeClientCertificate}). Put before an `authorization` block in a `-c` file.
+ */
+export function natsVerifyAndMapTls(pki: TestPki): string {
+  return `tls {\n  cert_file: ${JSON.stringify(pki.serverCert)}\n  key_file: ${JSON.stringify(pki.serverKey)}\n  ca_file: ${JSON.stringify(pki.caCert)}\n  verify_and_map: true\n}\n`;
+}

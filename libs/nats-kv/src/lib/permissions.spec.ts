@@ -62,6 +62,13 @@ describe('natsAuthorizationConfig', () => {
     expect(conf).toContain('"$KV.defender-assignments.>"');
   });
 
+  it('writes a user identified by its client certificate without a password (mutual TLS per role)', () => {
+    const conf = natsAuthorizationConfig([{ user: 'defender', role: 'defender', certificate: true }]);
+    expect(conf).toContain('user: "defender"');
+    expect(conf).toContain('# identified by its client certificate (DNS:defender)');
+    expect(conf).not.toContain('password');
+  });
+
   it('names every bad user, password, variable and duplicate at once', () => {
     expect(() =>
       natsAuthorizationConfig([

@@ -1,8 +1,8 @@
 import { DEFAULT_BUCKETS } from './buckets';
-import { natsInboxPrefix } from './inbox';
+import { natsInboxPrefix, natsInboxPrefixFor, natsUserOfCertificate } from './inbox';
 import { STREAMS } from './streams';
 
-export { natsInboxPrefix };
+export { natsInboxPrefix, natsInboxPrefixFor, natsUserOfCertificate };
 
 /**
  * Who connects to NATS, each with its own identity (SECURITY.md):
@@ -153,9 +153,12 @@ export function natsPermissions(role: NatsRole, names: PermissionNames = DEFAULT
 /**
  * One NATS user: a name, its role, and its password — literally, or as the name of an environment
  * variable nats-server reads when it loads the file (`password: $NAME`; it refuses to start when the
- * variable is unset), so a committed configuration holds no secret.
+ * variable is unset), so a committed configuration holds no secret — or no password but a client
+ * certificate (`certificate: true`): with `tls { verify_and_map: true }` nats-server takes the user
+ * from the certificate it verified (a DNS name `DNS:<user>` in its subjectAltName; SECURITY.md
+ * "Mutual TLS per role").
  */
-export type NatsUser = { readonly user: string; readonly role: NatsRole } & ({ readonly password: string } | { readonly passwordEnv: string });
+export type NatsUser = { readonly user: string; readonly role: NatsRole } & ({ readonly password: string } | { readonly passwordEnv: string } | { readonly certificate: true });
 
 const SAFE = /^[A-Za-z0-9._-]{1,128}$/;
 /** No `.` in a user: its inbox prefix (natsInboxPrefix) must be one subject token. */
@@ -186,7 +189,7 @@ export function natsAuthorizationConfig(users: readonly NatsUser[], names: Permi
     return [
       `    {`,
       `      user: ${JSON.stringify(u.user)}`,
-      `      password: ${'password' in u ? JSON.stringify(u.password) : `$${u.passwordEnv}`}`,
+      ...('certificate' in u ? [`      # identified by its client certificate (DNS:${u.user})`] : [`      password: ${'password' in u ? JSON.stringify(u.password) : `$${u.passwordEnv}`}`]),
       `      # role: ${u.role}`,
       `      permissions: {`,
       `        publish: { allow: ${list(p.publish.allow)} }`,

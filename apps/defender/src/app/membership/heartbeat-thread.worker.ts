@@ -13,7 +13,7 @@ import { Kvm } from '@nats-io/kv';
 import { connect } from '@nats-io/transport-node';
 import type { NatsConnection } from '@nats-io/nats-core';
 // The entry point without zod: loading it would cost this thread's heap about 11 MB (ADR 0014).
-import { ClaimLostError, HeartbeatWriter, natsInboxPrefix, StableIdRegistry } from '@defender/nats-kv/heartbeat';
+import { ClaimLostError, HeartbeatWriter, natsInboxPrefixFor, StableIdRegistry } from '@defender/nats-kv/heartbeat';
 import { HeartbeatBeater } from './heartbeat-beater';
 import { HEARTBEAT_THREAD_MARK, type FromHeartbeatThread, type HeartbeatThreadInit, type ToHeartbeatThread } from './heartbeat-thread-protocol';
 
@@ -24,9 +24,11 @@ function post(port: MessagePort, msg: FromHeartbeatThread): void {
 async function connectForever(init: HeartbeatThreadInit, stopped: () => boolean): Promise<NatsConnection | undefined> {
   const { servers, name, user, pass, token, tls, reconnectTimeWaitMs } = init.nats;
   const waitMs = reconnectTimeWaitMs ?? 1000;
+  // The main thread's inbox rule (libs/nest-common NatsConnectionService): its user's, or its certificate's.
+  const inboxPrefix = natsInboxPrefixFor(user, tls?.certFile);
   while (!stopped()) {
     try {
-      return await connect({ servers, name, user, pass, token, ...(user ? { inboxPrefix: natsInboxPrefix(user) } : {}), ...(tls ? { tls } : {}), reconnect: true, maxReconnectAttempts: -1, reconnectTimeWait: waitMs, noAsyncTraces: true });
+      return await connect({ servers, name, user, pass, token, ...(inboxPrefix ? { inboxPrefix } : {}), ...(tls ? { tls } : {}), reconnect: true, maxReconnectAttempts: -1, reconnectTimeWait: waitMs, noAsyncTraces: true });
     } catch {
       // Reported by the main thread's own connection; this one just tries again.
       await new Promise((r) => setTimeout(r, waitMs));

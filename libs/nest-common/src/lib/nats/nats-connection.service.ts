@@ -2,7 +2,7 @@ import { Inject, Injectable, Logger, OnApplicationShutdown, OnModuleInit } from 
 import type { NatsConnection } from '@nats-io/nats-core';
 import { connect } from '@nats-io/transport-node';
 import { backoffDelayMs } from '@defender/backoff';
-import { natsInboxPrefix } from '@defender/nats-kv';
+import { natsInboxPrefixFor } from '@defender/nats-kv';
 import { HealthRegistry } from '../health/health.registry';
 import { natsClientTls, natsTlsMode, NatsTlsFiles } from './nats-tls';
 
@@ -83,6 +83,9 @@ export class NatsConnectionService implements OnModuleInit, OnApplicationShutdow
   private async connectLoop(): Promise<void> {
     const { servers, name, user, pass, token } = this.options;
     const tls = natsClientTls(this.options.tls);
+    // A role's user may subscribe to its own inboxes only (libs/nats-kv permissions.ts); a client
+    // identified by its certificate alone takes the user the certificate maps to.
+    const inboxPrefix = natsInboxPrefixFor(user, tls?.certFile);
     const waitMs = this.options.reconnectTimeWaitMs ?? 1000;
     for (let attempt = 0; !this.closing; attempt++) {
       try {
@@ -92,8 +95,7 @@ export class NatsConnectionService implements OnModuleInit, OnApplicationShutdow
           user,
           pass,
           token,
-          // A role's user may subscribe to its own inboxes only (libs/nats-kv permissions.ts).
-          ...(user ? { inboxPrefix: natsInboxPrefix(user) } : {}),
+          ...(inboxPrefix ? { inboxPrefix } : {}),
           ...(tls ? { tls } : {}),
           reconnect: true,
           maxReconnectAttempts: -1,

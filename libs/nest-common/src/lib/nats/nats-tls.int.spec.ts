@@ -1,4 +1,9 @@
-import { describeWithInfra, makeTestPki, NatsServerHandle, removeTestPki, startNatsServer, TestPki, waitFor } from '@defender/infra-harness';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { jetstreamManager } from '@nats-io/jetstream';
+import { natsAuthorizationConfig } from '@defender/nats-kv';
+import { describeWithInfra, makeClientCertificate, makeTestPki, NatsServerHandle, natsVerifyAndMapTls, removeTestPki, startNatsServer, TestPki, waitFor } from '@defender/infra-harness';
 import { HealthRegistry } from '../health/health.registry';
 import { NatsConnectionService } from './nats-connection.service';
 import { NatsTlsFiles } from './nats-tls';
@@ -92,5 +97,41 @@ describeWithInfra(['nats'], 'NatsConnectionService over TLS (real nats-server re
 
   it('with TLS settings it refuses a server that offers no TLS (never falls back to plaintext)', async () => {
     expect(await refusal(plaintext, { caFile: pki.caCert })).toMatch(/tls/i);
+  });
+});
+
+/**
+ * Mutual TLS per role (issue 50): against a server that takes the user from the client certificate
+ * (`verify_and_map`), an app configured with NATS_TLS_CERT_FILE / KEY_FILE and no NATS_USER works as
+ * the certificate's role: it takes its inbox prefix from the certificate (the only subjects the role
+ * may subscribe to), so its JetStream requests get their answers.
+ */
+describeWithInfra(['nats'], 'NatsConnectionService with a role\'s client certificate and no user (tls verify_and_map)', () => {
+  let pki: TestPki;
+  let dir = '';
+  let server: NatsServerHandle;
+
+  beforeAll(async () => {
+    pki = makeTestPki();
+    dir = mkdtempSync(join(tmpdir(), 'nest-nats-mtls-'));
+    const conf = join(dir, 'nats.conf');
+    writeFileSync(conf, natsVerifyAndMapTls(pki) + natsAuthorizationConfig([{ user: 'dashboard', role: 'dashboard', certificate: true }]), { mode: 0o600 });
+    server = await startNatsServer({ extraArgs: ['-c', conf] });
+  });
+  afterAll(async () => {
+    await server?.stop();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+    if (pki) removeTestPki(pki);
+  });
+
+  it('connects as the certificate\'s role and gets JetStream answers on that role\'s inbox', async () => {
+    const s = service(server, { caFile: pki.caCert, ...makeClientCertificate(pki, 'dashboard') });
+    try {
+      const nc = await s.svc.connection();
+      await expect((await jetstreamManager(nc)).getAccountInfo()).resolves.toMatchObject({ streams: 0 });
+      await expect(nc.request('$JS.API.STREAM.CREATE.dashboard-own', JSON.stringify({ name: 'dashboard-own', subjects: ['own.>'] }))).rejects.toThrow(/Permissions Violation/);
+    } finally {
+      await s.stop();
+    }
   });
 });
