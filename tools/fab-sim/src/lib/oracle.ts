@@ -58,8 +58,8 @@ export interface ProfileMetrics {
   readonly sustained: { readonly injected: number; readonly detected: number; readonly rate: number; readonly delayP90: number | null };
   /**
    * Detected excursions over the sum of their oracle bounds (the bound's expected count). `chance`:
-   * the detections false alarms alone would give, `sum 1 - (1 - f)^L` at the pooled false-alarm rate f
-   * (an alarm flood "catches" faults too; read the efficiency against it).
+   * the detections false alarms alone would give, `sum 1 - (1 - f)^L` with f the false-alarm rate of
+   * the excursion's chamber (an alarm flood "catches" faults too; read the efficiency against it).
    */
   readonly oracle: { readonly expected: number; readonly detected: number; readonly efficiency: number; readonly chance: number };
   /** Sustained closed-loop excursions of >= 2 sds (in the reacting sensor's statistic). */
@@ -85,8 +85,6 @@ export function profileMetrics(
   const sustained = base.excursions.filter((o) => o.excursion.size >= 2 && o.excursion.endRun - o.excursion.startRun + 1 >= 5);
   const delays = sustained.flatMap((o) => (o.delayRuns === null ? [] : [o.delayRuns]));
   const expected = base.excursions.reduce((a, o) => a + oracleBound(o.excursion, options.arl), 0);
-  const f = base.falseAlarmRate;
-  const chance = base.excursions.reduce((a, o) => a + 1 - (1 - f) ** (o.excursion.endRun - o.excursion.startRun + 1), 0);
   const closed = sustained.filter((o) => o.excursion.kind === 'closed-loop');
   const closedDetected = closed.filter((o) => o.detected).length;
 
@@ -96,13 +94,23 @@ export function profileMetrics(
   for (const o of base.excursions) xsBy.set(o.excursion.chamber, [...(xsBy.get(o.excursion.chamber) ?? []), o.excursion]);
   let afterRuns = 0;
   let afterAlarms = 0;
+  const rates = new Map<string, { runs: number; alarms: number }>();
   for (const r of outcomes) {
     if (!r.judged) continue;
     if (xsBy.get(r.chamber)?.some((x) => r.runIndex >= x.startRun && r.runIndex <= x.endRun + recovery)) continue;
+    const c = rates.get(r.chamber) ?? { runs: 0, alarms: 0 };
+    c.runs++;
+    if (r.alarmed) c.alarms++;
+    rates.set(r.chamber, c);
     if (!eventsBy.get(r.chamber)?.some((b) => r.runIndex >= b && r.runIndex < b + AFTER_EVENT_RUNS)) continue;
     afterRuns++;
     if (r.alarmed) afterAlarms++;
   }
+  const chance = base.excursions.reduce((a, o) => {
+    const c = rates.get(o.excursion.chamber);
+    const f = c && c.runs > 0 ? c.alarms / c.runs : 0;
+    return a + 1 - (1 - f) ** (o.excursion.endRun - o.excursion.startRun + 1);
+  }, 0);
   return {
     sustained: { injected: sustained.length, detected: delays.length, rate: sustained.length > 0 ? delays.length / sustained.length : 0, delayP90: nearestRank(delays, 90) },
     oracle: { expected, detected: base.all.detected, efficiency: expected > 0 ? base.all.detected / expected : 0, chance },

@@ -1,6 +1,7 @@
 import { effectsFor, EXCURSION_SHAPES, planExcursions, REAL_EQUIPMENT_KINDS } from './excursions';
 import { generateFab, type ChamberSpec } from './fab';
-import { normalCdf, oracleBound, shiftsPerRun } from './oracle';
+import { detectionMetrics, type RunOutcome } from './detection-metrics';
+import { normalCdf, oracleBound, profileLine, profileMetrics, shiftsPerRun } from './oracle';
 import { equipmentEvents, eventLevelSigmas, EVENT_HORIZON_RUNS, runStartSeconds, type ChamberEvent } from './real-equipment';
 import { synthesizeTrace } from './trace';
 import type { Excursion } from './excursions';
@@ -246,5 +247,31 @@ describe('oracle bound', () => {
   it('ramps a drift to its size', () => {
     expect(shiftsPerRun(excursion('drift', 3, 3))).toEqual([1, 2, 3]);
     expect(oracleBound(excursion('drift', 3, 3))).toBeLessThan(oracleBound(excursion('mean-shift', 3, 3)));
+  });
+
+  it('counts sustained and closed-loop detections, runs after events and the chance detections of each chamber', () => {
+    const x = (id: string, chamber: string, kind: Excursion['kind'], size: number, start: number, runs: number): Excursion =>
+      ({ id, chamber, kind, size, startRun: start, endRun: start + runs - 1 }) as unknown as Excursion;
+    const xs = [x('a', 'T:1', 'closed-loop', 2, 50, 5), x('b', 'T:1', 'mean-shift', 3, 80, 2), x('c', 'T:2', 'drift', 2, 50, 6)];
+    const outcomes: RunOutcome[] = [];
+    for (const chamber of ['T:1', 'T:2']) {
+      for (let r = 0; r < 120; r++) {
+        // T:1 alarms on every tenth run (5, 15, ...) and on the closed-loop fault's third run; T:2 never.
+        const alarmed = chamber === 'T:1' && (r === 52 || r % 10 === 5);
+        outcomes.push({ chamber, runIndex: r, judged: r >= 30, alarmed, held: false });
+      }
+    }
+    const base = detectionMetrics(outcomes, xs);
+    const p = profileMetrics(base, outcomes, [{ chamber: 'T:1', beforeRun: 100, kind: 'clean' }], 0);
+    expect(p.sustained).toEqual({ injected: 2, detected: 1, rate: 0.5, delayP90: 2 });
+    expect(p.closedLoop).toEqual({ injected: 1, detected: 1, rate: 1 });
+    // Runs 100-119 of T:1, alarms at 105 and 115.
+    expect(p.afterEvents).toEqual({ runs: 20, alarms: 2, rate: 0.1 });
+    const expected = xs.reduce((a, e) => a + oracleBound(e), 0);
+    expect(p.oracle.expected).toBeCloseTo(expected, 12);
+    expect(p.oracle.efficiency).toBeCloseTo(base.all.detected / expected, 12);
+    const f = base.perChamber.worst;
+    expect(p.oracle.chance).toBeCloseTo(1 - (1 - f) ** 5 + 1 - (1 - f) ** 2, 12);
+    expect(profileLine('real-equipment', 'default', base, p)).toMatch(/ sustained-2sigma 50\.0% .* closed-loop 100\.0% regime-alarms 0 delay-p90 2 runs$/);
   });
 });
