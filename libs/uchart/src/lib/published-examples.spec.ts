@@ -28,6 +28,7 @@ import { ewmaSeries } from './charts/ewma';
 import { estimateSigma, individualsLimits } from './charts/individuals';
 import { establishBaseline, pointLimits, type BaselineSample } from './baseline';
 import { expectPrinted, expectTruncated } from '../testing/printed';
+import { CIRCUIT, CONCENTRATION, ORANGEJUICE_D, PCMANUFACT, VISCOSITY } from '../testing/published-data';
 
 describe('individuals chart', () => {
   it('NIST 6.3.2.2: flow-rate example, MR-bar and 3-sigma limits with d2 = 1.128 [NIST pmc322]', () => {
@@ -40,9 +41,7 @@ describe('individuals chart', () => {
   });
 
   // qcc vignette, "Continuous one-at-time data": viscosity data (Montgomery, p. 242).
-  const viscosity = [
-    33.75, 33.05, 34, 33.81, 33.46, 34.02, 33.68, 33.27, 33.49, 33.2, 33.62, 33.0, 33.54, 33.12, 33.84,
-  ];
+  const viscosity = VISCOSITY;
 
   it('qcc xbar.one, moving-range sigma: centre 33.52333, sd 0.4261651, limits 32.24484 / 34.80183 [QCC]', () => {
     const lim = individualsLimits(viscosity, { sigmaMethod: 'moving-range' });
@@ -84,9 +83,7 @@ describe('EWMA chart', () => {
   });
 
   it('qcc ewma(x, lambda = 0.2, nsigmas = 2.7) on the viscosity data: exact limits at points 1, 2, 15 [QCC]', () => {
-    const x = [
-      33.75, 33.05, 34, 33.81, 33.46, 34.02, 33.68, 33.27, 33.49, 33.2, 33.62, 33.0, 33.54, 33.12, 33.84,
-    ];
+    const x = VISCOSITY;
     const est = estimateSigma(x, 'moving-range');
     expectPrinted(est.center, '33.52333');
     expectPrinted(est.sigma, '0.4261651');
@@ -128,10 +125,7 @@ describe('CUSUM chart', () => {
   });
 
   it('Montgomery & Runger Example 16-6: mu0 = 99, K = 1, H = 10, chemical concentration [MR]', () => {
-    const x = [
-      102.0, 94.8, 98.3, 98.4, 102.0, 98.5, 99.0, 97.7, 100.0, 98.1, 101.3, 98.7, 101.1, 98.4, 97.0, 96.7,
-      100.3, 101.4, 97.2, 101.0,
-    ];
+    const x = CONCENTRATION;
     // prettier-ignore
     const sH = [
       '2.0', '0.0', '0.0', '0.0', '2.0', '0.5', '0.0', '0.0', '0.0', '0.0',
@@ -170,10 +164,7 @@ describe('CUSUM chart', () => {
 
 describe('attribute charts', () => {
   // qcc data/orangejuice.txt, trial samples 1-30 (D nonconforming of 50 cans).
-  const ojD = [
-    12, 15, 8, 10, 4, 7, 16, 9, 14, 10, 5, 6, 17, 12, 22, 8, 10, 5, 13, 11, 20, 18, 24, 15, 9, 12, 7, 13, 9,
-    6,
-  ];
+  const ojD = ORANGEJUICE_D;
   const oj: BaselineSample[] = ojD.map((d, i) => ({ runId: `oj-${i + 1}`, value: d, size: 50 }));
 
   it('p chart, orange juice trial samples: centre 0.2313333, limits 0.05242755 / 0.4102391 [QCC]', () => {
@@ -228,9 +219,7 @@ describe('attribute charts', () => {
   });
 
   // qcc data/circuit.txt: nonconformities in 100 printed circuit boards, trial samples 1-26.
-  const circuit = [
-    21, 24, 16, 12, 15, 5, 28, 20, 31, 25, 20, 24, 16, 19, 10, 17, 13, 22, 18, 39, 30, 24, 16, 19, 17, 15,
-  ];
+  const circuit = CIRCUIT;
   const circuitSamples: BaselineSample[] = circuit.map((x, i) => ({
     runId: `c-${i + 1}`,
     value: x,
@@ -279,7 +268,7 @@ describe('attribute charts', () => {
   });
 
   it('u chart, pcmanufact (size 5): centre 1.93, limits 0.06613305 / 3.793867 [QCC]', () => {
-    const x = [10, 12, 8, 14, 10, 16, 11, 7, 10, 15, 9, 5, 7, 11, 12, 6, 8, 10, 7, 5];
+    const x = PCMANUFACT;
     const ubar = attributeRate(
       'u',
       x.map((count) => ({ count, size: 5 })),

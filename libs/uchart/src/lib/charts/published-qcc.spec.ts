@@ -5,7 +5,7 @@
  *
  * - [QCC-D] R package qcc (github.com/luca-scr/qcc), data/pistonrings.txt: Montgomery's piston-ring
  *   inside diameters (Introduction to SQC, Example 6.1 / Table 6.3), 40 samples of 5; samples 1-25 are
- *   the trial (Phase I) samples.
+ *   the trial (Phase I) samples (transcribed in ../../testing/published-data.ts).
  * - [QCC-V] qcc vignette "A quick tour of qcc", docs/articles/qcc.html at the repository's HEAD
  *   (commit af35099): printed output of qcc() for "x-bar chart", "R chart", "S chart" and of
  *   processCapability() in "Process capability analysis".
@@ -31,6 +31,7 @@ import { evaluateSubgroups, subgroupLimits, subgroupPointLimits, subgroupStatist
 import { movingRangeLimits, movingRanges } from './moving-range';
 import { individualsLimits, shewhartLimits } from './individuals';
 import { expectPrinted } from '../../testing/printed';
+import { CONCENTRATION, DIAMETER2, PISTONRINGS } from '../../testing/published-data';
 
 /** R's summary(): min, type-7 quartiles, median, mean, max. */
 function summary(values: readonly number[]): number[] {
@@ -48,39 +49,8 @@ function expectSummary(values: readonly number[], printed: readonly string[]): v
   summary(values).forEach((v, i) => expectPrinted(v, printed[i]));
 }
 
-// [QCC-D] data/pistonrings.txt, one row per sample.
-// prettier-ignore
-const PISTONRINGS: readonly number[][] = [
-  [74.030, 74.002, 74.019, 73.992, 74.008], [73.995, 73.992, 74.001, 74.011, 74.004],
-  [73.988, 74.024, 74.021, 74.005, 74.002], [74.002, 73.996, 73.993, 74.015, 74.009],
-  [73.992, 74.007, 74.015, 73.989, 74.014], [74.009, 73.994, 73.997, 73.985, 73.993],
-  [73.995, 74.006, 73.994, 74.000, 74.005], [73.985, 74.003, 73.993, 74.015, 73.988],
-  [74.008, 73.995, 74.009, 74.005, 74.004], [73.998, 74.000, 73.990, 74.007, 73.995],
-  [73.994, 73.998, 73.994, 73.995, 73.990], [74.004, 74.000, 74.007, 74.000, 73.996],
-  [73.983, 74.002, 73.998, 73.997, 74.012], [74.006, 73.967, 73.994, 74.000, 73.984],
-  [74.012, 74.014, 73.998, 73.999, 74.007], [74.000, 73.984, 74.005, 73.998, 73.996],
-  [73.994, 74.012, 73.986, 74.005, 74.007], [74.006, 74.010, 74.018, 74.003, 74.000],
-  [73.984, 74.002, 74.003, 74.005, 73.997], [74.000, 74.010, 74.013, 74.020, 74.003],
-  [73.988, 74.001, 74.009, 74.005, 73.996], [74.004, 73.999, 73.990, 74.006, 74.009],
-  [74.010, 73.989, 73.990, 74.009, 74.014], [74.015, 74.008, 73.993, 74.000, 74.010],
-  [73.982, 73.984, 73.995, 74.017, 74.013], [74.012, 74.015, 74.030, 73.986, 74.000],
-  [73.995, 74.010, 73.990, 74.015, 74.001], [73.987, 73.999, 73.985, 74.000, 73.990],
-  [74.008, 74.010, 74.003, 73.991, 74.006], [74.003, 74.000, 74.001, 73.986, 73.997],
-  [73.994, 74.003, 74.015, 74.020, 74.004], [74.008, 74.002, 74.018, 73.995, 74.005],
-  [74.001, 74.004, 73.990, 73.996, 73.998], [74.015, 74.000, 74.016, 74.025, 74.000],
-  [74.030, 74.005, 74.000, 74.016, 74.012], [74.001, 73.990, 73.995, 74.010, 74.024],
-  [74.015, 74.020, 74.024, 74.005, 74.019], [74.035, 74.010, 74.012, 74.015, 74.026],
-  [74.017, 74.013, 74.036, 74.025, 74.026], [74.010, 74.005, 74.029, 74.000, 74.020],
-];
 const PHASE1 = PISTONRINGS.slice(0, 25);
 const PHASE2 = PISTONRINGS.slice(25);
-
-/** qcc's diameter2: the rings at (1-based, row-major) positions `out` removed, regrouped by sample. */
-function withoutRings(out: readonly number[]): number[][] {
-  const drop = new Set(out.map((i) => i - 1));
-  return PISTONRINGS.map((row, s) => row.filter((_, j) => !drop.has(5 * s + j)));
-}
-const DIAMETER2 = withoutRings([9, 10, 30, 35, 45, 64, 65, 74, 75, 85, 99, 100]);
 
 describe('x-bar chart, piston rings', () => {
   it('qcc(diameter[1:25,], type = "xbar"): centre 74.00118, StdDev 0.009785039, limits 73.98805 / 74.0143 [QCC-V]', () => {
@@ -244,11 +214,7 @@ describe('variable subgroup sizes (UWAVE-R), piston rings without 12 rings', () 
 
 describe('individuals and moving-range charts', () => {
   // [MR] Table 16-3: concentration, one observation per hour.
-  // prettier-ignore
-  const concentration = [
-    102.0, 94.8, 98.3, 98.4, 102.0, 98.5, 99.0, 97.7, 100.0, 98.1,
-    101.3, 98.7, 101.1, 98.4, 97.0, 96.7, 100.3, 101.4, 97.2, 101.0,
-  ];
+  const concentration = CONCENTRATION;
 
   it('Montgomery & Runger Example 16-2: moving ranges, x-bar 99.1, mr-bar 2.59, MR chart CL 2.59, LCL 0, D4 = 3.267 [MR]', () => {
     // prettier-ignore

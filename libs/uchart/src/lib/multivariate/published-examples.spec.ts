@@ -12,7 +12,7 @@
  *   `q = mqcc(RyanMultivar, type = "T2"); summary(q)` with the two Xbar charts that follow it
  *   ("Control limits at nsigmas = 2.999977"). Data: data/boiler.txt (Mason & Young 2002, Multivariate
  *   Statistical Process Control with Industrial Applications, SIAM, p. 86, 25 runs x 8 burner
- *   temperatures); formulas: R/mqcc.R limits.T2.single (Tracy, Young & Mason 1992 Beta limit, Phase II
+ *   temperatures; transcribed in ../../testing/published-data.ts); formulas: R/mqcc.R limits.T2.single (Tracy, Young & Mason 1992 Beta limit, Phase II
  *   F limit) and limits.T2.
  * - [PLS_Toolbox] Eigenvector Research PLS_Toolbox functions `residuallimit` (Jackson-Mudholkar and
  *   chi-square Q limits) and `tsqlim` (T² limits), values printed in the test suite of the R package
@@ -37,25 +37,7 @@ import {
 import { cholesky, choleskyLogDeterminant, columnMeans, covarianceMatrix } from './linalg';
 import { fitPcaModel } from './pca';
 import { expectPrinted, expectSignificant } from '../../testing/printed';
-
-// qcc data/boiler.txt: t1..t8.
-const BOILER_NAMES = ['t1', 't2', 't3', 't4', 't5', 't6', 't7', 't8'];
-// prettier-ignore
-const BOILER = [
-  [507, 516, 527, 516, 499, 512, 472, 477], [512, 513, 533, 518, 502, 510, 476, 475],
-  [520, 512, 537, 518, 503, 512, 480, 477], [520, 514, 538, 516, 504, 517, 480, 479],
-  [530, 515, 542, 525, 504, 512, 481, 477], [528, 516, 541, 524, 505, 514, 482, 480],
-  [522, 513, 537, 518, 503, 512, 479, 477], [527, 509, 537, 521, 504, 508, 478, 472],
-  [533, 514, 528, 529, 508, 512, 482, 477], [530, 512, 538, 524, 507, 512, 482, 477],
-  [530, 512, 541, 525, 507, 511, 482, 476], [527, 513, 541, 523, 506, 512, 481, 476],
-  [529, 514, 542, 525, 506, 512, 481, 477], [522, 509, 539, 518, 501, 510, 476, 475],
-  [532, 515, 545, 528, 507, 511, 481, 478], [531, 514, 543, 525, 507, 511, 482, 477],
-  [535, 514, 542, 530, 509, 511, 483, 477], [516, 515, 537, 515, 501, 516, 476, 481],
-  [514, 510, 532, 512, 497, 512, 471, 476], [536, 512, 540, 526, 509, 512, 482, 477],
-  [522, 514, 540, 518, 497, 514, 475, 478], [520, 514, 540, 518, 501, 514, 475, 478],
-  [526, 517, 546, 522, 502, 516, 477, 480], [527, 514, 543, 523, 502, 512, 475, 476],
-  [529, 518, 544, 525, 504, 516, 479, 481],
-];
+import { BOILER, BOILER_NAMES } from '../../testing/published-data';
 
 describe('Hotelling T², individual observations: qcc boiler example [QCC-MQCC]', () => {
   const flat = Float64Array.from(BOILER.flat());
