@@ -97,6 +97,7 @@ export {
 } from './lib/baseline';
 export {
   controlConstants,
+  DEFAULT_RANGE_CONSTANTS,
   MAX_EXACT_RANGE_N,
   MAX_TABULATED_D2_N,
   MAX_TABULATED_D3_N,

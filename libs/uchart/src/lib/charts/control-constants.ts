@@ -12,6 +12,14 @@ import { normalPdf, normalUpperTail } from '../distributions';
  */
 export type RangeConstantsSource = 'tabulated' | 'exact';
 
+/**
+ * The one default d2 / d3 source of the library (the constants, the subgroup and moving-range charts and
+ * every chart built on them): `tabulated`, qcc's tables, so that every default reproduces qcc's and the
+ * textbooks' printed limits (which are computed from these 3-decimal d2 values). `exact` is there on
+ * request, and is needed for R-chart constants beyond n = 25 (d2) or 50 (d3).
+ */
+export const DEFAULT_RANGE_CONSTANTS: RangeConstantsSource = 'tabulated';
+
 /** Mean (d2) and standard deviation (d3) of the range of n independent standard normal values. */
 export interface RangeMoments {
   readonly d2: number;
@@ -192,23 +200,30 @@ export function tabulatedRangeMoments(n: number): RangeMoments {
 }
 
 /**
- * d2 and d3 of subgroup size n from `source` (default `tabulated`, as qcc).
+ * d2 and d3 of subgroup size n from `source` (default {@link DEFAULT_RANGE_CONSTANTS}).
  *
  * @throws {@link ChartConfigError} for n outside the source's range (tabulated d2: 2..25).
  */
-export function rangeConstants(n: number, source: RangeConstantsSource = 'tabulated'): RangeMoments {
+export function rangeConstants(
+  n: number,
+  source: RangeConstantsSource = DEFAULT_RANGE_CONSTANTS,
+): RangeMoments {
   if (source === 'exact') return rangeMoments(n);
   checkSize(n, MAX_TABULATED_D2_N, 'tabulated d2');
   return tabulatedRangeMoments(n);
 }
 
 /**
- * All Shewhart constants for subgroup size n; d2 and d3 from `source` (default `exact`), c4 always
- * exact ({@link c4}).
+ * All Shewhart constants for subgroup size n; d2 and d3 from `source` (default `tabulated`, the
+ * lib-wide default: see {@link DEFAULT_RANGE_CONSTANTS}), c4 always exact ({@link c4}).
  *
- * @throws {@link ChartConfigError} for n outside the source's range.
+ * @throws {@link ChartConfigError} for n outside the source's range (tabulated: 2..25; use `exact`
+ *   up to {@link MAX_EXACT_RANGE_N}).
  */
-export function controlConstants(n: number, source: RangeConstantsSource = 'exact'): ControlConstants {
+export function controlConstants(
+  n: number,
+  source: RangeConstantsSource = DEFAULT_RANGE_CONSTANTS,
+): ControlConstants {
   const { d2, d3 } = rangeConstants(n, source);
   const c = c4(n);
   const s = Math.sqrt(1 - c * c);

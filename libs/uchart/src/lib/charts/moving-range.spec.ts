@@ -29,12 +29,12 @@ describe('moving-range chart', () => {
     // Tabulated constants (qcc): D4 = 1 + 3 x 0.8525033 / 1.128; exact: 1 + 3 d3(2) / d2(2).
     expect(mr.ucl).toBeCloseTo(mr.mrBar * (1 + (3 * 0.8525033) / 1.128), 12);
     const exact = movingRangeLimits(values, { constants: 'exact' });
-    expect(exact.ucl).toBeCloseTo(exact.mrBar * controlConstants(2).D4, 12);
+    expect(exact.ucl).toBeCloseTo(exact.mrBar * controlConstants(2, 'exact').D4, 12);
     expect(Object.isFrozen(mr)).toBe(true);
   });
 
   it('known sigma: centre d2 sigma, UCL D2 sigma, LCL D1 sigma = 0', () => {
-    const k = controlConstants(2);
+    const k = controlConstants(2, 'exact');
     const lim = knownMovingRangeLimits(2, { constants: 'exact' });
     expect(lim.center).toBeCloseTo(k.d2 * 2, 12);
     expect(lim.ucl).toBeCloseTo(k.D2 * 2, 12);

@@ -1,5 +1,5 @@
 import { ChartConfigError, DegenerateBaselineError } from '../errors';
-import { rangeConstants, type RangeConstantsSource } from './control-constants';
+import { DEFAULT_RANGE_CONSTANTS, rangeConstants, type RangeConstantsSource } from './control-constants';
 import type { ShewhartLimits } from './individuals';
 
 /**
@@ -63,7 +63,7 @@ export function movingRangeLimits(
   for (let i = 0; i < mr.length; i++) sum += mr[i];
   const mrBar = sum / mr.length;
   if (!(mrBar > 0)) throw new DegenerateBaselineError(`all ${mr.length} moving ranges are 0`);
-  const constants = options.constants ?? 'tabulated';
+  const constants = options.constants ?? DEFAULT_RANGE_CONSTANTS;
   const { d2, d3 } = rangeConstants(2, constants);
   const se = (d3 / d2) * mrBar;
   return Object.freeze({
@@ -91,7 +91,7 @@ export function knownMovingRangeLimits(
   const nSigma = options.nSigma ?? 3;
   check(nSigma);
   if (!(sigma > 0 && Number.isFinite(sigma))) throw new ChartConfigError(`sigma must be > 0, got ${sigma}`);
-  const constants = options.constants ?? 'tabulated';
+  const constants = options.constants ?? DEFAULT_RANGE_CONSTANTS;
   const { d2, d3 } = rangeConstants(2, constants);
   const center = d2 * sigma;
   return Object.freeze({

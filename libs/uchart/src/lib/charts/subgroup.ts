@@ -1,6 +1,7 @@
 import { c4 } from '../constants';
 import { ChartConfigError, DegenerateBaselineError, InsufficientBaselineError } from '../errors';
 import {
+  DEFAULT_RANGE_CONSTANTS,
   MAX_TABULATED_D2_N,
   rangeConstants,
   tabulatedRangeMoments,
@@ -63,14 +64,14 @@ const SIGMA_METHODS: readonly SubgroupSigmaMethod[] = ['UWAVE-R', 'UWAVE-SD', 'M
 /**
  * Estimates the within-subgroup process sigma from subgroup statistics.
  *
- * @param constants source of d2 / d3 (default `tabulated`, as qcc).
+ * @param constants source of d2 / d3 (default {@link DEFAULT_RANGE_CONSTANTS}: `tabulated`, as qcc).
  * @throws {@link ChartConfigError} for no subgroups, a subgroup of one value, an unknown method, or a
  *   subgroup size outside the constants' range (tabulated d2: n <= 25).
  */
 export function estimateSubgroupSigma(
   groups: readonly SubgroupStatistics[],
   method: SubgroupSigmaMethod,
-  constants: RangeConstantsSource = 'tabulated',
+  constants: RangeConstantsSource = DEFAULT_RANGE_CONSTANTS,
 ): number {
   if (!SIGMA_METHODS.includes(method))
     throw new ChartConfigError(`unknown subgroup sigma method "${method}"`);
@@ -194,7 +195,7 @@ export function subgroupLimits(
     throw new InsufficientBaselineError(subgroups.length, minGroups, 'subgroups for a subgroup chart');
   }
   const groups = subgroups.map(subgroupStatistics);
-  const constants = options.constants ?? 'tabulated';
+  const constants = options.constants ?? DEFAULT_RANGE_CONSTANTS;
   const sigmaMethod = options.sigmaMethod ?? defaultSigmaMethod(chart, groups);
   const sigma = estimateSubgroupSigma(groups, sigmaMethod, constants);
   if (!(sigma > 0)) {
@@ -248,7 +249,7 @@ export function knownSubgroupLimits(
     sigma: params.sigma,
     sigmaMethod: 'known',
     nSigma,
-    constants: options.constants ?? 'tabulated',
+    constants: options.constants ?? DEFAULT_RANGE_CONSTANTS,
     groups: 0,
     observations: 0,
   });
