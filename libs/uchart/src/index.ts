@@ -132,6 +132,21 @@ export {
   type MovingRangePoint,
 } from './lib/charts/moving-range';
 export {
+  DEFAULT_RULES,
+  westernElectricViolations,
+  type RulePoint,
+  type WesternElectricRule,
+} from './lib/charts/rules';
+export {
+  qcc,
+  type QccChart,
+  type QccChartType,
+  type QccData,
+  type QccOptions,
+  type QccPoint,
+  type QccSigmaMethod,
+} from './lib/charts/qcc';
+export {
   processCapability,
   type CapabilityIndex,
   type CapabilityOptions,
