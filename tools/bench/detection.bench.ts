@@ -5,9 +5,13 @@
 // npm run bench:detection                      # full: every preset, writes the `detection` section of docs/benchmarks.md
 // npm run bench:detection -- --quick --no-write
 // npm run bench:detection -- --help
+// npm run bench:detection -- --profile real-equipment   # the default preset on the real-equipment profile (issue 49),
+//                                                       # writes the `detection-real-equipment` section
 //
 // The last stdout line is the default preset's figures:
 // detection: preset <name> false-alarms <x.x>% worst-chamber <x.x>% holds-per-1k <x.x> detected <x.x>% delay-p90 <n> runs
+// With --profile real-equipment one more line follows it:
+// detection: profile real-equipment preset default false-alarms <x.x>% worst-chamber <x.x>% holds-per-1k <x.x> sustained-2sigma <x.x>% oracle-efficiency <x.x>% closed-loop <x.x>% regime-alarms <n> delay-p90 <n> runs
 import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
@@ -15,8 +19,18 @@ import { parseArgs } from 'node:util';
 import { Worker } from 'node:worker_threads';
 import { parseStrategy, STRATEGY_PRESETS } from '@defender/defense-rules';
 import { writeBenchmarkSection } from './report';
-import { consistencyProblems, lastLine, renderSection, targetChecks } from './detection/render';
-import { buildScenario, FULL_OPTIONS, QUICK_OPTIONS, type DetectionBenchOptions, type PresetResult } from './detection/simulate';
+import { consistencyProblems, lastLine, profileLastLine, renderProfileSection, renderSection, targetChecks } from './detection/render';
+import {
+  BENCH_PROFILES,
+  buildScenario,
+  FULL_OPTIONS,
+  QUICK_OPTIONS,
+  REAL_EQUIPMENT_OPTIONS,
+  REAL_EQUIPMENT_QUICK_OPTIONS,
+  type BenchProfile,
+  type DetectionBenchOptions,
+  type PresetResult,
+} from './detection/simulate';
 
 const USAGE = `Usage: npm run bench:detection -- [options]
 
@@ -25,6 +39,9 @@ holds, detection per excursion kind and size, and detection delay.
 
 Options:
   --quick             fewer chambers and runs (CI), same code path; implies --no-write
+  --profile <name>    the simulated fab: detection (default) or real-equipment (lattice sensors, equipment
+                      events, production periods, closed-loop faults; sizes 1-4 sigma over 1-10 runs;
+                      default preset only unless --preset; writes its own section)
   --preset <name>     only this preset (repeatable); default: all (${STRATEGY_PRESETS.map((p) => p.name).join(', ')})
   --strategy <file>   also this strategy document (repeatable; its name is its label); implies --no-write
   --seed <n>          simulation seed (default ${FULL_OPTIONS.seed})
@@ -46,6 +63,17 @@ function intArg(v: string | undefined, name: string, fallback: number): number {
     process.exit(2);
   }
   return n;
+}
+
+/** Whether the options are the profile's own (a section in docs/benchmarks.md is written only for those). */
+function isDefaultRun(options: DetectionBenchOptions, defaults: DetectionBenchOptions): boolean {
+  return (
+    options.seed === defaults.seed &&
+    options.tools === defaults.tools &&
+    options.runsPerChamber === defaults.runsPerChamber &&
+    options.excursions === defaults.excursions &&
+    options.excursionAfter === defaults.excursionAfter
+  );
 }
 
 /** Runs one preset in a worker thread (the same code path; presets share nothing). */
@@ -82,6 +110,7 @@ async function main(): Promise<number> {
     args = parseArgs({
       options: {
         quick: { type: 'boolean', default: false },
+        profile: { type: 'string' },
         preset: { type: 'string', multiple: true },
         strategy: { type: 'string', multiple: true },
         seed: { type: 'string' },
@@ -104,7 +133,13 @@ async function main(): Promise<number> {
     process.stdout.write(USAGE);
     return 0;
   }
-  const base = args.quick ? QUICK_OPTIONS : FULL_OPTIONS;
+  const profile = (args.profile ?? 'detection') as BenchProfile;
+  if (!BENCH_PROFILES.includes(profile)) {
+    process.stderr.write(`unknown profile ${args.profile} (${BENCH_PROFILES.join(', ')})\n`);
+    return 2;
+  }
+  const real = profile === 'real-equipment';
+  const base = real ? (args.quick ? REAL_EQUIPMENT_QUICK_OPTIONS : REAL_EQUIPMENT_OPTIONS) : args.quick ? QUICK_OPTIONS : FULL_OPTIONS;
   const options = {
     ...base,
     seed: intArg(args.seed, 'seed', base.seed),
@@ -113,7 +148,8 @@ async function main(): Promise<number> {
     excursions: intArg(args.excursions, 'excursions', base.excursions),
     excursionAfter: intArg(args['excursion-after'], 'excursion-after', base.excursionAfter),
   };
-  const wanted = args.preset ?? [];
+  // The real-equipment profile runs the default preset unless presets are named.
+  const wanted = args.preset ?? (real && (args.strategy ?? []).length === 0 ? ['default'] : []);
   const unknown = wanted.filter((n) => !STRATEGY_PRESETS.some((p) => p.name === n));
   if (unknown.length > 0) {
     process.stderr.write(`unknown preset ${unknown.join(', ')} (${STRATEGY_PRESETS.map((p) => p.name).join(', ')})\n`);
@@ -151,7 +187,7 @@ async function main(): Promise<number> {
       problems++;
     }
   }
-  const body = renderSection(scenario, results, seconds);
+  const body = real ? `${renderProfileSection(scenario, results)}\n\n${renderSection(scenario, results, seconds)}` : renderSection(scenario, results, seconds);
   process.stdout.write(`${body}\n\n`);
   if (args.json) {
     const plain = results.map((r) => ({ ...r, metrics: { ...r.metrics, excursions: r.metrics.excursions.map((o) => ({ id: o.excursion.id, kind: o.excursion.kind, size: o.excursion.size, detected: o.detected, delayRuns: o.delayRuns })) } }));
@@ -160,12 +196,23 @@ async function main(): Promise<number> {
   if (!args.quick && !args['no-write'] && wanted.length === 0 && files.length === 0 && problems === 0) {
     writeBenchmarkSection('detection', 'Detection: false alarms and faults caught, per strategy preset', 'npm run bench:detection', body);
   }
+  const defaultOnly = args.preset === undefined || (args.preset.length === 1 && args.preset[0] === 'default');
+  if (real && !args.quick && !args['no-write'] && defaultOnly && files.length === 0 && problems === 0 && isDefaultRun(options, REAL_EQUIPMENT_OPTIONS)) {
+    writeBenchmarkSection(
+      'detection-real-equipment',
+      'Detection on the real-equipment profile: events, lattice sensors, closed loops (default preset)',
+      'npm run bench:detection -- --profile real-equipment',
+      body,
+    );
+  }
   const def = results.find((r) => r.preset === 'default') ?? results[0];
   for (const r of results) {
     const missed = targetChecks(r.metrics).filter((c) => !c.met);
     if (missed.length > 0) process.stderr.write(`${r.preset}: targets missed: ${missed.map((c) => `${c.what} ${c.value} (${c.target})`).join('; ')}\n`);
   }
   if (def) process.stdout.write(`${lastLine(def)}\n`);
+  const extra = def ? profileLastLine(scenario, def) : undefined;
+  if (extra) process.stdout.write(`${extra}\n`);
   return problems === 0 ? 0 : 1;
 }
 

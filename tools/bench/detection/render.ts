@@ -1,4 +1,5 @@
-import { detectionLine, type DetectionMetrics } from '@defender/fab-sim';
+import { AFTER_EVENT_RUNS, BUDGET_ARL, detectionLine, EQUIPMENT_EVENT_KINDS, oracleBound, profileLine, type DetectionMetrics, type ProfileMetrics } from '@defender/fab-sim';
+import { normalQuantile } from '@defender/uchart';
 import { table } from '../report';
 import type { PresetResult, Scenario } from './simulate';
 
@@ -76,7 +77,7 @@ export function mermaidChart(results: readonly PresetResult[]): string {
 export function renderSection(scenario: Scenario, results: readonly PresetResult[], seconds: number): string {
   const o = scenario.options;
   const head = [
-    `Simulated fab (tools/fab-sim, \`detection\` profile): ${scenario.fab.chambers.length} chambers of ${scenario.fab.tools.length} tools, ` +
+    `Simulated fab (tools/fab-sim, \`${o.profile ?? 'detection'}\` profile): ${scenario.fab.chambers.length} chambers of ${scenario.fab.tools.length} tools, ` +
       `${o.runsPerChamber} runs each (Phase I included), ${scenario.excursions.length} excursions of sizes ${o.sizes.join(', ')} sigma ` +
       `on ${Math.round(100 * (1 - o.cleanShare))} % of the chambers (the others stay clean), seed ${o.seed}; ` +
       `every run through the product's RunEvaluator exactly as a defender evaluates it. ${seconds.toFixed(0)} s in total.`,
@@ -138,6 +139,83 @@ export function renderSection(scenario: Scenario, results: readonly PresetResult
     '',
     perKind,
   ].join('\n');
+}
+
+/** The targets of issue 49 on the `real-equipment` profile and whether a preset meets each. */
+export function profileTargetChecks(m: DetectionMetrics, p: ProfileMetrics): { what: string; target: string; value: string; met: boolean }[] {
+  return [
+    { what: `false alarms, mean chamber (the ${AFTER_EVENT_RUNS} runs after each event included)`, target: '<= 1 %', value: pct(m.perChamber.mean), met: m.perChamber.mean <= 0.01 },
+    { what: 'false alarms, worst chamber', target: '<= 2 %', value: pct(m.perChamber.worst), met: m.perChamber.worst <= 0.02 },
+    { what: 'holds on clean chambers per 1,000 runs', target: '<= 0.1', value: m.holdsPer1k.toFixed(2), met: m.holdsPer1k <= 0.1 },
+    { what: 'sustained (>= 5 runs) excursions of >= 2 sigma caught before they end', target: '>= 90 %', value: pct(p.sustained.rate), met: p.sustained.rate >= 0.9 },
+    { what: 'their delay p90 (runs)', target: '<= 3', value: num(p.sustained.delayP90, 0), met: p.sustained.delayP90 !== null && p.sustained.delayP90 <= 3 },
+    { what: 'detected / oracle bound', target: '>= 80 %', value: pct(p.oracle.efficiency), met: p.oracle.efficiency >= 0.8 },
+    { what: 'sustained closed-loop faults of >= 2 sigma caught', target: '>= 90 %', value: pct(p.closedLoop.rate), met: p.closedLoop.rate >= 0.9 },
+  ];
+}
+
+/**
+ * The `real-equipment` part of the docs section: what the profile simulates and why, the oracle
+ * bound's formula, the figures of each preset run on it and the oracle bound per kind.
+ */
+export function renderProfileSection(scenario: Scenario, results: readonly PresetResult[]): string {
+  const counts = EQUIPMENT_EVENT_KINDS.map((k) => `${scenario.events.filter((e) => e.kind === k).length} ${k}`).join(', ');
+  const about = [
+    '**The `real-equipment` profile** (tools/fab-sim `real-equipment.ts`; issue 49, item 1) is the `detection` fab of the same seed plus what real tools do and that profile lacks:',
+    '',
+    '- lattice sensors: a gauge reading whole counts (99-102 mTorr), a reflected power reading 0 or 1 W, a heater-zone stage with levels 0-4 (a percentile of such a sensor moves by one count, many sds);',
+    '- equipment events, each shifting a fixed group of coupled sensors together by 1-3 of their run sds: PM (about half the sensors; the PM cycle is 100-200 runs and also restarts the ageing, 1-3 sds over a cycle), chamber clean (every 60-120 runs, 2-4 sensors), part change (every 150-400 runs, 2-3 sensors); production periods of 120-200 runs after a long idle of 1-4 weeks, each with its own mean for every sensor (0.5-1.5 sds from nominal);',
+    '- a closed-loop group per chamber (RF: delivered power held by the generator, match load / tune positions and load impedance react; gas: the flow held by its MFC, throttle valve position and MFC valve drive react), the reacting sensors sharing an in-control factor; a `closed-loop` fault moves them along another direction and leaves the held sensor as it was;',
+    `- excursions of sizes ${scenario.options.sizes.join(', ')} sigma lasting 1-10 runs (drawn), every kind of the \`detection\` profile plus \`closed-loop\`.`,
+    '',
+    `Events before the last run: ${scenario.events.length} (${counts}). They are data (fab-sim \`equipmentEvents\`: chamber, before-run index, kind) and are not fed to the engine yet (issue 49, item 2); the runs after them count as in-control runs.`,
+    '',
+    `**Oracle bound** of an excursion: the probability that a detector which knows the fault's direction and size, under the same per-chamber budget (in-control ARL ${BUDGET_ARL} runs, alpha = 1/${BUDGET_ARL} per run), catches it before it ends. Per run, a one-sided z-test of the target statistic at level alpha detects a shift of d sds with probability Phi(d - z(1 - alpha)), z(1 - alpha) = ${normalQuantile(1 - 1 / BUDGET_ARL).toFixed(2)}; over the excursion's runs P = 1 - prod_i (1 - Phi(d_i - z(1 - alpha))), d_i = the size (a drift ramps to it). Oracle efficiency = excursions detected / the sum of their bounds (fab-sim \`oracleBound\`); a chamber that alarms on a share f of its good runs also "catches" an excursion of L runs with probability 1 - (1 - f)^L, so the efficiency is read against those chance detections (next to it in the table, f per chamber). Sustained: >= 5 runs and >= 2 sigma; closed-loop: the sustained \`closed-loop\` ones. REGIME alarms: no rule raises one yet, so the count is 0.`,
+  ].join('\n');
+  const withProfile = results.filter((r) => r.profile);
+  const figures = table(
+    ['preset', 'false alarms (mean / worst chamber)', `false alarms in the ${AFTER_EVENT_RUNS} runs after events`, 'holds / 1k (clean)', 'sustained >= 2 sigma', 'delay p90', 'closed-loop', 'detected / oracle bound', 'detections false alarms alone would give', 'REGIME alarms'],
+    withProfile.map((r) => {
+      const p = r.profile as ProfileMetrics;
+      return [
+        `\`${r.preset}\``,
+        `${pct(r.metrics.perChamber.mean)} / ${pct(r.metrics.perChamber.worst)}`,
+        `${pct(p.afterEvents.rate)} (${p.afterEvents.alarms} of ${p.afterEvents.runs})`,
+        r.metrics.holdsPer1k.toFixed(2),
+        `${pct(p.sustained.rate)} (${p.sustained.detected} of ${p.sustained.injected})`,
+        num(p.sustained.delayP90, 0),
+        `${pct(p.closedLoop.rate)} (${p.closedLoop.detected} of ${p.closedLoop.injected})`,
+        `${p.oracle.detected} / ${p.oracle.expected.toFixed(1)} = ${pct(p.oracle.efficiency)}`,
+        p.oracle.chance.toFixed(1),
+        p.regimeAlarms,
+      ];
+    }),
+  );
+  const kinds = [...new Set(scenario.excursions.map((x) => x.kind))].sort();
+  const perKind = table(
+    ['kind', 'excursions', 'oracle bound (sum)', ...withProfile.map((r) => `${r.preset} detected`)],
+    kinds.map((k) => {
+      const xs = scenario.excursions.filter((x) => x.kind === k);
+      return [
+        k,
+        xs.length,
+        xs.reduce((a, x) => a + oracleBound(x), 0).toFixed(1),
+        ...withProfile.map((r) => r.metrics.excursions.filter((o) => o.excursion.kind === k && o.detected).length),
+      ];
+    }),
+  );
+  const targets = withProfile
+    .map((r) => {
+      const checks = profileTargetChecks(r.metrics, r.profile as ProfileMetrics);
+      return `- \`${r.preset}\`: ${checks.map((c) => `${c.what} ${c.value} (target ${c.target}: ${c.met ? 'met' : 'missed'})`).join('; ')}`;
+    })
+    .join('\n');
+  return [about, '', figures, '', 'Targets (issue 49):', '', targets, '', 'Per kind: excursions, the sum of their oracle bounds, and how many each preset caught:', '', perKind].join('\n');
+}
+
+/** The profile's last line (issue 49), after {@link lastLine}; undefined on the `detection` profile. */
+export function profileLastLine(scenario: Scenario, result: PresetResult): string | undefined {
+  return result.profile ? profileLine(scenario.options.profile ?? 'detection', result.preset, result.metrics, result.profile) : undefined;
 }
 
 /** The last stdout line of the benchmark: the default preset's figures. */

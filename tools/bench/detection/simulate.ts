@@ -1,6 +1,7 @@
 /**
  * The detection benchmark's engine: simulated chambers (tools/fab-sim, the `detection` profile:
- * small traces, the same realism) fed run by run through the product's own evaluation path — the
+ * small traces, the same realism; or the `real-equipment` profile: those chambers plus lattice
+ * sensors, equipment events, production periods and closed-loop faults) fed run by run through the product's own evaluation path — the
  * `RunEvaluator` a defender uses (trace -> indicators -> strategy -> alarms -> escalation) — over an
  * in-memory store that keeps what a defender's store would (committed point sets, the newest limit
  * set per indicator). No cluster, no I/O: library level and deterministic for a seed.
@@ -9,13 +10,19 @@ import type { ChamberRef, LimitSetRecord, MonitorState, RunNotification, RunPoin
 import {
   detectionMetrics,
   effectsFor,
+  equipmentEvents,
   generateFab,
   planExcursions,
+  profileMetrics,
+  REAL_EQUIPMENT_KINDS,
+  runStartSeconds,
   synthesizeTrace,
   type ChamberSpec,
   type DetectionMetrics,
+  type EquipmentEvent,
   type Excursion,
   type FabSpec,
+  type ProfileMetrics,
   type RunOutcome,
 } from '@defender/fab-sim';
 import { createRunEvaluator, evaluateWithHistory, withoutBaselineData, type RunEvaluator } from '@defender/pipeline';
@@ -34,7 +41,19 @@ export interface DetectionBenchOptions {
   readonly excursionAfter: number;
   readonly sizes: readonly number[];
   readonly seed: number;
+  /** The simulated fab's profile (default `detection`). */
+  readonly profile?: BenchProfile;
 }
+
+/** The fab-sim profiles the benchmark runs on. */
+export const BENCH_PROFILES = ['detection', 'real-equipment'] as const;
+export type BenchProfile = (typeof BENCH_PROFILES)[number];
+
+/**
+ * Excursion lengths on the `real-equipment` profile (runs, drawn per excursion); the `detection`
+ * profile keeps each kind's own length.
+ */
+export const REAL_EQUIPMENT_RUNS: readonly [number, number] = [1, 10];
 
 export const FULL_OPTIONS: DetectionBenchOptions = {
   tools: 40,
@@ -57,6 +76,13 @@ export const QUICK_OPTIONS: DetectionBenchOptions = {
   seed: 20261127,
 };
 
+/**
+ * The `real-equipment` profile's settings: the same fab size and seed, sizes 1-4 sigma (issue 49),
+ * every kind including `closed-loop`, lengths 1-10 runs.
+ */
+export const REAL_EQUIPMENT_OPTIONS: DetectionBenchOptions = { ...FULL_OPTIONS, sizes: [1, 2, 3, 4], profile: 'real-equipment' };
+export const REAL_EQUIPMENT_QUICK_OPTIONS: DetectionBenchOptions = { ...QUICK_OPTIONS, sizes: [1, 2, 3, 4], profile: 'real-equipment' };
+
 /** A preset's result on the simulated fab. */
 export interface PresetResult {
   readonly preset: string;
@@ -72,6 +98,8 @@ export interface PresetResult {
   /** Alarm records per alarmed run (mean). */
   readonly alarmsPerAlarmedRun: number;
   readonly evaluateMs: number;
+  /** `real-equipment` profile: the oracle bound, sustained and closed-loop detection, runs after events. */
+  readonly profile?: ProfileMetrics;
 }
 
 /** The fab and the excursions of a benchmark run: the same for every preset. */
@@ -79,11 +107,14 @@ export interface Scenario {
   readonly fab: FabSpec;
   readonly excursions: readonly Excursion[];
   readonly options: DetectionBenchOptions;
+  /** Equipment events before the last run (`real-equipment`; empty on `detection`). Not fed to the engine yet. */
+  readonly events: readonly EquipmentEvent[];
 }
 
 /** Builds the fab and plans the excursions on the chambers not kept clean. */
 export function buildScenario(options: DetectionBenchOptions): Scenario {
-  const fab = generateFab({ tools: options.tools, seed: options.seed, profile: 'detection' });
+  const real = options.profile === 'real-equipment';
+  const fab = generateFab({ tools: options.tools, seed: options.seed, profile: real ? 'real-equipment' : 'detection' });
   const cleanCount = Math.round(fab.chambers.length * options.cleanShare);
   // Every k-th chamber stays clean (spread over tool types), the rest carry the excursions.
   const clean = new Set<number>();
@@ -97,8 +128,9 @@ export function buildScenario(options: DetectionBenchOptions): Scenario {
     runsPerChamber: options.runsPerChamber,
     seed: options.seed,
     maxPerChamber: perChamber,
+    ...(real ? { kinds: REAL_EQUIPMENT_KINDS, runsRange: REAL_EQUIPMENT_RUNS } : {}),
   });
-  return { fab, excursions, options };
+  return { fab, excursions, options, events: equipmentEvents(fab.chambers, options.runsPerChamber) };
 }
 
 /** One chamber's store as a defender sees it: committed point sets and the newest limit set per indicator. */
@@ -131,7 +163,8 @@ class BenchChamber {
   process(runIndex: number, excursions: readonly Excursion[], t0: number) {
     const sequence = ++this.sequence;
     const runId = `r${String(runIndex).padStart(5, '0')}`;
-    const startSeconds = t0 + runIndex * (this.spec.contextDurationSeconds + 120);
+    // Production periods of the `real-equipment` profile start after their long idle (weeks).
+    const startSeconds = runStartSeconds(this.spec, runIndex, t0, this.spec.contextDurationSeconds + 120);
     const trace = synthesizeTrace(this.spec, {
       runId,
       runIndex,
@@ -195,6 +228,7 @@ export function runPreset(
   let runs = 0;
   let alarmRecords = 0;
   let alarmedRuns = 0;
+  let regimeAlarms = 0;
   const t0 = Date.UTC(2026, 0, 1) / 1000;
   const started = performance.now();
   scenario.fab.chambers.forEach((spec, i) => {
@@ -212,6 +246,7 @@ export function runPreset(
       if (alarmed) {
         alarmedRuns++;
         alarmRecords += ev.alarms.length;
+        regimeAlarms += ev.alarms.filter((a) => a.ruleId === 'REGIME').length;
       }
     }
     charts.push(chamber.chartedIndicators);
@@ -220,9 +255,10 @@ export function runPreset(
   });
   const evaluateMs = performance.now() - started;
   const mean = (xs: number[]) => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : 0);
+  const metrics = detectionMetrics(outcomes, scenario.excursions);
   return {
     preset: preset.name,
-    metrics: detectionMetrics(outcomes, scenario.excursions),
+    metrics,
     runs,
     chambers: scenario.fab.chambers.length,
     charts: { mean: mean(charts), max: Math.max(0, ...charts) },
@@ -230,5 +266,7 @@ export function runPreset(
     pointsPerRun: runs > 0 ? points / runs : 0,
     alarmsPerAlarmedRun: alarmedRuns > 0 ? alarmRecords / alarmedRuns : 0,
     evaluateMs,
+    // REGIME alarms: no rule raises one yet (issue 49, item 3), so the count is 0 until one does.
+    ...(scenario.options.profile === 'real-equipment' ? { profile: profileMetrics(metrics, outcomes, scenario.events, regimeAlarms) } : {}),
   };
 }
