@@ -57,6 +57,27 @@ export const BOILER: readonly (readonly number[])[] = [
   [529, 518, 544, 525, 504, 516, 479, 481],
 ];
 
+// qcc data/RyanMultivar.R (Ryan, Statistical Methods for Quality Improvement, Table 9.2): 20 subgroups
+// of 4 observations of two variables, X1 and X2, one m x n matrix per variable as qcc stores them.
+// prettier-ignore
+export const RYAN_X1: readonly (readonly number[])[] = [
+  [72, 84, 79, 49], [56, 87, 33, 42], [55, 73, 22, 60], [44, 80, 54, 74], [97, 26, 48, 58],
+  [83, 89, 91, 62], [47, 66, 53, 58], [88, 50, 84, 69], [57, 47, 41, 46], [26, 39, 52, 48],
+  [46, 27, 63, 34], [49, 62, 78, 87], [71, 63, 82, 55], [71, 58, 69, 70], [67, 69, 70, 94],
+  [55, 63, 72, 49], [49, 51, 55, 76], [72, 80, 61, 59], [61, 74, 62, 57], [35, 38, 41, 46],
+];
+// prettier-ignore
+export const RYAN_X2: readonly (readonly number[])[] = [
+  [23, 30, 28, 10], [14, 31, 8, 9], [13, 22, 6, 16], [9, 28, 15, 25], [36, 10, 14, 15],
+  [30, 35, 36, 18], [12, 18, 14, 16], [31, 11, 30, 19], [14, 10, 8, 10], [7, 11, 35, 30],
+  [10, 8, 19, 9], [11, 20, 27, 31], [22, 16, 31, 15], [21, 19, 17, 20], [18, 19, 18, 35],
+  [15, 16, 20, 12], [13, 14, 16, 26], [22, 28, 18, 17], [19, 20, 16, 14], [10, 11, 13, 16],
+];
+/** RyanMultivar grouped by subgroup: RYAN_SUBGROUPS[k][i] = [X1, X2] of observation i of subgroup k. */
+export const RYAN_SUBGROUPS: readonly (readonly (readonly number[])[])[] = RYAN_X1.map((row, k) =>
+  row.map((x1, i) => [x1, RYAN_X2[k][i]]),
+);
+
 // qcc vignette, "Continuous one-at-time data": viscosity of an aircraft primer paint (data/viscosity.txt,
 // trial samples; Montgomery, p. 242).
 // prettier-ignore

@@ -1,5 +1,6 @@
 /**
- * Multivariate process monitoring of a run's indicator vector: Hotelling T², PCA with T² and SPE (Q),
+ * Multivariate process monitoring of a run's indicator vector: Hotelling T² (individual, subgrouped as
+ * qcc's `mqcc`, known parameters), PCA with T² and SPE (Q),
  * contributions, theory or leave-one-out limits, and the linear algebra they use (the distribution
  * functions are in ../distributions.ts, shared with the univariate charts).
  */
@@ -27,9 +28,12 @@ export {
   hotellingPhaseTwoLimit,
   jacksonMudholkarLimit,
   fitTail,
+  knownT2Limit,
   logNormalPredictionLimit,
   residualMoments,
   scaledChiSquareQuantile,
+  subgroupT2PhaseOneLimit,
+  subgroupT2PhaseTwoLimit,
   type ResidualMoments,
   type ScaledChiSquare,
   type TailFit,
@@ -44,6 +48,17 @@ export {
   symmetricEigen,
   type SymmetricEigen,
 } from './linalg';
+export {
+  knownParameterT2,
+  mqcc,
+  subgroupMeans,
+  type KnownT2Chart,
+  type KnownT2Options,
+  type MqccChart,
+  type MqccData,
+  type MqccOptions,
+  type MqccType,
+} from './mqcc';
 export {
   fitPcaModel,
   scorePca,

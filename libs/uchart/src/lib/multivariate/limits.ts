@@ -209,3 +209,52 @@ export function fitTail(values: ArrayLike<number>, alpha: number): TailFit {
     limit: logNormalWins ? logNormalPredictionLimit(values, alpha) : scaledChiSquareQuantile({ g, h }, alpha),
   };
 }
+
+function checkSubgroupT2(m: number, n: number, p: number): number {
+  const df2 = m * n - m - p + 1;
+  if (!(Number.isInteger(m) && m >= 2 && Number.isInteger(n) && n >= 2 && Number.isInteger(p) && p >= 1 && df2 >= 1)) {
+    throw new ChartConfigError(
+      `subgroup T² limits need integers m >= 2, n >= 2, p >= 1 and m n - m - p + 1 >= 1 (m = ${m}, n = ${n}, p = ${p})`,
+    );
+  }
+  return df2;
+}
+
+/**
+ * Phase I upper control limit of the subgroup T²_k = n (xbar_k - xbarbar)' Sp^-1 (xbar_k - xbarbar) for
+ * m subgroups of n values of p variables, Sp the pooled within-subgroup covariance:
+ * UCL = p (m - 1)(n - 1) / (m n - m - p + 1) F(1 - alpha; p, m n - m - p + 1) (Alt 1985; Montgomery,
+ * Introduction to SQC, ch. 11; R qcc `limits.T2`, control limits).
+ *
+ * @throws ChartConfigError unless m >= 2, n >= 2, p >= 1 and m n - m - p + 1 >= 1
+ */
+export function subgroupT2PhaseOneLimit(m: number, n: number, p: number, alpha: number): number {
+  checkAlpha(alpha);
+  const df2 = checkSubgroupT2(m, n, p);
+  return ((p * (m - 1) * (n - 1)) / df2) * fQuantile(1 - alpha, p, df2);
+}
+
+/**
+ * Phase II upper limit of the subgroup T² of a new subgroup of n values against xbarbar and Sp from m
+ * Phase I subgroups: UCL = p (m + 1)(n - 1) / (m n - m - p + 1) F(1 - alpha; p, m n - m - p + 1)
+ * (Alt 1985; Montgomery, ch. 11; R qcc `limits.T2`, prediction limits).
+ *
+ * @throws ChartConfigError as {@link subgroupT2PhaseOneLimit}
+ */
+export function subgroupT2PhaseTwoLimit(m: number, n: number, p: number, alpha: number): number {
+  checkAlpha(alpha);
+  const df2 = checkSubgroupT2(m, n, p);
+  return ((p * (m + 1) * (n - 1)) / df2) * fQuantile(1 - alpha, p, df2);
+}
+
+/**
+ * Upper limit of T² with known mean vector and covariance matrix: T² is chi-square with p degrees of
+ * freedom, UCL = chi2(1 - alpha; p) (Montgomery, Introduction to SQC, ch. 11).
+ *
+ * @throws ChartConfigError unless p is an integer >= 1
+ */
+export function knownT2Limit(p: number, alpha: number): number {
+  checkAlpha(alpha);
+  if (!(Number.isInteger(p) && p >= 1)) throw new ChartConfigError(`T² limit needs an integer p >= 1, got ${p}`);
+  return chiSquareQuantile(1 - alpha, p);
+}
