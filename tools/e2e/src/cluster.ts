@@ -235,6 +235,16 @@ export class LocalCluster {
     return undefined;
   }
 
+  /**
+   * The leading controller, waited for: one status read can fail on a loaded machine (a request that
+   * times out, a renewal in flight), which says nothing about who leads.
+   */
+  async awaitLeader(timeoutMs = 60_000): Promise<Proc> {
+    let leader: Proc | undefined;
+    await this.waitFor('a controller that says it leads', async () => (leader = await this.leader()) !== undefined, timeoutMs, 250);
+    return leader as Proc;
+  }
+
   /** The last `lines` lines each process wrote (stdout and stderr), for failure messages. */
   tails(lines = 15): string {
     return this.procs

@@ -96,9 +96,8 @@ describeWithInfra(['nats'], 'cluster membership and assignment flow (multi-proce
     expect(first.map).toMatchObject({ version: 1, trigger: 'cold_start', lifecycleState: 'post_cold_start', defenderCount: 10, chamberCount: 60 });
     expect(ownersOf(first.map).size).toBe(10);
     expect(first.map.statistics.maxWeightPerDefender / first.map.statistics.avgWeightPerDefender).toBeLessThan(1.5);
-    const leader = await c.leader();
-    expect(leader).toBeDefined();
-    expect(first.map.controllerId).toBe(leader!.name);
+    const leader = await c.awaitLeader();
+    expect(first.map.controllerId).toBe(leader.name);
     await c.waitFor('every defender applied v1', async () => {
       const seen = (await c.heartbeats.readAll()).heartbeats.map((h) => h.heartbeat.mapVersionSeen);
       return seen.length === 10 && seen.every((v) => v === 1);
@@ -214,7 +213,7 @@ describeWithInfra(['nats'], 'cluster membership and assignment flow (multi-proce
     await c.waitFor('the cold-start map', async () => c.publications.length === 1, 120_000);
     await settledAt(c, 1, 4);
     const first = c.latest()!;
-    const leader = (await c.leader())!;
+    const leader = await c.awaitLeader();
     await leader.app.stop('SIGKILL');
     await c.waitFor('the standby takes over', async () => c.publications.length === 2, 60_000);
     const takeover = c.latest()!;
@@ -223,7 +222,7 @@ describeWithInfra(['nats'], 'cluster membership and assignment flow (multi-proce
     expect(takeover.version).toBe(first.version + 1);
     expect(takeover.lifecycleState).toBe(first.lifecycleState);
     expect(takeover.assignments).toEqual(first.assignments);
-    const standby = (await c.leader())!;
+    const standby = await c.awaitLeader();
     expect(standby.name).not.toBe(leader.name);
 
     const victim = c.procs.find((p) => p.name === 'pod-1')!;
@@ -252,7 +251,13 @@ describeWithInfra(['nats'], 'cluster membership and assignment flow (multi-proce
       }
       return undefined;
     };
-    const leader = (await leaderStatus())!;
+    // Waited for: one status read can fail on a loaded machine, which says nothing about who leads.
+    const awaitLeader = async () => {
+      let p: Awaited<ReturnType<typeof leaderStatus>>;
+      await c.waitFor('a defender whose controller leads', async () => (p = await leaderStatus()) !== undefined, 60_000, 250);
+      return p!;
+    };
+    const leader = await awaitLeader();
     expect(c.latest()!.controllerId).toBe(leader.name);
     expect(((await getJson(`${leader.url}/api/v1/status`)).body as { isLeader: boolean }).isLeader).toBe(true);
     await leader.app.stop('SIGKILL');
@@ -260,7 +265,7 @@ describeWithInfra(['nats'], 'cluster membership and assignment flow (multi-proce
       const m = c.latest()!;
       return m.defenderCount === 2 && m.controllerId !== leader.name;
     }, 120_000);
-    const next = (await leaderStatus())!;
+    const next = await awaitLeader();
     expect(next.name).not.toBe(leader.name);
     expect(BigInt(c.latest()!.fencingToken)).toBeGreaterThan(BigInt(c.publications[0]!.map.fencingToken));
   });
