@@ -5,8 +5,8 @@
 import { connect } from '@nats-io/transport-node';
 import { natsInboxPrefix } from '@defender/nats-kv';
 import { commandHelp, completionScript, parseCommandLine, SHELLS, UsageError } from './lib/cli';
-import { assignments, CtlError, drain, explainChamber, rebaseline, status, tailAlarms, tryStore } from './lib/commands';
-import { readLocalFab, resolveTarget } from './lib/context';
+import { assignments, CtlError, drain, explainChamber, natsWhere, rebaseline, requireCluster, status, tailAlarms, tryStore } from './lib/commands';
+import { POINT_ELSEWHERE, readLocalFab, resolveTarget } from './lib/context';
 import { formatAssignments, formatExplain, formatStatus } from './lib/format';
 import { formatStrategyShow, putStrategy, readStrategyFile, showStrategy } from './lib/strategy';
 
@@ -105,9 +105,11 @@ async function main(argv: string[]): Promise<number> {
     }
   }
   const nc = await connect({ servers: target.natsServers, name: 'defenderctl', timeout: 5000, ...(target.natsCredentials ?? {}), ...(target.natsCredentials ? { inboxPrefix: natsInboxPrefix(target.natsCredentials.user) } : {}), ...(target.natsTls ? { tls: { ...target.natsTls } } : {}) }).catch((err: unknown) => {
-    throw new CtlError(`cannot reach NATS at ${target.natsServers.join(',')} (${target.source}): ${(err as Error).message}`, { cause: err });
+    throw new CtlError(`cannot reach NATS at ${natsWhere(target)}: ${(err as Error).message}; ${POINT_ELSEWHERE}`, { cause: err });
   });
   try {
+    // Some other NATS (the default URL, a stale NATS_SERVERS) is not a cluster with missing buckets.
+    await requireCluster(nc, target);
     switch (cmd) {
       case 'status': {
         const store = await tryStore(target, note);
@@ -118,7 +120,9 @@ async function main(argv: string[]): Promise<number> {
           await store?.close();
         }
         out(json ? JSON.stringify(s, null, 2) : formatStatus(s));
-        return 0;
+        if (s.problems.length === 0) return 0;
+        note(`${s.problems.length} problem(s) at ${natsWhere(target)}${json ? ' (problems in the JSON)' : ' (the PROBLEM lines above)'}`);
+        return 1;
       }
       case 'assignments': {
         const a = await assignments(nc, target, v.defender, note);

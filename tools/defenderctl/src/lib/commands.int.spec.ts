@@ -80,8 +80,21 @@ describeWithInfra(['nats'], 'defenderctl on real NATS', () => {
     await tailAlarms(nc, { n: 2, follow: false, holds: false, json: false, signal: ac.signal, write: (l) => lines.push(l) });
     expect(lines).toHaveLength(2);
     expect(lines[0]).toMatch(/ETCH01:PM1 +WE1 +run r3 +P mean = 3 \(LCL 0, CL 1\.5, UCL 3\) +ALARM/);
+    // A chamber-monitor alarm as the defender publishes it (libs/pipeline runAlarm): T² and SPE against their limits.
+    const monitorAlarm = {
+      ruleId: 'RUN', indicatorKey: 'ETCH|monitor', action: 'HOLD_CHAMBER', value: 41.23, ucl: 30.1, svid: 'RF_POWER', statistic: 'mean', step: 'ME', toolId: 'ETCH01', chamberId: 'PM2', runId: 'r9',
+      message: 'T2+SPE on ETCH01:PM2 run r9', details: { kind: 'run', t2: 41.23, spe: 3.1, violations: [
+        { rule: 'T2', indicatorKey: 'ETCH|monitor', value: 41.23, limit: 30.1, contributions: [{ indicatorKey: 'ETCH|m/RF_POWER@ME:mean', share: 0.62, svid: 'RF_POWER', window: 'ME', statistic: 'mean' }] },
+        { rule: 'SPE', indicatorKey: 'ETCH|monitor', value: 3.1, limit: 2.4 },
+      ] },
+    };
+    await publishOnce(nc, 'defense.alarms.ETCH01.PM2', JSON.stringify(monitorAlarm), `${tag}-m`);
+    const monitorLines: string[] = [];
+    await tailAlarms(nc, { n: 1, follow: false, holds: false, chamber: 'ETCH01:PM2', json: false, signal: ac.signal, write: (l) => monitorLines.push(l) });
+    expect(monitorLines).toEqual([expect.stringMatching(/ETCH01:PM2 +RUN +run r9 +T² 41\.23 > 30\.1, SPE 3\.1 > 2\.4 \(top: RF_POWER mean 62 %\) +HOLD_CHAMBER$/)]);
+    expect(monitorLines[0]).not.toContain('LCL');
     const withHolds: string[] = [];
-    await tailAlarms(nc, { n: 1, follow: false, holds: true, json: true, signal: ac.signal, write: (l) => withHolds.push(l) });
+    await tailAlarms(nc, { n: 1, follow: false, holds: true, chamber: 'ETCH01:PM1', json: true, signal: ac.signal, write: (l) => withHolds.push(l) });
     expect(JSON.parse(withHolds[0]!)).toMatchObject({ subject: 'defense.holds.ETCH01.PM1', reason: 'escalation' });
   });
 
@@ -103,6 +116,64 @@ describeWithInfra(['nats'], 'defenderctl on real NATS', () => {
     expect(bad.status).toBe(2);
     expect(bad.stderr).toMatch(/unknown command "frobnicate"/);
   });
+});
+
+/**
+ * defenderctl pointed at a NATS that is not a Defender cluster's (issue 52, item 4): it names the URL
+ * it connected to and how to point it elsewhere, and exits 1, never "missing buckets" with exit 0.
+ */
+describeWithInfra(['nats'], 'defenderctl against a NATS without a Defender cluster', () => {
+  const run = (url: string, ...args: string[]) =>
+    spawnSync(join(REPO, 'tools/defenderctl/defenderctl'), ['--nats', url, ...args], { env: { PATH: process.env['PATH'] ?? '' }, encoding: 'utf8', timeout: 60_000 });
+
+  it('an empty JetStream server: every NATS command says no Defender cluster is there and exits 1', async () => {
+    const srv = await startNatsServer();
+    try {
+      for (const args of [['status'], ['--json', 'status'], ['assignments'], ['explain', 'ETCH01:PM1'], ['alarms', 'tail']]) {
+        const r = run(srv.url, ...args);
+        expect([args.join(' '), r.status]).toEqual([args.join(' '), 1]);
+        expect(r.stdout).toBe('');
+        expect(r.stderr).toContain(`no Defender cluster found at ${srv.url} (--nats): connected, but none of Defender's KV buckets or streams exist there (KV bucket defender-heartbeats, KV bucket defender-assignments, stream dc-notifications`);
+        expect(r.stderr).toMatch(/point defenderctl at your cluster with --nats nats:\/\/HOST:PORT or NATS_SERVERS=nats:\/\/HOST:PORT/);
+      }
+      // It created nothing there.
+      const nc = await connect({ servers: srv.url });
+      try {
+        expect(await (await jetstreamManager(nc)).streams.names().next()).toEqual([]);
+      } finally {
+        await nc.close();
+      }
+    } finally {
+      await srv.stop();
+    }
+  }, 120_000);
+
+  it('a server without JetStream: says so and exits 1', async () => {
+    const srv = await startNatsServer({ jetstream: false });
+    try {
+      const r = run(srv.url, 'status');
+      expect(r.status).toBe(1);
+      expect(r.stderr).toContain(`no Defender cluster found at ${srv.url} (--nats): connected, but the server has no JetStream`);
+    } finally {
+      await srv.stop();
+    }
+  }, 60_000);
+
+  it('a cluster missing some of its buckets: status prints them as PROBLEM lines and exits 1', async () => {
+    const srv = await startNatsServer();
+    const nc = await connect({ servers: srv.url });
+    try {
+      await ensureStreams(nc);
+      const r = run(srv.url, 'status');
+      expect(r.status).toBe(1);
+      expect(r.stdout).toMatch(/PROBLEM +KV bucket defender-heartbeats is missing/);
+      expect(r.stdout).toMatch(/PROBLEM +KV bucket defender-assignments is missing/);
+      expect(r.stderr).toContain(`2 problem(s) at ${srv.url} (--nats) (the PROBLEM lines above)`);
+    } finally {
+      await nc.close();
+      await srv.stop();
+    }
+  }, 60_000);
 });
 
 /** `defenderctl status` when NATS lost its store: every missing bucket and stream is a problem line, never a crash. */

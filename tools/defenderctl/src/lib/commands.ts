@@ -5,7 +5,7 @@ import { parseChamberKey, type AssignmentMap, type DefenderStore, type MonitorSt
 import { AssignmentMapBucket, HeartbeatBucket, isStreamNotFound, StreamMissingError, STREAMS } from '@defender/nats-kv';
 import { rebaselineRecords } from '@defender/pipeline';
 import { openStore } from '@defender/store';
-import type { Target } from './context';
+import { POINT_ELSEWHERE, type Target } from './context';
 import { formatAlarmLine } from './format';
 import { assignmentRows, defenderRows, explain, mapSummary, normalizeDefender, type AssignmentRow, type Explanation, type StatusView } from './views';
 
@@ -14,16 +14,89 @@ export class CtlError extends Error {
   override readonly name = 'CtlError';
 }
 
-async function openKv(nc: NatsConnection, bucket: string): Promise<KV> {
+/** `nats://a:4222 (NATS_SERVERS)`: the URL defenderctl connected to and where it came from. */
+export function natsWhere(t: Target): string {
+  return `${t.natsServers.join(',')} (${t.natsFrom})`;
+}
+
+async function openKv(nc: NatsConnection, t: Target, bucket: string): Promise<KV> {
   try {
     return await new Kvm(nc).open(bucket);
   } catch (err) {
-    throw new CtlError(`KV bucket "${bucket}" cannot be opened (is this a Defender cluster? ${(err as Error).message})`, { cause: err });
+    throw new CtlError(`KV bucket "${bucket}" cannot be opened at ${natsWhere(t)}: ${(err as Error).message}; if this is not your Defender cluster, ${POINT_ELSEWHERE}`, { cause: err });
   }
 }
 
 async function readMap(nc: NatsConnection, t: Target): Promise<AssignmentMap | null> {
-  return (await new AssignmentMapBucket(await openKv(nc, t.buckets.assignments), t.buckets.assignments).read())?.map ?? null;
+  return (await new AssignmentMapBucket(await openKv(nc, t, t.buckets.assignments), t.buckets.assignments).read())?.map ?? null;
+}
+
+/** What of a Defender cluster a NATS server holds: its KV buckets (as streams `KV_<bucket>`) and streams. */
+export interface ClusterPresence {
+  /** False when the server has no JetStream at all (not a Defender cluster's NATS). */
+  readonly jetstream: boolean;
+  readonly found: readonly string[];
+  readonly missing: readonly string[];
+}
+
+/** The KV buckets and streams of a Defender cluster that defenderctl reads, in a fixed order. */
+export function clusterParts(t: Target): { name: string; stream: string }[] {
+  return [
+    ...[t.buckets.heartbeats, t.buckets.assignments].map((b) => ({ name: `KV bucket ${b}`, stream: `KV_${b}` })),
+    ...Object.values(STREAMS).map((name) => ({ name: `stream ${name}`, stream: name })),
+  ];
+}
+
+/** Which of the cluster's KV buckets and streams the server holds (it creates none). */
+export async function clusterPresence(nc: NatsConnection, t: Target): Promise<ClusterPresence> {
+  let jsm;
+  try {
+    jsm = await jetstreamManager(nc);
+  } catch (err) {
+    if (/jetstream.*not enabled|no responders|503/i.test((err as Error).message)) return { jetstream: false, found: [], missing: clusterParts(t).map((p) => p.name) };
+    throw err;
+  }
+  const found: string[] = [];
+  const missing: string[] = [];
+  for (const p of clusterParts(t)) {
+    const exists = await jsm.streams.info(p.stream).then(
+      () => true,
+      (err: unknown) => {
+        if (isStreamNotFound(err) || /stream not found/i.test((err as Error).message)) return false;
+        throw err;
+      },
+    );
+    (exists ? found : missing).push(p.name);
+  }
+  return { jetstream: true, found, missing };
+}
+
+/**
+ * The error for a NATS server that holds no Defender cluster: which URL defenderctl connected to
+ * (and why that one), what it did not find there, and how to point it elsewhere.
+ */
+export function noClusterError(t: Target, presence: ClusterPresence): CtlError {
+  const what = presence.jetstream
+    ? `none of Defender's KV buckets or streams exist there (${presence.missing.join(', ')})`
+    : 'the server has no JetStream (every Defender cluster keeps its state in JetStream)';
+  return new CtlError(
+    [
+      `no Defender cluster found at ${natsWhere(t)}: connected, but ${what}.`,
+      `If this is not your cluster's NATS, ${POINT_ELSEWHERE}.`,
+      ...(presence.jetstream ? ['If it is, and NATS has just lost its store, the defenders and the leading controller create them again within a heartbeat: run defenderctl status again.'] : []),
+    ].join('\n'),
+  );
+}
+
+/**
+ * Checks that the server holds a Defender cluster (at least one of its buckets or streams) before a
+ * command reads it; returns what it found.
+ * @throws CtlError ({@link noClusterError}) when it holds none, or has no JetStream.
+ */
+export async function requireCluster(nc: NatsConnection, t: Target): Promise<ClusterPresence> {
+  const p = await clusterPresence(nc, t);
+  if (!p.jetstream || p.found.length === 0) throw noClusterError(t, p);
+  return p;
 }
 
 /** The message for a bucket or stream NATS does not hold (restarted with an empty store, or never created). */
@@ -192,7 +265,7 @@ export async function assignments(nc: NatsConnection, t: Target, defenderRef: st
 
 /** Every kept map version (oldest first), skipping unreadable ones. */
 export async function mapHistory(nc: NatsConnection, t: Target): Promise<AssignmentMap[]> {
-  const kv = await openKv(nc, t.buckets.assignments);
+  const kv = await openKv(nc, t, t.buckets.assignments);
   const out = (await new AssignmentMapBucket(kv, t.buckets.assignments).history()).map((s) => s.map);
   return out.sort((a, b) => a.version - b.version);
 }

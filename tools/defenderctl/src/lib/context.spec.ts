@@ -31,3 +31,12 @@ describe('resolveTarget: TLS', () => {
     expect(() => resolveTarget({}, { STORE_BACKEND: 'cassandra', CASSANDRA_TLS_CERT_FILE: '/c.crt', CASSANDRA_TLS_KEY_FILE: '/c.key' }, null)).toThrow('CASSANDRA_TLS_CA_FILE is required when CASSANDRA_TLS_CERT_FILE is set');
   });
 });
+
+describe('resolveTarget: where the NATS URL came from (for the "no Defender cluster" message)', () => {
+  it('names the flag, the local fab, NATS_SERVERS or the default', () => {
+    expect(resolveTarget({ nats: 'nats://a:4222' }, {}, null)).toMatchObject({ natsServers: ['nats://a:4222'], natsFrom: '--nats' });
+    expect(resolveTarget({}, { NATS_SERVERS: 'nats://b:4222' }, { natsUrl: 'nats://127.0.0.1:1', runDir: '/tmp/fab' })).toMatchObject({ natsServers: ['nats://127.0.0.1:1'], natsFrom: 'the running local fab (/tmp/fab)' });
+    expect(resolveTarget({}, { NATS_SERVERS: 'nats://b:4222' }, null)).toMatchObject({ natsServers: ['nats://b:4222'], natsFrom: 'NATS_SERVERS' });
+    expect(resolveTarget({}, {}, null)).toMatchObject({ natsServers: ['nats://127.0.0.1:4222'], natsFrom: 'the default URL: no --nats, no NATS_SERVERS, no running local fab' });
+  });
+});

@@ -7,9 +7,20 @@ export const REPO = join(__dirname, '..', '..', '..', '..');
 /** Written by the local-fab launcher while it runs. */
 export const LOCAL_FAB_FILE = join(REPO, 'tmp', 'local-fab', 'current.json');
 
+/** The NATS URL defenderctl tries when nothing names one (the apps' default). */
+export const DEFAULT_NATS_URL = 'nats://127.0.0.1:4222';
+
+/** How to point defenderctl at a cluster, for messages. */
+export const POINT_ELSEWHERE = 'point defenderctl at your cluster with --nats nats://HOST:PORT or NATS_SERVERS=nats://HOST:PORT (or start the local fab: npm start)';
+
 /** Where defenderctl finds the cluster. */
 export interface Target {
   readonly natsServers: string[];
+  /**
+   * Where `natsServers` came from, in words for messages: `--nats`, `the running local fab (<run dir>)`,
+   * `NATS_SERVERS`, or `the default URL: no --nats, no NATS_SERVERS, no running local fab`.
+   */
+  readonly natsFrom: string;
   /** The NATS user to connect as: the local fab's read-only one, else NATS_USER / NATS_PASSWORD. */
   readonly natsCredentials: { readonly user: string; readonly pass: string } | null;
   /** The local fab's CA (its NATS serves TLS only), else NATS_TLS_CA_FILE / NATS_TLS_CERT_FILE / NATS_TLS_KEY_FILE. */
@@ -108,10 +119,18 @@ export function resolveTarget(flags: { nats?: string; controller?: string; store
     if (!m) throw new Error('--store must be sqlite:<file> or cassandra:<host[:port],...>');
     store = m[1] === 'sqlite' ? storeFrom({ STORE_BACKEND: 'sqlite', SQLITE_PATH: m[2] }) : storeFrom({ ...env, STORE_BACKEND: 'cassandra', CASSANDRA_HOSTS: m[2] });
   }
+  const natsFrom = flags.nats
+    ? '--nats'
+    : fab?.natsUrl
+      ? `the running local fab (${fab.runDir ?? '?'})`
+      : env['NATS_SERVERS']
+        ? 'NATS_SERVERS'
+        : 'the default URL: no --nats, no NATS_SERVERS, no running local fab';
   const controlUrl = fab?.controlUrl ?? env['LOCAL_FAB_CONTROL_URL'];
   const controlToken = fab?.controlToken ?? env['LOCAL_FAB_CONTROL_TOKEN'];
   return {
-    natsServers: list(flags.nats ?? fab?.natsUrl ?? env['NATS_SERVERS'] ?? 'nats://127.0.0.1:4222'),
+    natsServers: list(flags.nats ?? fab?.natsUrl ?? env['NATS_SERVERS'] ?? DEFAULT_NATS_URL),
+    natsFrom,
     natsCredentials: natsCredentials(flags.nats ? {} : fab ?? {}, env),
     natsTls: fab && !flags.nats ? (fab.natsTlsCaFile ? { caFile: fab.natsTlsCaFile } : null) : natsTls(env),
     controllerUrls: list(flags.controller ?? fab?.controllerUrls?.join(',') ?? env['CONTROLLER_URLS']).map((u) => u.replace(/\/+$/, '')),

@@ -105,14 +105,55 @@ export function formatExplain(e: Explanation): string {
   return out.join('\n');
 }
 
+const num = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) ? Number(v.toPrecision(6)).toString() : '-');
+const obj = (v: unknown): Record<string, unknown> | undefined => (typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined);
+
+/** The chamber monitor's statistics on the run's point, as the alarm's `details.violations` list them. */
+const MONITOR_STATISTICS: Readonly<Record<string, string>> = { T2: 'T²', SPE: 'SPE', MEWMA: 'MEWMA' };
+/** The chamber monitor's univariate checks (one indicator each). */
+const MONITOR_CHECKS = new Set(['LIMIT', 'RESIDUAL', 'CONSTANT']);
+
+function indicatorName(v: Record<string, unknown>): string {
+  return [v['svid'], v['statistic']].filter((x) => typeof x === 'string').join(' ') || String(v['indicatorKey'] ?? '?');
+}
+
+function monitorViolationText(v: Record<string, unknown>): string {
+  const rule = v['rule'] as string;
+  const stat = MONITOR_STATISTICS[rule];
+  if (stat) return `${stat} ${num(v['value'])} > ${num(v['limit'])}`;
+  if (rule === 'LIMIT') return `${indicatorName(v)} ${num(v['value'])} outside [${num(v['lcl'])}, ${num(v['ucl'])}]`;
+  if (rule === 'RESIDUAL') return `${indicatorName(v)} residual ${num(v['value'])} > ${num(v['limit'])}`;
+  return `${indicatorName(v)} ${num(v['value'])} left its constant ${num(v['center'])}`;
+}
+
+/**
+ * What a run alarm's chamber-monitor violations say (libs/pipeline runAlarm: `details.violations`
+ * with `rule` T2 / SPE / MEWMA and `value` against `limit`, or LIMIT / RESIDUAL / CONSTANT on one
+ * indicator): each statistic against its limit (`T² 41.2 > 30.1, SPE 3.1 > 2.4`), then the top
+ * contributor of the first; undefined when the alarm carries none (the per-indicator rules' alarms).
+ */
+export function monitorSummary(b: Record<string, unknown>): string | undefined {
+  const violations = obj(b['details'])?.['violations'];
+  if (!Array.isArray(violations)) return undefined;
+  const all = violations.map(obj).filter((v): v is Record<string, unknown> => v !== undefined && typeof v['rule'] === 'string' && (v['rule'] in MONITOR_STATISTICS || MONITOR_CHECKS.has(v['rule'])));
+  if (all.length === 0) return undefined;
+  const listed = all.slice(0, 3);
+  const first = listed[0] as Record<string, unknown>;
+  const top = Array.isArray(first['contributions']) ? obj(first['contributions'][0]) : undefined;
+  const driver = top ? ` (top: ${indicatorName(top)}${typeof top['share'] === 'number' ? ` ${Math.round(top['share'] * 100)} %` : ''})` : '';
+  const more = all.length > listed.length ? `, +${all.length - listed.length} more` : '';
+  return `${listed.map(monitorViolationText).join(', ')}${more}${driver}`;
+}
+
 /** One alarm or hold line of `alarms tail`. */
 export function formatAlarmLine(subject: string, at: Date, b: Record<string, unknown>): string {
   const chamber = `${String(b['toolId'] ?? '?')}:${String(b['chamberId'] ?? '?')}`;
   const t = at.toISOString().slice(11, 19);
   if (subject.startsWith('defense.holds.')) return `${t}  ${chamber.padEnd(16)} HOLD  run ${String(b['runId'] ?? '-')}: ${String(b['reason'] ?? '')}`;
-  const num = (v: unknown) => (typeof v === 'number' ? Number(v.toPrecision(6)).toString() : '-');
-  return (
-    `${t}  ${chamber.padEnd(16)} ${String(b['ruleId'] ?? '?').padEnd(5)} run ${String(b['runId'] ?? '-')}  ${String(b['svid'] ?? '')} ${String(b['statistic'] ?? '')} = ${num(b['value'])} ` +
-    `(LCL ${num(b['lcl'])}, CL ${num(b['center'])}, UCL ${num(b['ucl'])})  ${String(b['action'] ?? '')}`
-  );
+  const head = `${t}  ${chamber.padEnd(16)} ${String(b['ruleId'] ?? '?').padEnd(5)} run ${String(b['runId'] ?? '-')}  `;
+  const monitor = monitorSummary(b);
+  if (monitor) return `${head}${monitor}  ${String(b['action'] ?? '')}`;
+  // A per-indicator rule: the value against the limits it was compared with (only those it has).
+  const limits = [['LCL', b['lcl']], ['CL', b['center']], ['UCL', b['ucl']]].filter(([, v]) => typeof v === 'number').map(([k, v]) => `${String(k)} ${num(v)}`);
+  return `${head}${String(b['svid'] ?? '')} ${String(b['statistic'] ?? '')} = ${num(b['value'])}${limits.length ? ` (${limits.join(', ')})` : ''}  ${String(b['action'] ?? '')}`;
 }

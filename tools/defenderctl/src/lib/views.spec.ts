@@ -1,4 +1,4 @@
-import { formatExplain, table } from './format';
+import { formatAlarmLine, formatExplain, table } from './format';
 import { heartbeatOf, mapOf } from './testing';
 import { assignmentRows, defenderRows, explain, normalizeDefender } from './views';
 
@@ -92,5 +92,30 @@ describe('assignments and helpers', () => {
 
   it('formats a table with numbers right-aligned', () => {
     expect(table(['NAME', 'N'], [['a', 1], ['bbb', 10]])).toBe('NAME   N\n----  --\na      1\nbbb   10');
+  });
+});
+
+describe('formatAlarmLine', () => {
+  const at = new Date(Date.UTC(2026, 0, 1, 12, 0, 1));
+  it('a per-indicator rule: the value against the limits it was compared with, only those it has', () => {
+    expect(formatAlarmLine('defense.alarms.A.1', at, { toolId: 'A', chamberId: '1', ruleId: 'WE1', runId: 'r1', svid: 'P', statistic: 'mean', value: 3.5, lcl: 0, center: 1.5, ucl: 3, action: 'ALARM' })).toBe(
+      '12:00:01  A:1              WE1   run r1  P mean = 3.5 (LCL 0, CL 1.5, UCL 3)  ALARM',
+    );
+    expect(formatAlarmLine('defense.alarms.A.1', at, { toolId: 'A', chamberId: '1', ruleId: 'RUN', runId: 'r1', svid: 'P', statistic: 'max', value: 9, ucl: 8, action: 'ALARM' })).toBe('12:00:01  A:1              RUN   run r1  P max = 9 (UCL 8)  ALARM');
+  });
+
+  it('a chamber-monitor alarm: T² / SPE / MEWMA against their limits and the univariate checks, never empty limits', () => {
+    const details = {
+      violations: [
+        { rule: 'SPE', value: 7.123456789, limit: 2.5, contributions: [{ indicatorKey: 'R|m/GAS@ME:std', share: 0.5, svid: 'GAS', statistic: 'std' }] },
+        { rule: 'LIMIT', value: 12, lcl: 1, ucl: 10, svid: 'P', statistic: 'max' },
+        { rule: 'CONSTANT', value: 2, center: 1, svid: 'V', statistic: 'last' },
+        { rule: 'RESIDUAL', value: 5, limit: 4, svid: 'F', statistic: 'mean' },
+        { rule: 'WE1', value: 3, lcl: 0, ucl: 2, svid: 'Q', statistic: 'mean' },
+      ],
+    };
+    expect(formatAlarmLine('defense.alarms.A.1', at, { toolId: 'A', chamberId: '1', ruleId: 'RUN', runId: 'r2', value: null, action: 'ALARM', details })).toBe(
+      '12:00:01  A:1              RUN   run r2  SPE 7.12346 > 2.5, P max 12 outside [1, 10], V last 2 left its constant 1, +1 more (top: GAS std 50 %)  ALARM',
+    );
   });
 });
