@@ -417,6 +417,17 @@ describeWithInfra(['nats'], 'dashboard authentication (built bundle, real NATS):
     expect(controlCalls).toEqual([]);
   });
 
+  it("the served OpenAPI document: Swagger UI's Authorize button for the bearer token on every path that needs one (issue 52, item 6)", async () => {
+    const doc = JSON.parse((await send(tokenBase, 'GET', '/api/docs/openapi.json', {})).body) as {
+      components?: { securitySchemes?: Record<string, { type?: string; scheme?: string }> };
+      paths: Record<string, Record<string, { security?: Record<string, unknown>[] }>>;
+    };
+    expect(doc.components?.securitySchemes?.['bearer']).toMatchObject({ type: 'http', scheme: 'bearer' });
+    expect(doc.paths['/api/v1/cluster']?.['get']?.security).toEqual([{ bearer: [] }]);
+    expect(doc.paths['/api/v1/local-fab/defenders']?.['post']?.security).toEqual([{ bearer: [] }]);
+    for (const open of ['/health/live', '/metrics', '/api/v1/session']) expect([open, doc.paths[open]?.['get']?.security]).toEqual([open, undefined]);
+  });
+
   it('a viewer reads everything and gets 403 on an operator action; a wrong token gets 401', async () => {
     const viewer = { authorization: `Bearer ${VIEWER}` };
     expect((await send(tokenBase, 'GET', '/api/v1/cluster', viewer)).status).toBe(200);

@@ -31,13 +31,15 @@ export {
   API_DOCS_JSON_PATH,
   API_DOCS_PATH,
   apiDocsMismatch,
+  BEARER_SCHEME,
   buildApiDocument,
   documentedRoutes,
   openApiPath,
   servedRoutes,
   setupApiDocs,
+  undefinedSecuritySchemes,
 } from './lib/app/api-docs';
-export type { RouteKey } from './lib/app/api-docs';
+export type { ApiDocsAuth, RouteKey } from './lib/app/api-docs';
 export { CommonAppModule } from './lib/app/common-app.module';
 export type { CommonAppConfig } from './lib/app/common-app.module';
 export { clusterEnvShape } from './lib/cluster/cluster-env';

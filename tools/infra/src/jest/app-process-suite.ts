@@ -45,8 +45,18 @@ function jsonLines(text: string): Record<string, unknown>[] {
 async function checkApiDocs(base: string): Promise<void> {
   const doc = await getJson(`${base}/api/docs/openapi.json`);
   expect(doc.status).toBe(200);
-  const body = doc.body as { openapi?: string; info?: { title?: string }; paths?: Record<string, Record<string, { summary?: string; responses?: object }>> };
+  const body = doc.body as {
+    openapi?: string;
+    info?: { title?: string };
+    paths?: Record<string, Record<string, { summary?: string; responses?: object; security?: Record<string, unknown>[] }>>;
+    security?: Record<string, unknown>[];
+    components?: { securitySchemes?: Record<string, unknown> };
+  };
   expect(body.openapi).toMatch(/^3\./);
+  // Swagger UI's Authorize button (issue 52): the bearer scheme defined, and every scheme referred to.
+  expect(body.components?.securitySchemes?.['bearer']).toMatchObject({ type: 'http', scheme: 'bearer' });
+  const referred = [...(body.security ?? []), ...Object.values(body.paths ?? {}).flatMap((item) => Object.values(item).flatMap((op) => op.security ?? []))].flatMap((r) => Object.keys(r));
+  expect([...new Set(referred)].filter((name) => !(name in (body.components?.securitySchemes ?? {})))).toEqual([]);
   expect(Object.keys(body.paths ?? {})).toEqual(expect.arrayContaining(['/health/live', '/health/ready', '/metrics']));
   for (const [path, item] of Object.entries(body.paths ?? {})) {
     for (const [method, op] of Object.entries(item)) {

@@ -255,6 +255,11 @@ export function authenticate(req: AuthRequest, policy: AuthPolicy, nowMs: number
 const OPEN = /^\/(health\/(live|ready)|metrics|login|assets\/[^/?]*|api\/v1\/session)(\?|$)/;
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
+/** Whether anyone may fetch `path` without signing in (probes, metrics, the login page, static files, the session endpoint). */
+export function isOpenPath(path: string): boolean {
+  return OPEN.test(path);
+}
+
 /** What the middleware does with a request. */
 export type AuthDecision =
   | { readonly kind: 'pass'; readonly principal: Principal | undefined }

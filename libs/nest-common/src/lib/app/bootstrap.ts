@@ -2,7 +2,7 @@ import { DynamicModule, INestApplication } from '@nestjs/common';
 import { z } from 'zod';
 import { loadConfigOrExit } from '../config/load-config';
 import { createAppLogger, AppLogger } from '../logging/json-logger';
-import { apiDocsMismatch, API_DOCS_JSON_PATH, API_DOCS_PATH, servedRoutes, setupApiDocs } from './api-docs';
+import { apiDocsMismatch, API_DOCS_JSON_PATH, API_DOCS_PATH, servedRoutes, setupApiDocs, type ApiDocsAuth } from './api-docs';
 import { createHttpApp, installGracefulShutdown } from './create-http-app';
 
 export interface BootstrapOptions<S extends z.ZodObject<z.ZodRawShape>> {
@@ -16,6 +16,8 @@ export interface BootstrapOptions<S extends z.ZodObject<z.ZodRawShape>> {
   logFields?: (config: z.infer<S>) => Record<string, unknown>;
   /** What the app's HTTP API is for: the description of its OpenAPI document (`/api/docs`). */
   apiDescription: string;
+  /** Which operations need `Authorization: Bearer` in the OpenAPI document (besides those marked `@ApiBearerAuth()`). */
+  apiAuth?: ApiDocsAuth;
   /** Runs after the app is created, before it listens (e.g. attach a gRPC microservice). */
   beforeListen?: (app: INestApplication, config: z.infer<S>, logger: AppLogger) => Promise<void>;
 }
@@ -30,7 +32,7 @@ export async function bootstrap<S extends z.ZodObject<z.ZodRawShape>>(opts: Boot
   const logger = createAppLogger(opts.app, LOG_LEVEL, opts.logFields?.(config) ?? {});
   const app = await createHttpApp(opts.module(config), logger);
   installGracefulShutdown(app, logger);
-  const document = setupApiDocs(app, `Defender ${opts.app}`, opts.apiDescription, 'v1');
+  const document = setupApiDocs(app, `Defender ${opts.app}`, opts.apiDescription, 'v1', opts.apiAuth);
   await opts.beforeListen?.(app, config, logger);
   await app.listen(HTTP_PORT, HTTP_HOST);
   // The document against the routes the app actually serves: a route without documentation (or a
