@@ -90,3 +90,4 @@ export {
   type ProfileMetrics,
 } from './lib/oracle';
 export { runIdOf, runIndexOf, schedule, seedChambers } from './lib/simulator';
+export { parseCli, type CliOptions } from './lib/cli-options';

@@ -2,6 +2,7 @@ import { EXCURSION_KINDS } from './excursions';
 import { weightStats, type FabSpec } from './fab';
 import { DEFAULT_STRATEGY } from '@defender/defense-rules';
 import { ProgressLine, shortDuration, textBar, type ProgressStream } from '@defender/infra-harness';
+import type { DetectionMetrics } from './detection-metrics';
 import type { Progress, SimulationResult } from './simulator';
 
 const nf = new Intl.NumberFormat('en-US');
@@ -60,6 +61,47 @@ export function fabOverview(fab: FabSpec): string {
   return lines.join('\n');
 }
 
+/** One detection target of the default strategy against what the run measured. */
+export interface TargetVerdict {
+  readonly target: string;
+  /** `0.9% <= 1 %`: the measured figure against the target. */
+  readonly text: string;
+  /** null: the run measured nothing for it (e.g. no excursion of that size). */
+  readonly met: boolean | null;
+}
+
+/**
+ * The detection targets (false alarms <= 1 % of in-control runs per chamber on average and <= 2 % on
+ * the worst chamber, holds <= 0.1 per 1,000 runs on chambers without an excursion, >= 95 % of the
+ * excursions of `big.minSize` sd or more caught, delay p90 <= 3 runs), each met or not.
+ */
+export function targetVerdicts(d: DetectionMetrics): TargetVerdict[] {
+  const pct = (x: number) => `${(x * 100).toFixed(1)}%`;
+  const measured = d.perChamber.chambers > 0;
+  return [
+    { target: 'false alarms', text: `${pct(d.perChamber.mean)} of in-control runs (mean per chamber) <= 1 %`, met: measured ? d.perChamber.mean <= 0.01 : null },
+    { target: 'worst chamber', text: `${pct(d.perChamber.worst)}${d.perChamber.worstChamber ? ` (${d.perChamber.worstChamber})` : ''} <= 2 %`, met: measured ? d.perChamber.worst <= 0.02 : null },
+    { target: 'holds', text: `${d.holdsPer1k.toFixed(2)} per 1,000 runs on chambers without an excursion <= 0.1`, met: d.cleanInControlRuns > 0 ? d.holdsPer1k <= 0.1 : null },
+    {
+      target: 'caught',
+      text: `${d.big.detected} of ${d.big.injected} excursions of ${d.big.minSize} sd or more${d.big.injected > 0 ? ` (${pct(d.big.rate)})` : ''} >= 95 %`,
+      met: d.big.injected > 0 ? d.big.rate >= 0.95 : null,
+    },
+    { target: 'delay p90', text: `${d.big.delayP90 ?? '—'} runs <= 3`, met: d.big.delayP90 === null ? null : d.big.delayP90 <= 3 },
+  ];
+}
+
+/** The targets block of the summary: `targets  3 of 4 met (1 not measured)`, then one line each. */
+export function targetLines(d: DetectionMetrics): string[] {
+  const v = targetVerdicts(d);
+  const judged = v.filter((x) => x.met !== null);
+  const unmeasured = v.length - judged.length;
+  return [
+    `  targets           ${judged.filter((x) => x.met).length} of ${judged.length} met${unmeasured ? ` (${unmeasured} not measured in this run)` : ''}`,
+    ...v.map((x) => `    ${x.target.padEnd(16)}${x.text}: ${x.met === null ? 'not measured' : x.met ? 'met' : 'MISSED'}`),
+  ];
+}
+
 /** The end-of-run summary. */
 export function summaryText(r: SimulationResult, ctx: { speed: number | 'max'; store: string }): string {
   const s = r.score;
@@ -94,8 +136,9 @@ export function summaryText(r: SimulationResult, ctx: { speed: number | 'max'; s
       `holds on the ${num(d.cleanChambers)} chambers without an excursion: ${d.holdsPer1k.toFixed(1)} per 1,000 runs`,
   );
   lines.push(
-    `  detection         ${d.big.detected}/${d.big.injected} excursions of ${d.big.minSize} sd or more (${pct(d.big.rate)}), delay p90 ${d.big.delayP90 ?? '—'} runs; all sizes ${d.all.detected}/${d.all.injected} — targets: false alarms <= 1 % (worst <= 2 %), holds <= 0.1 / 1,000, >= 95 % detected, p90 <= 3 runs`,
+    `  detection         ${d.big.detected}/${d.big.injected} excursions of ${d.big.minSize} sd or more (${pct(d.big.rate)}), delay p90 ${d.big.delayP90 ?? '—'} runs; all sizes ${d.all.detected}/${d.all.injected}`,
   );
+  lines.push(...targetLines(d));
   lines.push(`  ${r.detectionLine}`);
   lines.push(`  ground truth      ${r.groundTruthFile}`);
   return lines.join('\n');
