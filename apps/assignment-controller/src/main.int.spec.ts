@@ -1,6 +1,6 @@
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describeAppProcess } from '@defender/infra-harness';
+import { describeAppProcess, getJson } from '@defender/infra-harness';
 
 let n = 0;
 
@@ -13,6 +13,10 @@ describeAppProcess({
     // The default assignment bucket: the controller's NATS user may write only that one.
   }),
   readyChecks: ['nats', 'store'],
+  // What the map's weights are (issue 52, item 3: the dashboard labels them by it): load by default (ADR 0008).
+  whenReady: async ({ http }) => {
+    expect((await getJson(`http://127.0.0.1:${http}/api/v1/status`)).body).toMatchObject({ isLeader: false, balanceBy: 'load' });
+  },
   invalidEnv: { HTTP_PORT: 'eighty', NATS_SERVERS: 'nats://a:4222, bad host', STORE_BACKEND: 'postgres', COLD_START_WINDOW_SECONDS: '0' },
   invalidVariables: ['HTTP_PORT', 'NATS_SERVERS', 'STORE_BACKEND', 'COLD_START_WINDOW_SECONDS'],
 });

@@ -95,11 +95,12 @@
     const m = c.map;
     const leader = c.leader && c.leader.valid ? c.leader.holder : 'none';
     const alive = c.defenders.filter((d) => d.alive).length;
+    const st = render.clusterStateFact(c);
     const facts = [
       ['leader', esc(leader), 'leader'],
       ['map version', m ? 'v' + m.version : '—', 'map-version'],
       ['trigger', m ? esc(m.trigger) : '—', 'map-trigger'],
-      ['cluster state', m ? esc(m.state) : '—', 'cluster-state'],
+      [st.label, `<span title="${esc(st.title)}">${esc(st.value)}</span>`, 'cluster-state'],
       ['defenders alive', `${alive}/${c.defenders.length}`, 'defenders-alive'],
       ['chambers', m ? compact(m.chamberCount) : '—', 'chamber-count'],
     ];
@@ -112,6 +113,7 @@
   function renderDefenders(c) {
     const maxW = Math.max(1, ...c.defenders.map((d) => d.weight), (c.map?.statistics.avgWeightPerDefender || 0) * 1.2);
     const avg = c.map?.statistics.avgWeightPerDefender || 0;
+    const unit = render.mapWeightUnit(c);
     const rows = c.defenders.map((d) => {
       const w = (d.weight / maxW) * 100;
       const a = (avg / maxW) * 100;
@@ -123,7 +125,7 @@
         <td><b>${esc(d.defenderId)}</b><br><span class="muted">${esc(d.podName || '')}</span></td>
         <td><span class="badge ${esc(d.state)}">${esc(d.state)}</span></td>
         <td>${d.chambers}${d.load && d.load.chambers !== d.chambers ? ` <span class="muted">(runs ${d.load.chambers})</span>` : ''}</td>
-        <td><div class="weight"><div class="bar" title="${compact(d.weight)} samples/run"><div class="fill ${over ? 'over' : ''}" data-width="${w.toFixed(1)}"></div>${avg ? `<div class="avg" data-left="${a.toFixed(1)}" title="average"></div>` : ''}</div><span class="ratio">${d.weightVsAvg === null ? '—' : d.weightVsAvg.toFixed(2) + '×'}</span></div></td>
+        <td><div class="weight"><div class="bar" title="${esc(render.weightName(unit))}: ${esc(render.weightText(d.weight, unit))}"><div class="fill ${over ? 'over' : ''}" data-width="${w.toFixed(1)}"></div>${avg ? `<div class="avg" data-left="${a.toFixed(1)}" title="average"></div>` : ''}</div><span class="ratio">${d.weightVsAvg === null ? '—' : d.weightVsAvg.toFixed(2) + '×'}</span></div></td>
         <td>${d.lastSeenSeconds === null ? '—' : d.lastSeenSeconds.toFixed(1) + ' s ago'}<br><span class="muted">map v${d.mapVersionSeen ?? '—'}</span></td>
         <td>${d.load ? compact(d.load.processedTotal) : '—'}${d.load && d.load.inflight ? ` <span class="muted">(${d.load.inflight} busy)</span>` : ''}</td>
         <td>${crash}</td></tr>`;
@@ -139,6 +141,7 @@
       return;
     }
     const s = m.statistics;
+    const unit = render.mapWeightUnit(c);
     $('map').innerHTML = `<dl class="kv">
       <dt>version</dt><dd data-testid="map-version-detail">v${m.version} <span class="muted">(token ${esc(m.fencingToken)})</span></dd>
       <dt>published</dt><dd>${time(m.timestamp)} by ${esc(m.controllerId)}</dd>
@@ -146,7 +149,7 @@
       <dt>state</dt><dd>${esc(m.state)} · ${esc(m.lifecycleState)}</dd>
       <dt>defenders</dt><dd>${m.defenderCount}</dd>
       <dt>chambers</dt><dd>${m.chamberCount.toLocaleString('en-US')}</dd>
-      <dt>weight per defender</dt><dd>min ${compact(s.minWeightPerDefender)} · avg ${compact(s.avgWeightPerDefender)} · max ${compact(s.maxWeightPerDefender)} (max/avg ${s.avgWeightPerDefender ? (s.maxWeightPerDefender / s.avgWeightPerDefender).toFixed(3) : '—'})</dd>
+      <dt>${esc(render.weightName(unit))} per defender</dt><dd data-testid="map-weight">min ${esc(render.weightText(s.minWeightPerDefender, unit))} · avg ${esc(render.weightText(s.avgWeightPerDefender, unit))} · max ${esc(render.weightText(s.maxWeightPerDefender, unit))} (max/avg ${s.avgWeightPerDefender ? (s.maxWeightPerDefender / s.avgWeightPerDefender).toFixed(3) : '—'})</dd>
       <dt>last change</dt><dd>${s.chambersMoved} chambers, ${pct(s.movedWeightFraction)} of the weight (floor ${pct(s.floorFraction)}) in ${fmt(s.calculationDurationMs, 3)} ms</dd>
     </dl>`;
   }
@@ -284,7 +287,7 @@
     $('chamber').innerHTML = `<div class="chamber-head" data-testid="chamber-head" data-chamber="${esc(d.key)}">
         <h2>${esc(d.key)}</h2>
         <span><span class="muted">owner</span> <b data-testid="chamber-owner">${esc(d.owner || '—')}</b>${d.lastMovedAt ? ` <span class="muted">since ${time(d.lastMovedAt)}</span>` : ''}</span>
-        <span><span class="muted">weight</span> ${meta ? `${compact(meta.weight)} <span class="muted">(${meta.svidCount} SVIDs × ${meta.collectionFreqHz} Hz × ${meta.contextDurationSeconds} s)</span>` : '—'}</span>
+        <span><span class="muted">samples per run</span> ${meta ? `${compact(meta.weight)} <span class="muted">(${meta.svidCount} SVIDs × ${meta.collectionFreqHz} Hz × ${meta.contextDurationSeconds} s)</span>` : '—'}</span>
         <span><span class="muted">runs applied</span> ${d.state ? `up to seq ${d.state.highWaterMark} <span class="muted">(epoch ${d.state.ownerEpoch}, ${esc(d.state.ownerId)})</span>` : '—'}</span>
         ${d.state && d.state.stream && d.state.stream.status === 'mismatch' ? `<span class="hold" data-testid="chamber-stream-mismatch">PAUSED: the notification stream was recreated; its owner re-bases the chamber onto it</span>` : ''}
         ${d.hold ? `<span class="hold" data-testid="chamber-hold">ON HOLD: ${esc(d.hold.reason)}</span>` : ''}

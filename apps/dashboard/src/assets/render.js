@@ -294,5 +294,51 @@
     return `<tr><td>${time(a.raisedAt)}</td><td>${esc(a.runId)}</td><td>${esc(a.ruleId)}</td><td>${esc(a.svid || '')} · ${esc(a.statistic || '')}</td><td>${fmt(a.value)}</td><td>${fmt(a.lcl)} … ${fmt(a.ucl)}</td><td>${esc(a.action)}</td></tr>`;
   }
 
-  window.DefenderRender = { esc, fmt, time, chartSvg, monitorSvg, monitorCard, runAlarmCard, alarmRow, miniRow, chamberAlarmRow };
+  // ---------------------------------------------------------------------------------------------
+  // cluster labels: one unit per figure, the controller's state as it reports it
+  // ---------------------------------------------------------------------------------------------
+  function compactNumber(n) {
+    if (n === null || n === undefined || !Number.isFinite(n)) return '—';
+    if (n >= 1e9) return (n / 1e9).toFixed(1) + 'G';
+    if (n >= 1e6) return (n / 1e6).toFixed(1) + 'M';
+    if (n >= 1e3) return (n / 1e3).toFixed(n >= 1e4 ? 0 : 1) + 'K';
+    return String(Math.round(n));
+  }
+  /** The leading controller as the dashboard reached it; null when none reachable leads. */
+  function leadingController(c) {
+    return (c.controllers || []).find((k) => k.reachable && k.isLeader) || null;
+  }
+  /**
+   * The header's cluster state: the leading controller's state as it reports it now (the map's
+   * `state` is the one it was published in: REBALANCING or EMERGENCY long after the controller is
+   * STABLE again); without a reachable leader, the map's, labelled as the map's.
+   */
+  function clusterStateFact(c) {
+    const k = leadingController(c);
+    if (k && k.clusterState) return { value: k.clusterState, label: 'cluster state', title: `as the leading controller ${k.controllerId || ''} reports it now` };
+    if (c.map) return { value: c.map.state, label: `state of map v${c.map.version}`, title: 'no leading controller reachable (CONTROLLER_URLS): the state the map was published in' };
+    return { value: '—', label: 'cluster state', title: '' };
+  }
+  /** What the map's weights are: the leading (else any reachable) controller's `balanceBy`, or null when none says. */
+  function mapWeightUnit(c) {
+    const k = leadingController(c) || (c.controllers || []).find((x) => x.reachable && x.balanceBy);
+    return k && k.balanceBy ? k.balanceBy : null;
+  }
+  /**
+   * A weight of the map with its unit: `83.7 CPU s/h` when the controller balances by load (the
+   * weight is expected CPU µs per hour, ADR 0008), `3.8M samples/run` when by samples, and no unit
+   * claimed when no controller says which.
+   */
+  function weightText(value, unit) {
+    if (value === null || value === undefined || !Number.isFinite(value)) return '—';
+    if (unit === 'load') return `${fmt(value / 1e6, 3)} CPU s/h`;
+    if (unit === 'samples') return `${compactNumber(value)} samples/run`;
+    return `${compactNumber(value)} (map weight)`;
+  }
+  /** The name of the map's weight figure. */
+  function weightName(unit) {
+    return unit === 'load' ? 'expected load' : unit === 'samples' ? 'samples per run' : 'map weight';
+  }
+
+  window.DefenderRender = { esc, fmt, time, chartSvg, monitorSvg, monitorCard, runAlarmCard, alarmRow, miniRow, chamberAlarmRow, clusterStateFact, mapWeightUnit, weightText, weightName };
 })();

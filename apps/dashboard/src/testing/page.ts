@@ -12,6 +12,10 @@ export interface PageRender {
   alarmRow(item: unknown, fresh?: boolean): string;
   miniRow(item: unknown, fresh?: boolean): string;
   chamberAlarmRow(alarm: unknown): string;
+  clusterStateFact(cluster: unknown): { value: string; label: string; title: string };
+  mapWeightUnit(cluster: unknown): 'load' | 'samples' | null;
+  weightText(value: number | null, unit: 'load' | 'samples' | null): string;
+  weightName(unit: 'load' | 'samples' | null): string;
 }
 
 /** Runs `assets/render.js` as the browser does (one script that sets `window.DefenderRender`) in a fresh context. */

@@ -7,7 +7,7 @@ import { rebaselineRecords } from '@defender/pipeline';
 import { openStore } from '@defender/store';
 import { POINT_ELSEWHERE, type Target } from './context';
 import { formatAlarmLine } from './format';
-import { assignmentRows, defenderRows, explain, mapSummary, normalizeDefender, type AssignmentRow, type Explanation, type StatusView } from './views';
+import { assignmentRows, defenderRows, explain, mapSummary, mapWeightUnit, normalizeDefender, type AssignmentRow, type Explanation, type StatusView } from './views';
 
 /** A failure to report to the user (exit 1, message only). */
 export class CtlError extends Error {
@@ -165,6 +165,7 @@ async function controllerStatus(url: string): Promise<StatusView['controllers'][
       clusterState: (b['clusterState'] as string | null) ?? null,
       lifecycle: (b['lifecycle'] as string | null) ?? null,
       pendingTrigger: (b['pendingTrigger'] as { trigger: string; deadline: string } | null) ?? null,
+      balanceBy: b['balanceBy'] === 'load' || b['balanceBy'] === 'samples' ? b['balanceBy'] : null,
     };
   } catch (err) {
     return { url, reachable: false, error: (err as Error).message };
@@ -288,7 +289,7 @@ export async function explainChamber(nc: NatsConnection, t: Target, key: string,
   } finally {
     await store?.close();
   }
-  return explain(key, history, { weight, alive: new Map(st.defenders.map((d) => [d.defenderId, d.alive])), monitor });
+  return explain(key, history, { weight, alive: new Map(st.defenders.map((d) => [d.defenderId, d.alive])), monitor, weightUnit: mapWeightUnit(st.controllers) });
 }
 
 /**

@@ -1,4 +1,4 @@
-import type { AssignmentRow, Explanation, StatusView } from './views';
+import { mapWeightUnit, type AssignmentRow, type Explanation, type MapWeightUnit, type StatusView } from './views';
 
 /** A plain text table: columns padded to their widest cell, numbers right-aligned. */
 export function table(head: readonly string[], rows: readonly (readonly (string | number | null)[])[]): string {
@@ -21,6 +21,23 @@ export function compact(n: number | null): string {
   return String(Math.round(n));
 }
 
+/**
+ * A weight of the assignment map with its unit: `83.7 CPU s/h` when the controller balances by load
+ * (expected CPU µs per hour, ADR 0008), `3.8M samples/run` by samples, no unit claimed when no
+ * controller says which (`7.5M (map weight)`).
+ */
+export function mapWeightText(value: number | null, unit: MapWeightUnit): string {
+  if (value === null) return '-';
+  if (unit === 'load') return `${Number((value / 1e6).toPrecision(3))} CPU s/h`;
+  if (unit === 'samples') return `${compact(value)} samples/run`;
+  return `${compact(value)} (map weight)`;
+}
+
+/** The column head of the map's weight in `status`. */
+function mapWeightHead(unit: MapWeightUnit): string {
+  return unit === 'load' ? 'LOAD CPU s/h' : unit === 'samples' ? 'SAMPLES/RUN' : 'MAP WEIGHT';
+}
+
 const pct = (x: number) => `${(x * 100).toFixed(1)}%`;
 
 export function formatStatus(s: StatusView): string {
@@ -39,7 +56,7 @@ export function formatStatus(s: StatusView): string {
   if (s.map) {
     const m = s.map;
     out.push(
-      `map         v${m.version} (${m.trigger}, ${m.state}) at ${m.timestamp} by ${m.controllerId}, token ${m.fencingToken}: ${m.chamberCount} chambers on ${m.defenderCount} defenders, max/avg ${m.maxOverAvg?.toFixed(3) ?? '-'}, last change moved ${pct(m.movedWeightFraction)} of the weight (floor ${pct(m.floorFraction)})`,
+      `map         v${m.version} (${m.trigger}; published in state ${m.state}) at ${m.timestamp} by ${m.controllerId}, token ${m.fencingToken}: ${m.chamberCount} chambers on ${m.defenderCount} defenders, max/avg ${m.maxOverAvg?.toFixed(3) ?? '-'}, last change moved ${pct(m.movedWeightFraction)} of the weight (floor ${pct(m.floorFraction)})`,
     );
   } else out.push('map         none published yet');
   for (const st of s.streams) {
@@ -48,16 +65,17 @@ export function formatStatus(s: StatusView): string {
   if (s.marks) out.push(`marks       ${s.marks.checked} chambers checked: ${s.marks.onOtherStream.length} on another stream (paused), ${s.marks.unbound} not bound yet`);
   for (const p of s.problems) out.push(`PROBLEM     ${p}`);
   out.push('');
+  const unit = mapWeightUnit(s.controllers);
   out.push(
     table(
-      ['DEFENDER', 'POD', 'STATE', 'HEARTBEAT', 'CHAMBERS', 'WEIGHT', 'VS AVG', 'RUNS', 'MAP SEEN'],
+      ['DEFENDER', 'POD', 'STATE', 'HEARTBEAT', 'CHAMBERS', mapWeightHead(unit), 'VS AVG', 'RUNS', 'MAP SEEN'],
       s.defenders.map((d) => [
         d.defenderId,
         d.podName,
         d.state,
         d.heartbeatAgeSeconds === null ? null : `${d.heartbeatAgeSeconds.toFixed(1)}s ago`,
         d.chambers,
-        compact(d.weight),
+        unit === 'load' ? Number((d.weight / 1e6).toPrecision(3)) : compact(d.weight),
         d.weightVsAvg === null ? null : `${d.weightVsAvg.toFixed(2)}x`,
         d.processedTotal,
         d.mapVersionSeen === null ? null : `v${d.mapVersionSeen}`,
@@ -76,7 +94,7 @@ export function formatAssignments(rows: readonly AssignmentRow[], mapVersion: nu
     const total = list.reduce((a, r) => a + (r.weight ?? 0), 0);
     out.push('');
     out.push(`${owner}: ${list.length} chambers${list.some((r) => r.weight !== null) ? `, ${compact(total)} samples/run` : ''}`);
-    out.push(table(['CHAMBER', 'WEIGHT', 'LAST MOVED'], list.map((r) => [r.chamber, compact(r.weight), r.lastMovedAt])));
+    out.push(table(['CHAMBER', 'SAMPLES/RUN', 'LAST MOVED'], list.map((r) => [r.chamber, compact(r.weight), r.lastMovedAt])));
   }
   return out.join('\n');
 }
@@ -88,7 +106,7 @@ export function formatExplain(e: Explanation): string {
   out.push(`weight      ${e.weight === null ? '- (store not reachable)' : `${e.weight.toLocaleString('en-US')} samples/run${e.weightSource ? ` (${e.weightSource})` : ''}`}`);
   if (e.ownerLoad) {
     out.push(
-      `owner load  ${e.ownerLoad.chambers} chambers, ${compact(e.ownerLoad.weight)} samples/run = ${e.ownerLoad.weightVsAvg?.toFixed(3) ?? '-'} x average${e.ownerLoad.alive === false ? ' (NOT heartbeating)' : ''}`,
+      `owner load  ${e.ownerLoad.chambers} chambers, ${mapWeightText(e.ownerLoad.weight, e.ownerLoad.weightUnit)} = ${e.ownerLoad.weightVsAvg?.toFixed(3) ?? '-'} x average${e.ownerLoad.alive === false ? ' (NOT heartbeating)' : ''}`,
     );
   }
   out.push('');

@@ -1,4 +1,4 @@
-import { formatAlarmLine, formatExplain, table } from './format';
+import { formatAlarmLine, formatExplain, formatStatus, mapWeightText, table } from './format';
 import { heartbeatOf, mapOf } from './testing';
 import { assignmentRows, defenderRows, explain, normalizeDefender } from './views';
 
@@ -117,5 +117,27 @@ describe('formatAlarmLine', () => {
     expect(formatAlarmLine('defense.alarms.A.1', at, { toolId: 'A', chamberId: '1', ruleId: 'RUN', runId: 'r2', value: null, action: 'ALARM', details })).toBe(
       '12:00:01  A:1              RUN   run r2  SPE 7.12346 > 2.5, P max 12 outside [1, 10], V last 2 left its constant 1, +1 more (top: GAS std 50 %)  ALARM',
     );
+  });
+});
+
+/** Issue 52, item 3: the map's weights with one unit each (the controller's balanceBy), never the chamber's samples/run by default. */
+describe('map weights with their unit', () => {
+  it('load (expected CPU µs per hour) as CPU s/h, samples as samples/run, no unit claimed when no controller says', () => {
+    expect(mapWeightText(83_700_000, 'load')).toBe('83.7 CPU s/h');
+    expect(mapWeightText(3_800_000, 'samples')).toBe('3.8M samples/run');
+    expect(mapWeightText(7_500_000, null)).toBe('7.5M (map weight)');
+  });
+
+  it("explain's owner load and status's column use the controllers' unit", () => {
+    const map = mapOf(2, { 'A:1': 'defender-0' }, { weights: { 'A:1': 83_700_000 } });
+    const e = explain('A:1', [map], { weight: { value: 120_000, source: 'declared' }, weightUnit: 'load' });
+    const text = formatExplain(e);
+    expect(text).toContain('weight      120,000 samples/run (declared)');
+    expect(text).toContain('owner load  1 chambers, 83.7 CPU s/h = 1.000 x average');
+    const controllers = [{ url: 'http://c', reachable: true, controllerId: 'c-0', isLeader: true, clusterState: 'STABLE', lifecycle: 'stable', pendingTrigger: null, balanceBy: 'load' as const }];
+    const view = { leader: null, controllers, map: null, defenders: defenderRows([], map, Date.now()), streams: [], marks: null, problems: [] };
+    expect(formatStatus(view)).toMatch(/CHAMBERS +LOAD CPU s\/h +VS AVG/);
+    expect(formatStatus(view)).toMatch(/defender-0 .* 1 +83\.7 +1\.00x/);
+    expect(formatStatus({ ...view, controllers: [] })).toMatch(/CHAMBERS +MAP WEIGHT +VS AVG/);
   });
 });

@@ -1,5 +1,14 @@
 import type { AssignmentMap, Heartbeat, MonitorStateRecord } from '@defender/contracts';
 
+/** What the map's weights are: `load` (expected CPU µs per hour, ADR 0008) or `samples` (samples per run); null when no controller says. */
+export type MapWeightUnit = 'load' | 'samples' | null;
+
+/** The map's weight unit as the leading (else any reachable) controller reports it. */
+export function mapWeightUnit(controllers: StatusView['controllers']): MapWeightUnit {
+  const k = controllers.find((c) => c.reachable && c.isLeader && c.balanceBy) ?? controllers.find((c) => c.reachable && c.balanceBy);
+  return k?.balanceBy ?? null;
+}
+
 /** What `defenderctl status` reports. */
 export interface StatusView {
   readonly leader: { holder: string; epoch: string; leaseExpiresAt: string; valid: boolean } | null;
@@ -11,6 +20,8 @@ export interface StatusView {
     clusterState?: string | null;
     lifecycle?: string | null;
     pendingTrigger?: { trigger: string; deadline: string } | null;
+    /** What the map's weights are (ASSIGNMENT_BALANCE_BY): expected CPU µs per hour (`load`) or samples per run; null when it does not say. */
+    balanceBy?: MapWeightUnit;
     error?: string;
   }[];
   readonly map: {
@@ -144,7 +155,8 @@ export interface Explanation {
   readonly mapVersion: number | null;
   readonly weight: number | null;
   readonly weightSource: string | null;
-  readonly ownerLoad: { chambers: number; weight: number; weightVsAvg: number | null; alive: boolean | null } | null;
+  /** The owner's share of the map: `weight` in the map's unit (`weightUnit`), not the chamber's samples per run. */
+  readonly ownerLoad: { chambers: number; weight: number; weightUnit: MapWeightUnit; weightVsAvg: number | null; alive: boolean | null } | null;
   readonly lastMovedAt: string | null;
   /** Owner changes in the map versions NATS keeps, oldest first. */
   readonly moves: readonly OwnerChange[];
@@ -203,6 +215,8 @@ export function explain(
     strategy?: string;
     tolerance?: number;
     monitor?: readonly MonitorStateRecord[];
+    /** What the map's weights are (the controllers' `balanceBy`). */
+    weightUnit?: MapWeightUnit;
   } = {},
 ): Explanation {
   const current = history[history.length - 1] ?? null;
@@ -218,7 +232,7 @@ export function explain(
   const info = owner ? current?.defenderInfo[owner] : undefined;
   const avg = current?.statistics.avgWeightPerDefender ?? 0;
   const ownerLoad =
-    info && owner ? { chambers: info.chambers, weight: info.weight, weightVsAvg: avg > 0 ? info.weight / avg : null, alive: opts.alive?.get(owner) ?? null } : null;
+    info && owner ? { chambers: info.chambers, weight: info.weight, weightUnit: opts.weightUnit ?? null, weightVsAvg: avg > 0 ? info.weight / avg : null, alive: opts.alive?.get(owner) ?? null } : null;
   const moved = current?.lastMovedAt[chamber];
   const lastMovedAt = moved !== undefined ? new Date(moved).toISOString() : null;
   const reasons: string[] = [];

@@ -164,6 +164,11 @@ export interface ControllerView {
   readonly pendingTrigger: { trigger: string; deadline: string; changes?: unknown } | null;
   readonly activeDefenders: number | null;
   readonly assignmentVersion: number | null;
+  /**
+   * What the map's weights are, as the controller balances (ASSIGNMENT_BALANCE_BY): `load`, expected
+   * CPU µs per hour (ADR 0008), or `samples`, samples per run; null when it does not say.
+   */
+  readonly balanceBy: 'load' | 'samples' | null;
   readonly error?: string;
 }
 

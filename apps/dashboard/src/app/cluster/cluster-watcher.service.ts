@@ -221,6 +221,7 @@ export class ClusterWatcherService implements OnApplicationBootstrap, BeforeAppl
             pendingTrigger: (b['pendingTrigger'] as ControllerView['pendingTrigger']) ?? null,
             activeDefenders: (b['activeDefenders'] as number | null) ?? null,
             assignmentVersion: (b['assignmentVersion'] as number | null) ?? null,
+            balanceBy: b['balanceBy'] === 'load' || b['balanceBy'] === 'samples' ? b['balanceBy'] : null,
           };
         } catch (err) {
           return {
@@ -234,6 +235,7 @@ export class ClusterWatcherService implements OnApplicationBootstrap, BeforeAppl
             pendingTrigger: null,
             activeDefenders: null,
             assignmentVersion: null,
+            balanceBy: null,
             error: (err as Error).message,
           };
         }

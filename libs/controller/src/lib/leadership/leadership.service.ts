@@ -36,6 +36,11 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
 export class LeadershipService implements OnApplicationBootstrap, BeforeApplicationShutdown {
   private readonly logger = new Logger(LeadershipService.name);
   readonly controllerId: string;
+  /**
+   * What the map's weights are (ASSIGNMENT_BALANCE_BY): `load`, expected CPU µs per hour under the
+   * load model (ADR 0008), or `samples`, samples per run.
+   */
+  readonly balanceBy: ControllerSettings['ASSIGNMENT_BALANCE_BY'];
   private readonly leadership: LeadershipOrchestrator;
   private stopping = false;
 
@@ -47,6 +52,7 @@ export class LeadershipService implements OnApplicationBootstrap, BeforeApplicat
   ) {
     const controllerId = config.POD_NAME ?? `${hostname()}:${process.pid}`;
     this.controllerId = controllerId;
+    this.balanceBy = config.ASSIGNMENT_BALANCE_BY;
     this.leadership = new LeadershipOrchestrator({
       settings: config,
       controllerId,

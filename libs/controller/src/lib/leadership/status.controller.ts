@@ -12,7 +12,7 @@ export class StatusController {
     private readonly kv: ClusterKvService,
   ) {}
 
-  @ApiOperation({ summary: 'Controller status', description: 'Whether this controller leads, its fencing token, lifecycle, cluster state, last decision, a pending trigger (topology change waiting for its window), active defenders, the published map version.' })
+  @ApiOperation({ summary: 'Controller status', description: 'Whether this controller leads, its fencing token, lifecycle, cluster state, last decision, a pending trigger (topology change waiting for its window), active defenders, the published map version, and what the map\'s weights are (`balanceBy`: `load`, expected CPU µs per hour, ADR 0008; or `samples`, samples per run).' })
   @ApiOkResponse({ description: 'The status.' })
   @Get('status')
   status() {
@@ -28,6 +28,7 @@ export class StatusController {
       pendingTrigger: d?.action === 'wait' && current ? { trigger: d.trigger, deadline: current.engine.wallTimeOf(d.deadline).toISOString(), changes: d.changes } : null,
       activeDefenders: current?.engine.activeDefenders ?? null,
       assignmentVersion: this.leadership.publishedMap?.version ?? null,
+      balanceBy: this.leadership.balanceBy,
     };
   }
 
