@@ -80,6 +80,16 @@ if (unavailable && !infraRequired()) {
     // The chambers of the map add up on the defender rows.
     const chambers = await page.locator('[data-testid="defender-row"]').evaluateAll((rows) => rows.reduce((a, r) => a + Number((r as HTMLElement).dataset['chambers']), 0));
     expect(chambers).toBe(9);
+    // Issue 52, item 3: the header's state is the leading controller's as it reports it (its panel
+    // line), not the state the map was published in; the map's weights are expected load (the
+    // controller balances by load), never labelled samples/run.
+    await waitFor('the header shows the controller\'s state', async () => {
+      const reported = /state (\S+)/.exec((await page.locator('[data-testid="controller"]').first().textContent()) ?? '')?.[1];
+      return reported !== undefined && reported !== '—' && (await page.locator('[data-testid="cluster-state"]').textContent()) === reported;
+    }, 30_000, 250);
+    expect(await page.locator('[data-testid="map-weight"]').textContent()).toMatch(/^min [\d.]+ CPU s\/h · avg [\d.]+ CPU s\/h · max [\d.]+ CPU s\/h/);
+    const bars = await page.locator('[data-testid="defender-row"] .weight .bar').evaluateAll((els) => els.map((e) => e.getAttribute('title')));
+    expect(bars).toEqual([expect.stringMatching(/^expected load: [\d.]+ CPU s\/h$/), expect.stringMatching(/CPU s\/h$/), expect.stringMatching(/CPU s\/h$/)]);
     await page.screenshot({ path: join(SHOTS, 'cluster.png'), fullPage: true });
   });
 

@@ -100,11 +100,11 @@
       ['leader', esc(leader), 'leader'],
       ['map version', m ? 'v' + m.version : '—', 'map-version'],
       ['trigger', m ? esc(m.trigger) : '—', 'map-trigger'],
-      [st.label, `<span title="${esc(st.title)}">${esc(st.value)}</span>`, 'cluster-state'],
+      [st.label, esc(st.value), 'cluster-state', st.title],
       ['defenders alive', `${alive}/${c.defenders.length}`, 'defenders-alive'],
       ['chambers', m ? compact(m.chamberCount) : '—', 'chamber-count'],
     ];
-    $('top-facts').innerHTML = facts.map(([k, v, id]) => `<div class="fact"><b data-testid="${id}">${v}</b><span>${k}</span></div>`).join('') +
+    $('top-facts').innerHTML = facts.map(([k, v, id, title]) => `<div class="fact"${title ? ` title="${esc(title)}"` : ''}><b data-testid="${id}">${v}</b><span>${esc(k)}</span></div>`).join('') +
       (c.problems.length ? `<div class="problems">${c.problems.map(esc).join('<br>')}</div>` : '');
     $('subtitle').textContent = c.localFab ? 'local fab' : 'cluster';
     $('fab-actions').hidden = !c.localFab || !isOperator();
@@ -146,7 +146,7 @@
       <dt>version</dt><dd data-testid="map-version-detail">v${m.version} <span class="muted">(token ${esc(m.fencingToken)})</span></dd>
       <dt>published</dt><dd>${time(m.timestamp)} by ${esc(m.controllerId)}</dd>
       <dt>trigger</dt><dd>${esc(m.trigger)}</dd>
-      <dt>state</dt><dd>${esc(m.state)} · ${esc(m.lifecycleState)}</dd>
+      <dt>state when published</dt><dd>${esc(m.state)} · ${esc(m.lifecycleState)}</dd>
       <dt>defenders</dt><dd>${m.defenderCount}</dd>
       <dt>chambers</dt><dd>${m.chamberCount.toLocaleString('en-US')}</dd>
       <dt>${esc(render.weightName(unit))} per defender</dt><dd data-testid="map-weight">min ${esc(render.weightText(s.minWeightPerDefender, unit))} · avg ${esc(render.weightText(s.avgWeightPerDefender, unit))} · max ${esc(render.weightText(s.maxWeightPerDefender, unit))} (max/avg ${s.avgWeightPerDefender ? (s.maxWeightPerDefender / s.avgWeightPerDefender).toFixed(3) : '—'})</dd>
