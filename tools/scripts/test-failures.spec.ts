@@ -1,3 +1,4 @@
+import { once } from 'node:events';
 import { PassThrough } from 'node:stream';
 import { failureLine, watchLines } from './test-failures';
 
@@ -28,5 +29,19 @@ describe('failed tests repeated at the end of npm test', () => {
     from.write(bytes.subarray(cut));
     expect(to.read()?.toString('utf8')).toBe(text);
     expect(failures).toEqual(['a:     ✕ broken test', 'b:   ● s › t']);
+  });
+
+  it('with a prefix, writes every line whole with it (the last one at the end) and keeps its failure lines', async () => {
+    const from = new PassThrough();
+    const to = new PassThrough();
+    const failures: string[] = [];
+    watchLines(from, to, failures, 'chaos: ');
+    from.write('  ✓ ok\n  ✕ bro');
+    from.write('ken\nFAIL src/x.spec.ts');
+    const ended = once(from, 'end');
+    from.end();
+    await ended;
+    expect(to.read()?.toString('utf8')).toBe('chaos:   ✓ ok\nchaos:   ✕ broken\nchaos: FAIL src/x.spec.ts\n');
+    expect(failures).toEqual(['chaos:   ✕ broken', 'chaos: FAIL src/x.spec.ts']);
   });
 });

@@ -15,14 +15,28 @@ export function failureLine(line: string): boolean {
   return /^\S+: +(?:✕ |● (?!Console)|FAIL )/.test(plain) || /^\S+: .*(?:Test suite failed to run|Jest did not exit)/.test(plain);
 }
 
-/** Forwards a child's stream to ours unchanged, keeping the lines {@link failureLine} picks. */
-export function watchLines(from: NodeJS.ReadableStream, to: NodeJS.WritableStream, failures: string[]): void {
+/**
+ * Forwards a child's stream to ours, keeping the lines {@link failureLine} picks. With a `prefix`
+ * (a process that Nx does not run, e.g. `chaos: `) every line gets it, as Nx prefixes its tasks'
+ * lines, and is written whole; without one the chunks pass unchanged.
+ */
+export function watchLines(from: NodeJS.ReadableStream, to: NodeJS.WritableStream, failures: string[], prefix = ''): void {
   const decoder = new StringDecoder('utf8'); // a character split between chunks stays whole
   let rest = '';
   from.on('data', (chunk: Buffer) => {
-    to.write(chunk);
+    if (!prefix) to.write(chunk);
     const lines = (rest + decoder.write(chunk)).split('\n');
     rest = lines.pop() ?? '';
-    for (const line of lines) if (failureLine(line)) failures.push(line);
+    for (const raw of lines) {
+      const line = prefix + raw;
+      if (prefix) to.write(`${line}\n`);
+      if (failureLine(line)) failures.push(line);
+    }
+  });
+  from.on('end', () => {
+    const last = rest + decoder.end();
+    if (!last) return;
+    if (prefix) to.write(`${prefix}${last}\n`);
+    if (failureLine(prefix + last)) failures.push(prefix + last);
   });
 }

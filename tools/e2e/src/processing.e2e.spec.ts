@@ -319,7 +319,11 @@ describeWithInfra(['nats'], 'run processing: exactly-once, ordered, fenced (mult
     await c.waitFor('every defender holds the map that includes the new one', async () => {
       const versions = await Promise.all(pods().map(async (p) => (await statusOf(p.url))?.assignmentVersion ?? 0));
       const newest = (await statusOf(third.url))?.assignmentVersion ?? 0;
-      return newest > versionBefore && versions.every((v) => v === newest);
+      if (newest > versionBefore && versions.every((v) => v === newest)) return true;
+      // Not yet: what was seen, for the timeout's cause (the map in the bucket and each pod's version).
+      const stored = await c.maps.read().catch((err: unknown) => (err as Error).message);
+      const head = typeof stored === 'string' ? stored : stored ? `v${stored.map.version} token ${stored.map.fencingToken} defenders ${stored.map.defenderCount}` : 'none';
+      throw new Error(`before v${versionBefore}; pods ${pods().map((p, i) => `${p.name}=v${versions[i]}`).join(' ')}; map in the bucket: ${head}`);
     }, 120_000, 250);
     // The new term campaigned with the defenders' token as its floor: its maps outrank the lost ones
     // (read from the bucket: the fixture's watch did not survive the bucket's recreation).

@@ -93,6 +93,10 @@ export const LIFECYCLE: SuiteDef = {
     { id: 'cold-start', run: (s) => coldStart(s, 10) },
     { id: 'maintenance-restart', run: (s) => maintenanceRestart(s) },
   ],
+  // Not in CI (20 defender starts, ~90 s of the CI's longest task, issue 47): the cold start is a test
+  // of tools/e2e (membership.e2e.spec.ts: 10 defenders from nothing, one map when the last joins), and
+  // the maintenance restart's target is a reported figure, not an invariant. npm run chaos: both.
+  jestScenarios: [],
 };
 
 /** One node of a 3-node NATS cluster failing (replicas 3) under a 4-defender cluster. */
