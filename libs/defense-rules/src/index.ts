@@ -73,4 +73,6 @@ export {
   type MonitorStatistic,
   type MonitorViolation,
   type NotCharted,
+  type SvidLattice,
 } from './lib/monitor';
+export { FEW_LEVELS, learnLattice, type Lattice } from './lib/lattice';

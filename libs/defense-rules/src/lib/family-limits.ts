@@ -59,9 +59,10 @@ export function gumbelQuantile(fit: GumbelFit, p: number): number {
  * For each run (row) of `rows` (`rows[i][j]`, NaN: missing), the largest over the columns of
  * `|x_ij - mean_-i,j| / sd_-i,j`: its deviation from the mean of the other runs in their sds (a
  * column with fewer than 3 other finite values, or a spread below 1e-7 of their level, is left out). Leave one
- * out by exact downdating of each column's sums: O(runs x columns).
+ * out by exact downdating of each column's sums: O(runs x columns). `floors[j]` (optional) is the least
+ * sd column j is judged at (a lattice sensor's indicator: what one count does to it).
  */
-export function leaveOneOutMaxima(rows: readonly (readonly number[])[]): number[] {
+export function leaveOneOutMaxima(rows: readonly (readonly number[])[], floors?: readonly number[]): number[] {
   const n = rows.length;
   const p = n > 0 ? (rows[0] as readonly number[]).length : 0;
   const count = new Float64Array(p);
@@ -102,8 +103,12 @@ export function leaveOneOutMaxima(rows: readonly (readonly number[])[]): number[
       const variance = ((sumSq[j] as number) - d * d - s * mean) / (m - 1);
       // A spread at numerical noise level (relative to the level) is no spread.
       const level = Math.abs((shift[j] as number) + mean);
-      if (!(variance > 0 && Math.sqrt(variance) > SPREAD_TOLERANCE * level)) continue;
-      const z = Math.abs(d - mean) / Math.sqrt(variance);
+      let sd = variance > 0 && Math.sqrt(variance) > SPREAD_TOLERANCE * level ? Math.sqrt(variance) : 0;
+      // A floored indicator (a lattice sensor's: one count) is judged at no less than its floor.
+      const floor = floors?.[j] ?? 0;
+      if (floor > sd) sd = floor;
+      if (!(sd > 0)) continue;
+      const z = Math.abs(d - mean) / sd;
       if (z > worst) worst = z;
     }
     return worst;

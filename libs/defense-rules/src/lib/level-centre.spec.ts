@@ -40,3 +40,15 @@ describe('level centre', () => {
     expect(levelTerms(['m/P@A:mean', 'm/P@A:integral'], [0, 5]).terms[1]).toBeNull();
   });
 });
+
+describe('levelTerms of attribute indicators (issue 49, item 4)', () => {
+  it('keeps the Phase I centre of a few-level sensor and leaves its SVID offset to the others', () => {
+    const variables = ['m/P@A:mean', 'm/P@B:mean', 'm/S@A:mean'];
+    const levels = levelTerms(variables, [10, 20, 4], ['m/P@B:mean', 'm/S@A:mean']);
+    expect(levels.terms).toEqual([{ svid: 'P', gain: 1, level: true }, null, null]);
+    expect(levels.svids).toEqual(['P']);
+    const next = nextLevelOffsets([10, 20, 4], levels, new Map(), [11, 25, 3], 1);
+    expect(next.get('P')).toBe(1);
+    expect(levelCentre([10, 20, 4], levels, next)).toEqual([11, 20, 4]);
+  });
+});

@@ -41,10 +41,14 @@ export interface LevelTerms {
 /**
  * How each of `variables` (monitor keys) follows its SVID's level: level statistics with gain 1, an
  * integral with gain `mean integral / mean level` of its window (the window's mean length) when that
- * window's `mean` is charted and not zero; any other statistic not at all.
+ * window's `mean` is charted and not zero; any other statistic not at all. Indicators listed in
+ * `fixed` (a model's attribute indicators: few levels of a lattice sensor, whose level does not
+ * shift additively with the other windows' — a state or a 0/1 reading saturates) keep their Phase I
+ * centre and do not move their SVID's offset.
  */
-export function levelTerms(variables: readonly string[], center: readonly number[]): LevelTerms {
-  const parsed = variables.map((key) => MONITOR_KEY.exec(key));
+export function levelTerms(variables: readonly string[], center: readonly number[], fixed: readonly string[] = []): LevelTerms {
+  const skip = new Set(fixed);
+  const parsed = variables.map((key) => (skip.has(key) ? null : MONITOR_KEY.exec(key)));
   const meanOf = new Map<string, number>();
   parsed.forEach((m, j) => {
     if (m && m[3] === 'mean') meanOf.set(`${m[1]}\u0000${m[2]}`, center[j] as number);

@@ -301,3 +301,95 @@ describe('fitMonitorModel and scoreMonitorRun', () => {
     expect(alarms).toBeGreaterThan(0);
   });
 });
+
+describe('lattice sensors (issue 49, item 4)', () => {
+  // Phase I of 30 runs: six continuous indicators sharing a run factor, a pressure gauge in whole
+  // counts (its p05 / p95 on the lattice: one run in ten a count off), and a 0/1 reflected power that
+  // sits at 0 and now and then has a couple of readings at 1 (its mean in a window of 100 readings).
+  const n = 30;
+  const continuous = ['m/A@s:mean', 'm/B@s:mean', 'm/C@s:mean', 'm/D@s:mean', 'm/E@s:mean', 'm/F@s:mean'];
+  const lattice = ['m/G@s:p05', 'm/G@s:p95', 'm/R@s:mean', 'm/R@s:p95'];
+  const keys = [...continuous, ...lattice];
+  const g = normals(49);
+  const rows = Array.from({ length: n }, (_, i) => {
+    const f = g();
+    return [
+      ...continuous.map((_, j) => 10 * (j + 1) + f + 0.3 * g()),
+      i % 10 === 3 ? 98 : 99,
+      i % 10 === 7 ? 102 : 101,
+      i % 6 === 1 ? 0.02 : 0,
+      i % 9 === 4 ? 1 : 0,
+    ];
+  });
+  const centreRow = [...continuous.map((_, j) => 10 * (j + 1)), 99, 101, 0, 0];
+  const score = (model: ReturnType<typeof fitMonitorModel>, row: readonly number[]) =>
+    scoreMonitorRun(model, new Map(keys.map((k, j) => [k, row[j] as number])), 'm:model', null);
+  const withLattice = fitMonitorModel(rows, keys, rows.map((_, i) => `r${i}`), config(), { alarmArl: 370 });
+
+  it('learns the gauge and the 0/1 sensor as lattices and charts their indicators as attributes', () => {
+    expect(withLattice.lattices).toEqual({
+      G: { step: 1, origin: 98, levels: 4, source: 'learnt' },
+      R: { step: 1, origin: 0, levels: 2, source: 'learnt' },
+    });
+    expect(withLattice.attributes).toEqual(lattice);
+    expect(withLattice.pca?.names).toEqual(continuous);
+    // One count is at most one sd of an order statistic.
+    expect(withLattice.scale[withLattice.variables.indexOf('m/G@s:p95')]).toBeGreaterThanOrEqual(1);
+  });
+
+  it('raises nothing on one count of a lattice sensor, which the same model without the lattice alarms on', () => {
+    // One count beyond anything Phase I showed: the gauge's p05 at 97, its p95 at 103, one more
+    // pair of readings at 1 W in the 0/1 sensor's window.
+    const oneCount = [
+      [...centreRow.slice(0, 6), 97, 101, 0, 0],
+      [...centreRow.slice(0, 6), 99, 103, 0, 0],
+      [...centreRow.slice(0, 6), 99, 101, 0.04, 1],
+    ];
+    for (const row of oneCount) expect(score(withLattice, row).violations).toEqual([]);
+    // The lattice ignored (keys whose SVID the model cannot read, every indicator charted by its
+    // Phase I sd, in the PCA, as before issue 49 item 4): one count of the gauge's p05 is 6 of its
+    // sds, and the zero-inflated indicators widen every univariate limit (the family width is
+    // calibrated on Phase I's largest leave-one-out deviations), blinding the continuous ones.
+    const blindKeys = keys.map((k) => k.replace(/^m\/([GR])@/, 'x/$1@'));
+    const blind = fitMonitorModel(rows, blindKeys, rows.map((_, i) => `r${i}`), config(), { alarmArl: 370 });
+    expect(blind.lattices).toBeUndefined();
+    const z = (model: typeof blind, key: string, v: number) => {
+      const j = model.variables.indexOf(key);
+      return Math.abs(v - (model.center[j] as number)) / (model.scale[j] as number);
+    };
+    expect(z(blind, 'x/G@s:p05', 97)).toBeGreaterThan(6);
+    expect(z(withLattice, 'm/G@s:p05', 97)).toBeLessThanOrEqual(2);
+    expect(blind.univariateWidth).toBeGreaterThan(1.5 * withLattice.univariateWidth);
+  });
+
+  it('still alarms on a real shift of a lattice sensor and of the continuous ones', () => {
+    const gaugeShift = [...centreRow.slice(0, 6), 106, 108, 0, 0];
+    expect(score(withLattice, gaugeShift).violations.map((v) => v.key)).toEqual(expect.arrayContaining(['m/G@s:p05', 'm/G@s:p95']));
+    const reflected = [...centreRow.slice(0, 6), 99, 101, 0.4, 1];
+    expect(score(withLattice, reflected).violations.map((v) => v.key)).toContain('m/R@s:mean');
+    const level = [...centreRow.slice(0, 6).map((v, j) => (j === 2 ? v + 4 : v)), 99, 101, 0, 0];
+    expect(score(withLattice, level).violations.length).toBeGreaterThan(0);
+  });
+
+  it('takes a declared resolution over the learnt one, and rejects one that is not a positive finite number', () => {
+    const declared = fitMonitorModel(rows, keys, rows.map((_, i) => `r${i}`), config({ resolution: { G: 0.5 } }), { alarmArl: 370 });
+    expect(declared.lattices?.['G']).toMatchObject({ step: 0.5, source: 'declared' });
+    for (const bad of [0, -1, 'one', null]) {
+      const r = validateStrategy({ schemaVersion: 1, name: 't', monitor: { resolution: { G: bad } } });
+      expect(r.ok).toBe(false);
+      if (!r.ok) expect(r.issues[0]?.path).toBe('monitor.resolution.G');
+    }
+    const zero = validateStrategy({ schemaVersion: 1, name: 't', monitor: { resolution: { G: 0 } } });
+    if (!zero.ok) expect(zero.issues[0]?.message).toMatch(/positive finite number/);
+  });
+
+  it('lets a constant indicator of a lattice sensor move one count, not two', () => {
+    const constRows = rows.map((r) => [...r, 100]);
+    const k = [...keys, 'm/G@t:p95'];
+    const model = fitMonitorModel(constRows, k, rows.map((_, i) => `r${i}`), config(), { alarmArl: 370 });
+    expect(model.notCharted).toContainEqual({ key: 'm/G@t:p95', reason: 'constant', value: 100, tolerance: 1 });
+    const at = (v: number) => scoreMonitorRun(model, new Map(k.map((key, j) => [key, j < 10 ? (centreRow[j] as number) : v])), 'm:model', null).violations;
+    expect(at(101)).toEqual([]);
+    expect(at(102).map((v) => v.rule)).toEqual(['CONSTANT']);
+  });
+});

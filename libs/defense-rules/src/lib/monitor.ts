@@ -16,6 +16,12 @@
  *   the distribution-theory one and the leave-one-out calibrated one), optionally a MEWMA on the
  *   standardised scores, and per indicator a raw and a residual limit (prediction limits for a new
  *   run, which account for a short Phase I).
+ * - Lattice sensors (issue 49, item 4): a sensor whose readings lie on a lattice (whole counts, 0/1, a
+ *   state), learnt in Phase I from its order statistics or declared in the strategy (`resolution`),
+ *   has each indicator's sd floored at what one count does to it (lattice.ts), so one count is at
+ *   most one sd; a constant indicator of it may move one count (an order statistic) or half a count
+ *   (any other); a sensor with fewer than FEW_LEVELS levels is charted as attributes: its indicators
+ *   alone, out of the PCA, around their Phase I centre.
  * - Centre: slow in-control drift (ageing between maintenances) is followed by an EWMA of each SVID's
  *   level offset over the runs that raised no alarm (`adapt`, level-centre.ts); the covariance stays
  *   that of Phase I.
@@ -46,6 +52,7 @@ import {
   type WindowSpec,
 } from '@defender/uchart';
 import { calibratedFamilyWidth, leaveOneOutMaxima } from './family-limits';
+import { FEW_LEVELS, fewLevelStep, indicatorStep, learnLattice, type Lattice } from './lattice';
 
 /**
  * A monitored statistic: one of the uchart statistics, the difference `a-b` of two of them over the
@@ -136,6 +143,11 @@ export interface MonitorConfig {
   /** MEWMA on the standardised PCA scores, or off. */
   readonly mewma: { readonly lambda: number } | false;
   readonly action: 'ALARM' | 'HOLD_CHAMBER';
+  /**
+   * Declared resolution (one count, in the SVID's unit, > 0) per SVID; an SVID not listed has its
+   * lattice learnt in Phase I (lattice.ts), or none. See {@link fitMonitorModel}.
+   */
+  readonly resolution?: Readonly<Record<string, number>>;
 }
 
 /** The false-alarm budget of a chamber: in-control ARL of an alarm (runs). */
@@ -291,6 +303,17 @@ export interface NotCharted {
   readonly reason: 'constant' | 'numerical-noise' | 'missing';
   /** The Phase I value of a constant indicator (checked on every run). */
   readonly value?: number;
+  /**
+   * How far a constant indicator of a lattice sensor may move before it is a violation (absent: a
+   * change beyond numerical noise is one). One count of an order statistic, half a count of any
+   * other statistic: a window mean moves by half a count only when half the window changed level.
+   */
+  readonly tolerance?: number;
+}
+
+/** A sensor's lattice as the model keeps it: learnt in Phase I or declared in the strategy. */
+export interface SvidLattice extends Lattice {
+  readonly source: 'learnt' | 'declared';
 }
 
 /** The fitted monitor of a chamber and recipe (plain JSON). */
@@ -314,6 +337,17 @@ export interface MonitorModel {
    */
   readonly residual: { readonly width: number; readonly scale: Readonly<Record<string, number>> } | null;
   readonly mewma: { readonly lambda: number; readonly limit: number; readonly scoreScale: readonly number[] } | null;
+  /**
+   * Lattice sensors by SVID (issue 49, item 4; absent in models fitted before: no sensor is treated
+   * as one). Their indicators' `scale` is floored at what one count does to them.
+   */
+  readonly lattices?: Readonly<Record<string, SvidLattice>>;
+  /**
+   * Charted indicators of few-level sensors (a lattice of fewer than `FEW_LEVELS` levels in Phase I,
+   * lattice.ts: binary, state, a gauge a few counts wide): charted alone (raw limits at the floored
+   * scale, a fixed centre), not in the PCA (absent: none).
+   */
+  readonly attributes?: readonly string[];
 }
 
 /** Why a model could not be fitted (Phase I keeps collecting). */
@@ -352,6 +386,12 @@ export function fitMonitorModel(
   const columns: number[] = [];
   const center: number[] = [];
   const scale: number[] = [];
+  // Lattice sensors: each indicator's sd floored at what one count does to it (`floors`, 0: none);
+  // the indicators of a sensor with fewer than FEW_LEVELS levels are charted alone (`attributes`).
+  const parts = keys.map(monitorKeyParts);
+  const lattices = svidLattices(rows, parts, cfg.resolution);
+  const floors: number[] = [];
+  const attributes: string[] = [];
   keys.forEach((key, j) => {
     let count = 0;
     let sum = 0;
@@ -378,14 +418,28 @@ export function fitMonitorModel(
       if (v > max) max = v;
     }
     const sd = Math.sqrt(ss / (count - 1));
-    if (min === max) notCharted.push({ key, reason: 'constant', value: min });
-    else if (spreadIsNoise(mean, sd)) notCharted.push({ key, reason: 'numerical-noise' });
-    else {
-      variables.push(key);
-      columns.push(j);
-      center.push(mean);
-      scale.push(sd);
+    const part = parts[j];
+    const lattice = part ? lattices.get(part.svid) : undefined;
+    const order = part !== undefined && isOrderStatistic(part.statistic);
+    if (min === max) {
+      notCharted.push({ key, reason: 'constant', value: min, ...(lattice ? { tolerance: order ? lattice.step : lattice.step / 2 } : {}) });
+      return;
     }
+    // One count moves an order statistic by the sensor's step, any other statistic by its own step
+    // (a mean of n readings by step / n; with fewer than FEW_LEVELS distinct Phase I values, the
+    // smallest departure from its usual value): the sd is at least that, so one count is at most one sd.
+    const few = lattice ? fewLevelStep(rows.map((r) => r[j] as number)) : undefined;
+    const step = lattice ? (order ? lattice.step : (few ?? indicatorStep(rows.map((r) => r[j] as number)))) : undefined;
+    if (spreadIsNoise(mean, Math.max(sd, step ?? 0))) {
+      notCharted.push({ key, reason: 'numerical-noise' });
+      return;
+    }
+    variables.push(key);
+    columns.push(j);
+    center.push(mean);
+    scale.push(Math.max(sd, step ?? 0));
+    floors.push(step ?? 0);
+    if (lattice !== undefined && lattice.levels < FEW_LEVELS) attributes.push(key);
   });
   if (variables.length === 0) throw new MonitorBaselineError('no indicator varies in Phase I');
 
@@ -410,15 +464,20 @@ export function fitMonitorModel(
   // which follows skewed and extreme-value statistics (family-limits.ts).
   const familyAlpha = alpha.univariate / 2;
   const theoryWidth = cfg.univariate ? tTwoSided(familyAlpha / variables.length, n - 1) * Math.sqrt(1 + 1 / n) : 0;
-  const univariateWidth = cfg.univariate ? Math.max(theoryWidth, calibratedFamilyWidth(leaveOneOutMaxima(charted), familyAlpha).width) : 0;
+  const univariateWidth = cfg.univariate ? Math.max(theoryWidth, calibratedFamilyWidth(leaveOneOutMaxima(charted, floors), familyAlpha).width) : 0;
 
-  const pca = fitPca(charted, variables, cfg, alpha.t2);
+  // Attribute indicators (few levels of a lattice sensor) stay out of the PCA: their sd and their
+  // correlations are mostly rounding (lattice.ts, FEW_LEVELS).
+  const attributeSet = new Set(attributes);
+  const inPca = variables.map((k) => !attributeSet.has(k));
+  const pcaRows = attributes.length === 0 ? charted : charted.map((r) => r.filter((_, c) => inPca[c]));
+  const pca = fitPca(pcaRows, attributes.length === 0 ? variables : variables.filter((_, c) => inPca[c]), cfg, alpha.t2);
   let residual: MonitorModel['residual'] = null;
   if (cfg.univariate && pca) {
     // In-sample residuals understate a new run's: scale by the leave-one-out SPE over the in-sample SPE.
     // Contributions in model order (no sort per run: with thousands of indicators the sorts were
     // most of the fit). Each variable's residual sum over the runs, in run order.
-    const perRun = charted.map((row) => scorePca(pca, row).contributionValues.spe);
+    const perRun = pcaRows.map((row) => scorePca(pca, row).contributionValues.spe);
     const kept = pca.kept.length;
     const sums = new Float64Array(kept);
     for (const contribs of perRun) for (let c = 0; c < kept; c++) sums[c] += contribs[c] as number;
@@ -480,7 +539,60 @@ export function fitMonitorModel(
     pca,
     residual,
     mewma,
+    ...(lattices.size > 0 ? { lattices: Object.fromEntries(lattices) } : {}),
+    ...(attributes.length > 0 ? { attributes } : {}),
   };
+}
+
+/** Order statistics (and differences of two): one count of the sensor moves them by its step. */
+const ORDER_STATISTICS: ReadonlySet<string> = new Set(['min', 'max', 'p05', 'p95', 'median', 'first', 'last', 'range']);
+
+function isOrderStatistic(statistic: string): boolean {
+  const parts = statisticParts(statistic);
+  return parts !== undefined && parts.every((p) => ORDER_STATISTICS.has(p));
+}
+
+/** The SVID and statistic of a monitor key (`[<recipe>|]m/<svid>@<window>:<statistic>`), or undefined. */
+function monitorKeyParts(key: string): { readonly svid: string; readonly statistic: string } | undefined {
+  const bar = key.indexOf('|');
+  const k = bar >= 0 ? key.slice(bar + 1) : key;
+  const colon = k.lastIndexOf(':');
+  const at = k.lastIndexOf('@', colon);
+  if (!k.startsWith('m/') || colon < 0 || at < 2) return undefined;
+  return { svid: k.slice(2, at), statistic: k.slice(colon + 1) };
+}
+
+/**
+ * The lattice of each SVID: declared in the strategy, else learnt from the Phase I values of its
+ * order statistics (min, max, p05, p95, median, first, last of every window), else none.
+ */
+function svidLattices(
+  rows: readonly (readonly number[])[],
+  parts: readonly ({ readonly svid: string; readonly statistic: string } | undefined)[],
+  declared: Readonly<Record<string, number>> | undefined,
+): Map<string, SvidLattice> {
+  const values = new Map<string, number[]>();
+  parts.forEach((p, j) => {
+    if (!p || !ORDER_STATISTICS.has(p.statistic)) return;
+    let vs = values.get(p.svid);
+    if (!vs) values.set(p.svid, (vs = []));
+    for (const r of rows) {
+      const v = r[j] as number;
+      if (Number.isFinite(v)) vs.push(v);
+    }
+  });
+  const out = new Map<string, SvidLattice>();
+  for (const [svid, step] of Object.entries(declared ?? {})) {
+    const vs = values.get(svid) ?? [];
+    const origin = vs.length > 0 ? Math.min(...vs) : 0;
+    out.set(svid, { step, origin, levels: new Set(vs.map((v) => Math.round((v - origin) / step))).size, source: 'declared' });
+  }
+  for (const [svid, vs] of values) {
+    if (out.has(svid)) continue;
+    const lattice = learnLattice(vs);
+    if (lattice) out.set(svid, { ...lattice, source: 'learnt' });
+  }
+  return out;
 }
 
 /** PCA on the charted indicators, LOO-calibrated limits; null when fewer than two vary together. */
@@ -586,7 +698,8 @@ export function scoreMonitorRun(
     if (nc.reason !== 'constant' || nc.value === undefined) continue;
     const v = values.get(nc.key);
     if (v === undefined || !Number.isFinite(v)) continue;
-    if (Math.abs(v - nc.value) > CONSTANT_TOLERANCE * Math.max(1, Math.abs(nc.value))) {
+    const tolerance = Math.max(CONSTANT_TOLERANCE * Math.max(1, Math.abs(nc.value)), (nc.tolerance ?? 0) * (1 + CONSTANT_TOLERANCE));
+    if (Math.abs(v - nc.value) > tolerance) {
       violations.push({ rule: 'CONSTANT', key: nc.key, value: v, center: nc.value });
     }
   }

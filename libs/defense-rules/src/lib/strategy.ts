@@ -162,6 +162,8 @@ const monitorSchema = z.strictObject({
     .prefault({}),
   mewma: z.union([z.literal(false), z.strictObject({ lambda: finite().gt(0).lte(1).default(0.2) })]).default(false),
   action: z.enum(['ALARM', 'HOLD_CHAMBER']).default('ALARM'),
+  // One count of each listed SVID, in its unit: a positive finite number, never defaulted.
+  resolution: z.record(z.string().min(1), finite().gt(0, { message: 'a resolution must be a positive finite number (one count of the SVID)' })).optional(),
 });
 
 const strategySchema = z.strictObject({

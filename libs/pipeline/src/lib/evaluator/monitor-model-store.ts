@@ -85,7 +85,7 @@ export class MonitorModelCache {
   levelTerms(model: MonitorModel): LevelTerms {
     let l = this.levels.get(model);
     if (!l) {
-      l = levelTerms(model.variables, model.center);
+      l = levelTerms(model.variables, model.center, model.attributes);
       this.levels.set(model, l);
     }
     return l;
@@ -105,6 +105,13 @@ function checkedModel(m: unknown, version: number): MonitorModel | string {
     !Array.isArray(model.notCharted)
   ) {
     return 'params.model is not a monitor model of this version';
+  }
+  // Lattices and attributes (issue 49, item 4) are absent from older models: none, as before.
+  if (model.attributes !== undefined && !(Array.isArray(model.attributes) && model.attributes.every((k) => typeof k === 'string'))) {
+    return 'params.model.attributes is not a list of indicator keys';
+  }
+  if (model.lattices !== undefined && (typeof model.lattices !== 'object' || model.lattices === null || Array.isArray(model.lattices))) {
+    return 'params.model.lattices is not a map of SVIDs to lattices';
   }
   return { ...model, version };
 }

@@ -1,0 +1,43 @@
+import { fitMonitorModel, parseStrategy, type MonitorConfig, type MonitorModel } from '@defender/defense-rules';
+import { decodeModel, encodeModel, MonitorModelCache } from './monitor-model-store';
+
+// The monitor model's lattice fields (issue 49, item 4) round-trip through the stored limit sets, and
+// a model stored before them still loads, as a model without lattice sensors.
+const cfg = parseStrategy({ schemaVersion: 1, name: 't', monitor: {} }).monitor as MonitorConfig;
+const keys = ['m/A@s:mean', 'm/B@s:mean', 'm/C@s:mean', 'm/G@s:p05', 'm/G@s:p95'];
+const rows = Array.from({ length: 30 }, (_, i) => {
+  const f = Math.sin(i * 1.7);
+  return [10 + f + 0.3 * Math.cos(i * 2.3), 20 + f + 0.3 * Math.sin(i * 3.1), 30 - f + 0.3 * Math.cos(i * 0.7), i % 10 === 3 ? 98 : 99, i % 10 === 7 ? 102 : 101];
+});
+const chamber = { toolId: 't', chamberId: 'c' };
+const now = new Date(Date.UTC(2026, 11, 7));
+
+function roundTrip(model: MonitorModel): MonitorModel | string {
+  const records = encodeModel(chamber, 'm:model', model, now, 'initial', []);
+  // As a store returns it: JSON.
+  const stored = JSON.parse(JSON.stringify(records)) as typeof records;
+  return decodeModel(stored[stored.length - 1] as (typeof records)[number], stored, new MonitorModelCache());
+}
+
+describe('monitor model store: lattices and attributes', () => {
+  const model = fitMonitorModel(rows, keys, rows.map((_, i) => `r${i}`), cfg, { alarmArl: 370 });
+
+  it('keeps a fitted model\'s lattices, attributes and lattice tolerances', () => {
+    expect(model.lattices?.['G']).toMatchObject({ step: 1, source: 'learnt' });
+    expect(model.attributes).toEqual(['m/G@s:p05', 'm/G@s:p95']);
+    expect(roundTrip(model)).toEqual(model);
+  });
+
+  it('loads a model stored before them as one without lattice sensors', () => {
+    const { lattices: _l, attributes: _a, ...older } = model;
+    const decoded = roundTrip(older);
+    expect(typeof decoded).not.toBe('string');
+    expect((decoded as MonitorModel).lattices).toBeUndefined();
+    expect((decoded as MonitorModel).attributes).toBeUndefined();
+  });
+
+  it('refuses malformed lattice fields with a reason', () => {
+    expect(roundTrip({ ...model, attributes: 'm/G@s:p05' as unknown as string[] })).toMatch(/attributes/);
+    expect(roundTrip({ ...model, lattices: [] as unknown as MonitorModel['lattices'] })).toMatch(/lattices/);
+  });
+});
