@@ -178,13 +178,28 @@ export function rollingNatsRestart(suite: Suite): Promise<ScenarioOutcome> {
     async (run) => {
       const c = run.cluster;
       const faultAt = Date.now();
-      for (const node of natsCluster(c).nodes) {
+      const nats = natsCluster(c);
+      for (const node of nats.nodes) {
         const t0 = Date.now();
         c.note('nats-node-sigterm', node.name);
         await node.restart({ hard: false });
         c.note('nats-node-up', node.name);
+        // As a StatefulSet's probe would: a node whose JetStream stays behind its meta leader for a
+        // minute is restarted again. nats-server 2.10 can leave a restarted node's meta group with
+        // commit != applied for good (nats-io/nats-server#5976; here once, beside a loaded machine's
+        // other tests, past the 90 s wait); that defect is the server's, the invariants are ours.
+        const stuck = await nats.waitHealthy(60_000).then(
+          () => undefined,
+          (err: unknown) => (err as Error).message,
+        );
+        if (stuck !== undefined) {
+          run.note(`${node.name} was restarted again after a minute unhealthy (${stuck}), as its pod's probe would.`);
+          c.note('nats-node-sigterm', node.name, { reason: 'unhealthy for 60 s after its restart' });
+          await node.restart({ hard: false });
+          c.note('nats-node-up', node.name);
+        }
         await waitAllCurrent(c);
-        run.measure({ name: `${node.name}: SIGTERM -> every stream current again`, value: (Date.now() - t0) / 1000, unit: 's', verdict: 'info' });
+        run.measure({ name: `${node.name}: SIGTERM -> every stream current again`, value: (Date.now() - t0) / 1000, unit: 's', verdict: 'info', ...(stuck ? { note: 'restarted twice' } : {}) });
       }
       return { faultAt, healedAt: Date.now() };
     },
