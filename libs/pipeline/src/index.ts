@@ -3,6 +3,7 @@ export type {
   EvaluationInput,
   EventSink,
   HistoryProvider,
+  MoreHistoryNeeded,
   NotificationMessage,
   NotificationSource,
   PipelineObserver,
@@ -10,6 +11,7 @@ export type {
   RunEvaluation,
   RunEvaluator,
 } from './lib/ports';
+export { needsMoreHistory } from './lib/ports';
 export { ByteBudget, Semaphore } from './lib/semaphore';
 export { boundedSource } from './lib/bounded-source';
 export { ChamberWorker, declaredTraceBytes } from './lib/chamber-worker';
@@ -22,7 +24,6 @@ export { eventMsgId, markAfter, publishedPrefix, runEvents, type RunEventContext
 export {
   CHART_KEYS,
   EvaluatorConfigError,
-  HistoryTooShortError,
   InvalidStrategyDocumentError,
   InvalidTraceError,
   MONITOR_CHART_TYPE,

@@ -1,6 +1,5 @@
 import type { CommitRunInput, OutboxEventInput } from '@defender/contracts';
 import { ChamberWorker, type WorkerDeps, type WorkerOptions } from './chamber-worker';
-import { HistoryTooShortError } from './evaluator/errors';
 import { runEvents } from './outbox';
 import { ByteBudget, Semaphore } from './semaphore';
 import { AttemptTimeoutError } from './worker/attempt-policy';
@@ -317,7 +316,7 @@ describe('ChamberWorker (fake ports)', () => {
     const judge = evaluator.judge;
     const slotsHeld: number[] = [];
     evaluator.judge = (input) => {
-      if (input.notification.runId === 'r3' && input.historyLimit === evaluator.steadyRuns) throw new HistoryTooShortError(30, 'Phase I completes');
+      if (input.notification.runId === 'r3' && input.historyLimit === evaluator.steadyRuns) return { kind: 'more-history', runs: 30, reason: 'Phase I completes' };
       if (input.notification.runId === 'r3') slotsHeld.push(fitSlots.inUse);
       return judge(input);
     };

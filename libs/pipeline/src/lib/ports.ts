@@ -67,7 +67,7 @@ export interface HistoryProvider {
    * The newest `limit` runs, oldest first; `highWaterMark` reloads a cache that does not end there.
    * Without `allPoints`, the runs may lack the points only a baseline fit reads
    * (`POINT_FLAGS.BASELINE_DATA`): enough for an evaluation given `historyLimit` below the full history,
-   * which asks for the full history (`HistoryTooShortError`) before it fits.
+   * which asks for the full history (`MoreHistoryNeeded`) before it fits.
    */
   history(chamber: ChamberRef, options: { readonly limit: number; readonly highWaterMark?: number; readonly allPoints?: boolean }): Promise<RunPointSet[]>;
   /** A run just committed by this defender. */
@@ -90,6 +90,25 @@ export interface RunEvaluation {
    * (`CommitRunInput.monitorState`); absent when the run leaves the stored state as it is.
    */
   readonly monitorState?: MonitorState;
+}
+
+/**
+ * What {@link RunEvaluator.evaluate} answers instead of a {@link RunEvaluation} when the history it
+ * was given was read with a limit (`historyLimit`) that it reaches and this run may need older runs:
+ * nothing was judged; evaluate the run again with the newest `runs` runs. Not an error of the run: a
+ * worker reads more and goes on.
+ */
+export interface MoreHistoryNeeded {
+  readonly kind: 'more-history';
+  /** Runs of history to read for this run (`RunEvaluator.fullHistoryRuns`). */
+  readonly runs: number;
+  /** Why the history read was not enough. */
+  readonly reason: string;
+}
+
+/** Whether `evaluate` asked for more history instead of judging the run. */
+export function needsMoreHistory(answer: RunEvaluation | MoreHistoryNeeded): answer is MoreHistoryNeeded {
+  return (answer as { kind?: unknown }).kind === 'more-history';
 }
 
 /** Inputs of {@link RunEvaluator.evaluate}. */
@@ -118,8 +137,8 @@ export interface EvaluationInput {
   readonly now: Date;
   /**
    * The limit `history` was read with (its newest runs): when it holds that many, older runs may
-   * exist, and `evaluate` throws `HistoryTooShortError` when this run needs them. Without it, `history`
-   * is all the evaluator may look at.
+   * exist, and `evaluate` answers {@link MoreHistoryNeeded} when this run needs them. Without it,
+   * `history` is all the evaluator may look at.
    */
   readonly historyLimit?: number;
   /**
@@ -141,14 +160,17 @@ export interface RunEvaluator {
   historyRuns(strategy: unknown, strategyScope?: StrategyScopeInfo): number;
   /**
    * The most committed runs an evaluation by `strategy` reads (Phase I, the monitor's Phase I
-   * extension): what `HistoryTooShortError.runs` asks for when `historyRuns` was not enough.
+   * extension): what {@link MoreHistoryNeeded.runs} asks for when `historyRuns` was not enough.
    */
   fullHistoryRuns(strategy: unknown, strategyScope?: StrategyScopeInfo): number;
   /**
-   * @throws HistoryTooShortError when `input.historyLimit` is given, `input.history` holds that many
-   *   runs and this run needs older ones: evaluate it again with the newest `runs` runs.
+   * Judges the run. With `historyLimit`, the answer is {@link MoreHistoryNeeded} when `history` holds
+   * that many runs and this run needs older ones (evaluate it again with the newest `runs` runs);
+   * without it, `history` is all there is and the run is always judged.
    */
-  evaluate(input: EvaluationInput): RunEvaluation;
+  evaluate(input: EvaluationInput & { readonly historyLimit: number }): RunEvaluation | MoreHistoryNeeded;
+  evaluate(input: EvaluationInput & { readonly historyLimit?: undefined }): RunEvaluation;
+  evaluate(input: EvaluationInput): RunEvaluation | MoreHistoryNeeded;
 }
 
 /** What the pipeline reports (metrics, logs); all optional. */

@@ -8,7 +8,7 @@ import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { notificationSubject, StoreUnavailableError, strategyScope, strategyScopeKind, type JsonObject } from '@defender/contracts';
 import { describeWithInfra, startSecuredNatsServer, waitFor } from '@defender/infra-harness';
 import { DEFAULT_STREAM_SETTINGS, ensureStreams, lastMessageId, NotificationReader, publishOnce, STREAMS, watchNotifications, type StreamSettings } from '@defender/nats-kv';
-import { ByteBudget, ChamberWorker, createRunEvaluator, HistoryTooShortError, isBaselineData, RunEvaluator, Semaphore, WorkerDeps } from '@defender/pipeline';
+import { ByteBudget, ChamberWorker, createRunEvaluator, isBaselineData, needsMoreHistory, RunEvaluator, Semaphore, WorkerDeps, type EvaluationInput, type MoreHistoryNeeded, type RunEvaluation } from '@defender/pipeline';
 import { releaseTraceMemory, SqliteStore, UChartHistoryCache } from '@defender/store';
 import { normalDeviate, seededRandom } from '@defender/hashing';
 
@@ -217,17 +217,13 @@ describeWithInfra(['nats'], 'ChamberWorker trace memory budget against real NATS
       const reader = await NotificationReader.open(nc);
       const cache = new UChartHistoryCache({ source: store.uchart, sizeMb: 8 });
       const evaluator = createRunEvaluator();
-      const countingEvaluator: RunEvaluator = {
-        historyRuns: (s) => evaluator.historyRuns(s),
-        fullHistoryRuns: (s) => evaluator.fullHistoryRuns(s),
-        evaluate: (input) => {
-          try {
-            return evaluator.evaluate(input);
-          } finally {
-            held--;
-          }
-        },
-      };
+      const countingEvaluator = around(evaluator, (input) => {
+        try {
+          return evaluator.evaluate(input);
+        } finally {
+          held--;
+        }
+      });
       // The real store, whose first trace read waits until a second one is in flight (as reads of a
       // remote store overlap): two chambers hold traces at once however the machine schedules them.
       let overlapped: () => void = () => undefined;
@@ -401,8 +397,9 @@ describeWithInfra(['nats'], 'ChamberWorker with an evaluation longer than its at
       const clock = steppedClock();
       const PROCESS_TIMEOUT_MS = 10_000;
       const slow: RunEvaluator = Object.assign(Object.create(inner) as RunEvaluator, {
-        evaluate: (input: Parameters<RunEvaluator['evaluate']>[0]) => {
+        evaluate: (input: EvaluationInput) => {
           const out = inner.evaluate(input);
+          if (needsMoreHistory(out)) return out;
           evaluated.push(`${input.notification.runId}${out.newLimitSets.length > 0 ? ' (fit)' : ''}`);
           // The fit takes twice the attempt timeout on the worker's clock, within the synchronous
           // evaluation (the event loop does not turn meanwhile, as during a real fit).
@@ -462,14 +459,10 @@ async function runWithRelease(
   await withChamber('worker-release-', async ({ nc, store, reader, cache }) => {
     const base = createRunEvaluator();
     const evaluated: { runId: string; samples: number }[] = [];
-    const evaluator: RunEvaluator = {
-      historyRuns: (strategy, scope) => base.historyRuns(strategy, scope),
-      fullHistoryRuns: (strategy, scope) => base.fullHistoryRuns(strategy, scope),
-      evaluate: (input) => {
-        evaluated.push({ runId: input.notification.runId, samples: input.trace.svids.get(SVIDS[0]!)?.length ?? -1 });
-        return base.evaluate(input);
-      },
-    };
+    const evaluator = around(base, (input) => {
+      evaluated.push({ runId: input.notification.runId, samples: input.trace.svids.get(SVIDS[0]!)?.length ?? -1 });
+      return base.evaluate(input);
+    });
     const deadLetters: string[] = [];
     const deps: WorkerDeps = {
       source: reader,
@@ -684,15 +677,21 @@ describeWithInfra(['nats'], 'ChamberWorker strategy lookup order, against real N
 /** The real evaluator, plus one run-level alarm on every run whose id is in `alarmed`. */
 function alarmingEvaluator(alarmed: ReadonlySet<string>): RunEvaluator {
   const base = createRunEvaluator();
-  return {
-    historyRuns: (strategy) => base.historyRuns(strategy),
-    fullHistoryRuns: (strategy) => base.fullHistoryRuns(strategy),
-    evaluate: (input) => {
-      const r = base.evaluate(input);
-      const runId = input.notification.runId;
-      return alarmed.has(runId) ? { ...r, alarms: [...r.alarms, { ruleId: 'test-rule', indicatorKey: '*', action: 'ALARM', value: null, message: `alarm of ${runId}` }] } : r;
-    },
-  };
+  return around(base, (input) => {
+    const r = base.evaluate(input);
+    const runId = input.notification.runId;
+    if (needsMoreHistory(r) || !alarmed.has(runId)) return r;
+    return { ...r, alarms: [...r.alarms, { ruleId: 'test-rule', indicatorKey: '*', action: 'ALARM', value: null, message: `alarm of ${runId}` }] };
+  });
+}
+
+/**
+ * `base` with its `evaluate` seen through `evaluate`, which returns what base's gives for the input
+ * (maybe with more in it): so it keeps `RunEvaluator.evaluate`'s contract (more history asked for only
+ * with a `historyLimit`), which its overloads state and a plain function cannot.
+ */
+function around(base: RunEvaluator, evaluate: (input: EvaluationInput) => RunEvaluation | MoreHistoryNeeded): RunEvaluator {
+  return { historyRuns: (s, sc) => base.historyRuns(s, sc), fullHistoryRuns: (s, sc) => base.fullHistoryRuns(s, sc), evaluate: evaluate as RunEvaluator['evaluate'] };
 }
 
 /** Message ids of the alarms stored in the events stream for {@link chamber}, in stream order. */
@@ -1037,7 +1036,7 @@ describeWithInfra(['nats'], 'ChamberWorker after NATS lost its store, against re
 /**
  * The history a worker reads: the steady state's (10 runs for the default strategy, as many as the
  * defender's cache keeps), and, for the run that completes Phase I (30 runs), as many as it asks for
- * (HistoryTooShortError): read past the cache from the store, and the run judged again with them.
+ * (MoreHistoryNeeded): read past the cache from the store, and the run judged again with them.
  */
 describeWithInfra(['nats'], 'ChamberWorker reading more history when a run needs it, against real NATS and SQLite', () => {
   it('completes Phase I with the 30 runs read from the store, every other run with the cached 10', async () => {
@@ -1046,17 +1045,13 @@ describeWithInfra(['nats'], 'ChamberWorker reading more history when a run needs
       const calls = new Map<string, number[]>();
       // Per read: the points only a baseline fit reads (the defender's cache leaves them out).
       const baselinePoints = new Map<string, number[]>();
-      const evaluator: RunEvaluator = {
-        historyRuns: (s, sc) => base.historyRuns(s, sc),
-        fullHistoryRuns: (s, sc) => base.fullHistoryRuns(s, sc),
-        evaluate: (input) => {
-          const runId = input.notification.runId;
-          calls.set(runId, [...(calls.get(runId) ?? []), input.history.length]);
-          const n = input.history.reduce((sum, r) => sum + r.points.filter(isBaselineData).length, 0);
-          baselinePoints.set(runId, [...(baselinePoints.get(runId) ?? []), n]);
-          return base.evaluate(input);
-        },
-      };
+      const evaluator = around(base, (input) => {
+        const runId = input.notification.runId;
+        calls.set(runId, [...(calls.get(runId) ?? []), input.history.length]);
+        const n = input.history.reduce((sum, r) => sum + r.points.filter(isBaselineData).length, 0);
+        baselinePoints.set(runId, [...(baselinePoints.get(runId) ?? []), n]);
+        return base.evaluate(input);
+      });
       // As the defender builds it (processing.service).
       const cache = new UChartHistoryCache({ source: store.uchart, sizeMb: 8, runsPerChamber: base.historyRuns(undefined), leaveOut: isBaselineData });
       const deadLetters: string[] = [];
@@ -1128,20 +1123,15 @@ describeWithInfra(['nats'], 'ChamberWorker fits a few at a time (fitSlots), agai
       const asked = new Set<string>();
       let allAsked: () => void = () => undefined;
       const together = new Promise<void>((r) => (allAsked = r));
-      const evaluator: RunEvaluator = {
-        historyRuns: (s, sc) => base.historyRuns(s, sc),
-        fullHistoryRuns: (s, sc) => base.fullHistoryRuns(s, sc),
-        evaluate: (input) => {
-          try {
-            return base.evaluate(input);
-          } catch (err) {
-            if (err instanceof HistoryTooShortError && asked.add(input.chamber.chamberId).size === chambers.length) allAsked();
-            throw err;
-          } finally {
-            if (whole.delete(input.history)) held--;
-          }
-        },
-      };
+      const evaluator = around(base, (input) => {
+        try {
+          const answer = base.evaluate(input);
+          if (needsMoreHistory(answer) && asked.add(input.chamber.chamberId).size === chambers.length) allAsked();
+          return answer;
+        } finally {
+          if (whole.delete(input.history)) held--;
+        }
+      });
       const cached = new UChartHistoryCache({ source: store.uchart, sizeMb: 8, runsPerChamber: base.historyRuns(undefined), leaveOut: isBaselineData });
       const cache: WorkerDeps['cache'] = {
         record: (run) => cached.record(run),

@@ -7,7 +7,8 @@ import { chamberKey } from '@defender/contracts';
 import { DEFAULT_STRATEGY_DOCUMENT, resolveStrategy, validateStrategy } from '@defender/defense-rules';
 import { normalDeviate, seededRandom } from '@defender/hashing';
 import { createTrace, IndicatorCalculator } from '@defender/uchart';
-import type { DetectorInput } from './detector';
+import { needsOlderRuns, type DetectorInput, type OlderRunsNeeded } from './detector';
+import { needsMoreHistory } from '../ports';
 import { POINT_FLAGS } from './flags';
 import { MonitorDetector } from './monitor-detector';
 import { createRunEvaluator } from './run-evaluator';
@@ -19,6 +20,12 @@ function run(i: number, rand: () => number, fault = false) {
   const pressure = Array.from({ length: 40 }, (_, t) => 40 + offset + 0.2 * normalDeviate(rand) + (fault && t > 10 ? 5 : 0));
   const flow = Array.from({ length: 40 }, () => 200 + 5 * offset + normalDeviate(rand));
   return traceOf(`run-${i}`, { Pressure: pressure, Flow: flow });
+}
+
+/** A detector's verdict, failing the test when it asked for older runs instead. */
+function verdict<V>(answer: V | OlderRunsNeeded): V {
+  if (needsOlderRuns(answer)) throw new Error(`asked for older runs: ${answer.reason}`);
+  return answer;
 }
 
 describe('detectors and their dispatcher', () => {
@@ -46,11 +53,11 @@ describe('detectors and their dispatcher', () => {
       limits: r.input.limits,
       monitorState: r.input.monitorState,
       now: r.input.now,
-      historyCut: undefined,
+      historyLimited: false,
     };
-    const rules = rulesDetector.step(input);
+    const rules = verdict(rulesDetector.step(input));
     const monitorDetector = new MonitorDetector();
-    const monitor = monitorDetector.step(input);
+    const monitor = verdict(monitorDetector.step(input));
     // A pure step: the same input, the same verdict.
     expect(monitorDetector.step(input)).toEqual(monitor);
     // Its memo of decoded models changes nothing: a new detector gives the same verdict.
@@ -70,5 +77,25 @@ describe('detectors and their dispatcher', () => {
     if (!validated.ok) throw new Error('invalid test strategy');
     const strategy = resolveStrategy([validated.strategy], { chamber: 'T:C', recipe: 'R' });
     expect(() => new MonitorDetector().step({ strategy } as DetectorInput)).toThrow(/no monitor/);
+  });
+
+  it('a run that may need older runs than the history read is answered, not thrown: nothing judged, the full history asked for', () => {
+    const rand = seededRandom(5);
+    const evaluator = createRunEvaluator();
+    const chamber = new SimulatedChamber(evaluator);
+    // Phase I of 12 runs: the 12th completes it and fits the model on the runs before it.
+    for (let i = 0; i < 11; i++) chamber.process(run(i, rand), 'R1', doc);
+    const r = chamber.process(run(11, rand), 'R1', doc);
+    const { historyLimit: _limit, ...whole } = r.input;
+    // The newest 5 runs: enough for the rules (escalation reads 4), not for the monitor's fit (11 earlier runs).
+    const read = whole.history.slice(-5);
+    const full = evaluator.fullHistoryRuns(doc);
+    const answer = evaluator.evaluate({ ...whole, history: read, historyLimit: 5 });
+    expect(answer).toEqual({ kind: 'more-history', runs: full, reason: expect.stringMatching(/Phase I/) });
+    expect(needsMoreHistory(answer)).toBe(true);
+    // Given every run (no limit), the run is judged, as the harness's second read judged it.
+    const judged = evaluator.evaluate({ ...whole });
+    expect(needsMoreHistory(judged)).toBe(false);
+    expect(judged).toEqual(r.evaluation);
   });
 });

@@ -26,10 +26,29 @@ export interface DetectorInput {
   /** What the run's records are stamped with. */
   readonly now: Date;
   /**
-   * Given when `history` is the newest runs of a longer history: a detector calls it (it throws
-   * `HistoryTooShortError`) when this run may need older runs, before it judges anything.
+   * `history` is the newest runs of a longer history: a detector that may need older runs for this
+   * run answers {@link OlderRunsNeeded} instead of judging it.
    */
-  readonly historyCut: ((reason: string) => never) | undefined;
+  readonly historyLimited: boolean;
+}
+
+/**
+ * A detector's answer when `history` is the newest runs of a longer one (`historyLimited`) and this
+ * run may need older ones (Phase I completes, a chart reads further back): nothing was judged. A value,
+ * not an exception: the dispatcher returns it to the caller, which reads more history.
+ */
+export interface OlderRunsNeeded {
+  readonly kind: 'older-runs-needed';
+  /** Why the runs read may not be enough. */
+  readonly reason: string;
+}
+
+export function olderRunsNeeded(reason: string): OlderRunsNeeded {
+  return { kind: 'older-runs-needed', reason };
+}
+
+export function needsOlderRuns<V>(answer: V | OlderRunsNeeded): answer is OlderRunsNeeded {
+  return (answer as { kind?: unknown }).kind === 'older-runs-needed';
 }
 
 /** One detector's verdict on a run, before the run-level flags (alarmed, hold) are known. */
@@ -46,5 +65,5 @@ export interface DetectorVerdict {
 
 /** A detector of a strategy (see the module comment). */
 export interface Detector<V extends DetectorVerdict = DetectorVerdict> {
-  step(input: DetectorInput): V;
+  step(input: DetectorInput): V | OlderRunsNeeded;
 }

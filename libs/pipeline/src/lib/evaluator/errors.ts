@@ -48,25 +48,6 @@ export class EvaluatorConfigError extends Error {
   }
 }
 
-/**
- * The history given to `evaluate` was read with a limit (`EvaluationInput.historyLimit`) and may be
- * too short for this run: Phase I completes, the monitor's Phase I extension may be due, or a chart
- * reads further back than the runs read. Nothing was judged; evaluate the run again with the newest
- * `runs` runs of history (`RunEvaluator.fullHistoryRuns`). Not an error of the run: a worker reads
- * more and goes on.
- */
-export class HistoryTooShortError extends Error {
-  override readonly name = 'HistoryTooShortError';
-
-  constructor(
-    /** Runs of history to read for this run. */
-    readonly runs: number,
-    /** Why the history read was not enough. */
-    readonly reason: string,
-  ) {
-    super(`the run needs the newest ${runs} runs of history: ${reason}`);
-  }
-}
 
 /**
  * The chamber monitor's stored state for the run's recipe was not given, but the recipe's newest run

@@ -9,7 +9,7 @@ export {
   encodePoint,
   type DecodedLimits,
 } from './codec';
-export { EvaluatorConfigError, HistoryTooShortError, InvalidStrategyDocumentError, InvalidTraceError } from './errors';
+export { EvaluatorConfigError, InvalidStrategyDocumentError, InvalidTraceError } from './errors';
 export { describeFlags, isBaselineData, POINT_FLAGS, ruleFlag, withoutBaselineData, type PointFlag } from './flags';
 export { createRunEvaluator, evaluateWithHistory, storeIndicatorKey, type RunEvaluatorOptions } from './run-evaluator';
 export {

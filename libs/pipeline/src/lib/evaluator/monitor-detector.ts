@@ -1,7 +1,7 @@
 /** The chamber monitor as a detector: its stage on the run, its points with their own flags. */
 import type { MonitorState, UChartPoint } from '@defender/contracts';
 import type { MonitorConfig, MonitorViolation } from '@defender/defense-rules';
-import type { Detector, DetectorInput, DetectorVerdict } from './detector';
+import { needsOlderRuns, type Detector, type DetectorInput, type DetectorVerdict, type OlderRunsNeeded } from './detector';
 import { POINT_FLAGS, ruleFlag } from './flags';
 import { MonitorModelCache } from './monitor-model-store';
 import { monitorPoint, runMonitorStage } from './monitor-stage';
@@ -25,10 +25,11 @@ export interface MonitorVerdict extends DetectorVerdict {
 export class MonitorDetector implements Detector<MonitorVerdict> {
   private readonly models = new MonitorModelCache();
 
-  step(input: DetectorInput): MonitorVerdict {
+  step(input: DetectorInput): MonitorVerdict | OlderRunsNeeded {
     const cfg = input.strategy.monitor;
     if (!cfg) throw new RangeError('the strategy has no monitor');
     const stage = runMonitorStage({ ...input, strategy: { ...input.strategy, monitor: cfg }, models: this.models });
+    if (needsOlderRuns(stage)) return stage;
     const bits = new Map<string, number>();
     for (const v of stage.violations) bits.set(v.key, (bits.get(v.key) ?? 0) | POINT_FLAGS.VIOLATION | ruleFlag(v.rule));
     const points: UChartPoint[] = stage.points.map((p) => {

@@ -3,6 +3,7 @@
  * as the store would (testing/harness): Phase I, the model as a limit set, one run-level alarm listing
  * every violation, escalation to a hold, and what the store accepts.
  */
+import type { StrategyScopeInfo } from '@defender/contracts';
 import { DEFAULT_STRATEGY_DOCUMENT } from '@defender/defense-rules';
 import { normalDeviate, seededRandom } from '@defender/hashing';
 import { describeFlags, POINT_FLAGS } from './flags';
@@ -10,6 +11,7 @@ import { MONITOR_PART_CHART_TYPE } from './chart-types';
 import { MONITOR_CHART_TYPE } from './monitor-stage';
 import { PENDING_BASELINE_CHART_TYPE, rebaselineRecords } from './rebaseline';
 import { createRunEvaluator } from './run-evaluator';
+import type { RunEvaluator } from '../ports';
 import { SimulatedChamber, traceOf } from './testing/harness';
 
 const STEPS = [
@@ -39,7 +41,8 @@ function run(i: number, rand: () => number, fault?: { readonly pressureStep?: nu
  */
 function wholeAndSteady() {
   const base = createRunEvaluator();
-  const whole = new SimulatedChamber({ historyRuns: (d, sc) => base.fullHistoryRuns(d, sc), fullHistoryRuns: (d, sc) => base.fullHistoryRuns(d, sc), evaluate: (i) => base.evaluate(i) });
+  // Reads as many runs as any run may need: `base` judges every run of it (`evaluate` unchanged).
+  const whole = new SimulatedChamber(Object.assign(Object.create(base) as RunEvaluator, { historyRuns: (d: unknown, sc?: StrategyScopeInfo) => base.fullHistoryRuns(d, sc) }));
   const steady = new SimulatedChamber(base);
   const longAt: number[] = [];
   const step = (i: number, trace: Parameters<SimulatedChamber['process']>[0], recipe: string, strategy: unknown) => {
@@ -245,7 +248,7 @@ describe('chamber monitor in the run evaluator', () => {
     // a head with another digest is read anew): the model cannot be read, and the run says so.
     const input = chamber.process(wide(31), 'R1', doc).input;
     const otherHead = (limits: typeof input.limits) => limits.map((l) => (l.indicatorKey === 'R1|m:model' ? { ...l, params: { ...l.params, digest: '0123456789abcdef' } } : l));
-    const unreadable = (limits: typeof input.limits) => createRunEvaluator().evaluate({ ...input, limits }).skipped;
+    const unreadable = (limits: typeof input.limits) => createRunEvaluator().evaluate({ ...input, limits, historyLimit: undefined }).skipped;
     expect(unreadable(otherHead(input.limits))).toContainEqual({ indicatorKey: 'R1|m:model', reason: 'unreadable-limits: the parts of model v1 do not match its digest' });
     expect(unreadable(otherHead(input.limits.filter((l) => l.indicatorKey !== 'R1|m:model/part2')))).toContainEqual({
       indicatorKey: 'R1|m:model',

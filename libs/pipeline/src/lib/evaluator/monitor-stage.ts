@@ -22,7 +22,7 @@ import { DecodedHistory, judgedRunsInHistory, memoryOfHistory, memoryOfState } f
 import { decodeModel, encodeModel, type MonitorModelCache } from './monitor-model-store';
 import { CONSTANT_STATISTICS, judgedSpecs, phaseOneSpecs } from './monitor-specs';
 import { pendingBaselineOf, type PendingBaseline } from './rebaseline';
-import type { DetectorInput } from './detector';
+import { olderRunsNeeded, type DetectorInput, type OlderRunsNeeded } from './detector';
 import { storeKeyPrefix } from './store-keys';
 
 export { MONITOR_CHART_TYPE, modelPartKey } from './monitor-model-store';
@@ -57,10 +57,13 @@ export interface MonitorStageResult {
  * Runs the strategy's monitor on one run: its indicators from the trace; in Phase I, the points only
  * (and the model once `baseline.minRuns` runs exist, which then judges this run already); after it,
  * the run judged against the model. A monitor key's store key is the recipe's prefix + key (`<recipe>|<key>`).
+ * With a history read up to a limit (`historyLimited`), a run that may need older runs (Phase I may
+ * complete, the extension may be due, the recipe's memory is not in the runs read) gets
+ * {@link OlderRunsNeeded} before anything is judged.
  */
 export function runMonitorStage(
   input: DetectorInput & { readonly strategy: DefenseStrategy & { readonly monitor: MonitorConfig }; readonly models: MonitorModelCache },
-): MonitorStageResult {
+): MonitorStageResult | OlderRunsNeeded {
   // History runs of other recipes are skipped without decoding them.
   const args = {
     ...input,
@@ -115,16 +118,16 @@ export function runMonitorStage(
   const decoded = new DecodedHistory();
   // What the previous run of the recipe carried: the stored state, else an earlier release's points.
   const memory = args.state ? memoryOfState(args.state) : memoryOfHistory(args.history, args.recipe, modelKey, args.keyPrefix, decoded);
-  const cut: ((reason: string) => never) | undefined = args.historyCut;
-  if (cut && memory.source === 'none') cut('no earlier run of the recipe in the history read');
+  const limited = args.historyLimited;
+  if (limited && memory.source === 'none') return olderRunsNeeded('no earlier run of the recipe in the history read');
   const minRuns = pending?.minRuns ?? cfg.baseline.minRuns;
   const collectingVersion = pending?.version ?? 1;
   const phaseBefore = memory.phaseOneRuns(collectingVersion);
   let newLimitSets: LimitSetRecord[] = [];
-  if (!model && !unreadable && cut) {
-    if (pending) cut('the model is re-baselined');
-    if (phaseBefore === undefined) cut('the earlier run does not count its Phase I runs');
-    else if (phaseBefore + 1 >= minRuns) cut(`Phase I may complete (run ${phaseBefore + 1} of ${minRuns})`);
+  if (!model && !unreadable && limited) {
+    if (pending) return olderRunsNeeded('the model is re-baselined');
+    if (phaseBefore === undefined) return olderRunsNeeded('the earlier run does not count its Phase I runs');
+    if (phaseBefore + 1 >= minRuns) return olderRunsNeeded(`Phase I may complete (run ${phaseBefore + 1} of ${minRuns})`);
   }
   // This run's Phase I count when it is not judged (the runs of the phase, as far as they are read, without the count).
   let phaseRuns = phaseBefore === undefined ? 1 : phaseBefore + 1;
@@ -145,7 +148,7 @@ export function runMonitorStage(
     if (phase.length + 1 >= minRuns) {
       // A fit reads the indicators' values of its runs, which a history read for the steady state may
       // lack (POINT_FLAGS.BASELINE_DATA): only ever fitted on the full history.
-      if (cut) cut(`Phase I completes (run ${phase.length + 1} of ${minRuns})`);
+      if (limited) return olderRunsNeeded(`Phase I completes (run ${phase.length + 1} of ${minRuns})`);
       const keys = [...values.keys()];
       const index = new Map(keys.map((k, j) => [k, j]));
       const rows: number[][] = [];
@@ -188,7 +191,7 @@ export function runMonitorStage(
     const due = judged === undefined || (current.baselineRunIds.length + judged >= extendTo && (checkAt === undefined || judged >= checkAt));
     if (!due) extensionCheckAt = checkAt;
     else {
-      if (cut) cut(judged === undefined ? 'the earlier run does not count its judged runs' : `the Phase I extension may be due (${current.baselineRunIds.length} + ${judged} of ${extendTo} runs)`);
+      if (limited) return olderRunsNeeded(judged === undefined ? 'the earlier run does not count its judged runs' : `the Phase I extension may be due (${current.baselineRunIds.length} + ${judged} of ${extendTo} runs)`);
       const phaseOne = new Set(current.baselineRunIds);
       // Runs of the recipe after the model's last Phase I run were judged by it (a newer version would
       // be the current model). Counting the ones without an alarm needs no decoding when the history

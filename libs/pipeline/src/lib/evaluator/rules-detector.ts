@@ -15,7 +15,7 @@ import {
 } from '@defender/defense-rules';
 import { DegenerateBaselineError, InsufficientBaselineError, type FrozenLimits } from '@defender/uchart';
 import { decodeHistory, decodeLimits, encodeLimits, encodePoint } from './codec';
-import type { Detector, DetectorInput, DetectorVerdict } from './detector';
+import { olderRunsNeeded, type Detector, type DetectorInput, type DetectorVerdict, type OlderRunsNeeded } from './detector';
 import { POINT_FLAGS, ruleFlag } from './flags';
 import { pendingBaselineOf, type PendingBaseline } from './rebaseline';
 import { storeIndicatorKey } from './store-keys';
@@ -27,7 +27,7 @@ export interface RulesVerdict extends DetectorVerdict {
 }
 
 export const rulesDetector: Detector<RulesVerdict> = {
-  step(input: DetectorInput): RulesVerdict {
+  step(input: DetectorInput): RulesVerdict | OlderRunsNeeded {
     const { run, strategy, trace, now } = input;
     const { chamber, recipe } = run;
     const skipped: { indicatorKey: string; reason: string }[] = [];
@@ -68,9 +68,9 @@ export const rulesDetector: Detector<RulesVerdict> = {
     }
     const history: ChamberHistory = { runs: decodeHistory(input.history, keys), limits };
     // A history read with a limit that it reaches may lack runs this one needs: ask for all of them.
-    if (input.historyCut) {
+    if (input.historyLimited) {
       const shortfall = pending.size > 0 ? 'an indicator is re-baselined' : historyShortfall(history, readings, strategy);
-      if (shortfall !== undefined) input.historyCut(shortfall);
+      if (shortfall !== undefined) return olderRunsNeeded(shortfall);
     }
 
     const newLimitSets: LimitSetRecord[] = [];

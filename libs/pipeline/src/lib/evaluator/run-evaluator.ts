@@ -1,10 +1,10 @@
 import { chamberKey, RECORD_LIMITS, type ChamberRef, type RunPointSet, type StrategyScopeInfo, type TraceRecord, type UChartPoint } from '@defender/contracts';
 import { escalationReasons, StrategyValidationError } from '@defender/defense-rules';
 import { createTrace, IndicatorCalculator, TraceValidationError, type Trace } from '@defender/uchart';
-import type { EvaluationInput, RunEvaluation, RunEvaluator } from '../ports';
+import { needsMoreHistory, type EvaluationInput, type MoreHistoryNeeded, type RunEvaluation, type RunEvaluator } from '../ports';
 import { holdFor, holdIdOf, runAlarm, type RunIdentity } from './alarms';
-import type { DetectorInput } from './detector';
-import { EvaluatorConfigError, HistoryTooShortError, InvalidStrategyDocumentError, InvalidTraceError } from './errors';
+import { needsOlderRuns, type DetectorInput } from './detector';
+import { EvaluatorConfigError, InvalidStrategyDocumentError, InvalidTraceError } from './errors';
 import { POINT_FLAGS } from './flags';
 import { MonitorDetector } from './monitor-detector';
 import { rulesDetector } from './rules-detector';
@@ -21,7 +21,7 @@ export interface RunEvaluatorOptions {
   /**
    * Runs read beyond the steady state's need (defense-rules `steadyHistoryRuns`; integer >= 0,
    * default 5): room for dead-lettered runs and other recipes' runs among the runs read first. A run
-   * that finds too few of its own among them asks for the full history (`HistoryTooShortError`), so
+   * that finds too few of its own among them asks for the full history (`MoreHistoryNeeded`), so
    * this trades the cache's runs per chamber against how often a run reads from the store.
    */
   readonly steadyExtraHistoryRuns?: number;
@@ -103,7 +103,10 @@ class DefenseRunEvaluator implements RunEvaluator {
     return Math.max(this.minHistoryRuns, requiredRuns(stored, keyed) + this.extraHistoryRuns);
   }
 
-  evaluate(input: EvaluationInput): RunEvaluation {
+  evaluate(input: EvaluationInput & { readonly historyLimit: number }): RunEvaluation | MoreHistoryNeeded;
+  evaluate(input: EvaluationInput & { readonly historyLimit?: undefined }): RunEvaluation;
+  evaluate(input: EvaluationInput): RunEvaluation | MoreHistoryNeeded;
+  evaluate(input: EvaluationInput): RunEvaluation | MoreHistoryNeeded {
     const { chamber, notification } = input;
     const runId = notification.runId;
     const recipe = notification.recipe;
@@ -121,12 +124,7 @@ class DefenseRunEvaluator implements RunEvaluator {
 
     // A history read with a limit that it reaches may lack runs this one needs: a detector asks for all of them.
     const full = this.fullRuns(stored, input.strategyScope !== undefined);
-    const historyCut =
-      input.historyLimit !== undefined && input.historyLimit < full && input.history.length >= input.historyLimit
-        ? (reason: string): never => {
-            throw new HistoryTooShortError(full, reason);
-          }
-        : undefined;
+    const historyLimited = input.historyLimit !== undefined && input.historyLimit < full && input.history.length >= input.historyLimit;
     const detectorInput: DetectorInput = {
       run,
       strategy,
@@ -136,11 +134,14 @@ class DefenseRunEvaluator implements RunEvaluator {
       limits: input.limits,
       monitorState: input.monitorState,
       now: input.now,
-      historyCut,
+      historyLimited,
     };
-    // The strategy's detectors, each a pure step; this evaluator combines their verdicts.
+    // The strategy's detectors, each a pure step; this evaluator combines their verdicts. A detector
+    // that may need older runs than the ones read judges nothing: the caller reads more.
     const rules = rulesDetector.step(detectorInput);
+    if (needsOlderRuns(rules)) return { kind: 'more-history', runs: full, reason: rules.reason };
     const monitor = strategy.monitor ? this.monitor.step(detectorInput) : undefined;
+    if (monitor && needsOlderRuns(monitor)) return { kind: 'more-history', runs: full, reason: monitor.reason };
 
     let hold = holdFor(rules.evaluation.actions, rules.evaluation.violations, run);
     if (!hold && monitor?.alarmed) {
@@ -211,7 +212,7 @@ export function createRunEvaluator(options: RunEvaluatorOptions = {}): RunEvalua
 
 /**
  * Evaluates a run as a worker does: with the newest `historyRuns` committed runs (`read(limit)`, oldest
- * first) and, when the run needs older ones ({@link HistoryTooShortError}), again with as many as it
+ * first) and, when the run needs older ones ({@link MoreHistoryNeeded}), again with as many as it
  * asks for. For callers that hold a chamber's history themselves (tests, benchmarks). `read` may leave
  * out what only a baseline fit reads ({@link withoutBaselineData}) unless `allPoints`.
  */
@@ -223,10 +224,8 @@ export function evaluateWithHistory(
   const limit = Math.max(1, evaluator.historyRuns(input.strategy, input.strategyScope));
   // As a worker reads: the steady state's runs may lack what only a baseline fit reads, unless they are the full history.
   const allPoints = limit >= evaluator.fullHistoryRuns(input.strategy, input.strategyScope);
-  try {
-    return evaluator.evaluate({ ...input, history: read(limit, allPoints), historyLimit: limit });
-  } catch (err) {
-    if (!(err instanceof HistoryTooShortError)) throw err;
-    return evaluator.evaluate({ ...input, history: read(err.runs, true), historyLimit: err.runs });
-  }
+  const first = evaluator.evaluate({ ...input, history: read(limit, allPoints), historyLimit: limit });
+  if (!needsMoreHistory(first)) return first;
+  // Read with the limit the evaluator asked for, the run is judged: it asks no further.
+  return evaluator.evaluate({ ...input, history: read(first.runs, true) });
 }

@@ -1,7 +1,6 @@
 import { DEAD_LETTER_REASONS, observeTrace, type ChamberRef, type CommitRunResult, type DeadLetterReason, type RunNotification } from '@defender/contracts';
-import { HistoryTooShortError } from '../evaluator/errors';
 import { runEvents } from '../outbox';
-import type { PipelineObserver, RunEvaluation, RunEvaluator, EvaluationInput } from '../ports';
+import { needsMoreHistory, type EvaluationInput, type MoreHistoryNeeded, type PipelineObserver, type RunEvaluation, type RunEvaluator } from '../ports';
 import type { ByteBudget, Semaphore } from '../semaphore';
 import { DeadLetterSignal, type AttemptPolicy } from './attempt-policy';
 import { traceBytes, type Parsed } from './notification';
@@ -157,7 +156,7 @@ export class RunAttempt {
       this.deps.observer?.traceSamples?.(this.ctx.key, samples);
 
       let evaluationMs = 0;
-      const judge = (history: Pick<typeof ctx, 'history' | 'historyLimit'>) => {
+      const judge = (history: Pick<typeof ctx, 'history' | 'historyLimit'>): RunEvaluation | MoreHistoryNeeded => {
         const t2 = this.deps.monotonic();
         try {
           // The run's own completion time stamps what it creates (limit sets, models): an attempt retried
@@ -175,24 +174,23 @@ export class RunAttempt {
           evaluationMs += this.deps.monotonic() - t2;
         }
       };
-      let evaluation;
-      try {
-        evaluation = judge(ctx);
-      } catch (err) {
+      let evaluation = judge(ctx);
+      if (needsMoreHistory(evaluation)) {
         // The steady state's history was not enough for this run (Phase I completes, a chart reads
         // further back): read as much as it asks for and judge it again.
-        if (!(err instanceof HistoryTooShortError)) throw err;
         // The whole history and a fit on it are a run's largest transient: a few at a time (fitSlots).
         // Waiting for a slot, like evaluating, is bounded work of other runs: not against the timeout.
         const waitFrom = this.deps.monotonic();
         const releaseFit = await this.deps.fitSlots?.acquire();
         this.parts.policy.notCounted(this.deps.monotonic() - waitFrom);
         try {
-          const more = await moreHistory(err.runs);
+          const more = await moreHistory(evaluation.runs);
           evaluation = judge({ history: more.runs, historyLimit: more.limit });
         } finally {
           releaseFit?.();
         }
+        // Read as far as it asked, the run cannot ask again; an evaluator that does is broken.
+        if (needsMoreHistory(evaluation)) throw new Error(`the evaluator asked for more history again after ${evaluation.runs} runs: ${evaluation.reason}`);
       }
       this.parts.policy.notCounted(evaluationMs);
       this.deps.observer?.stage?.('evaluate', evaluationMs);

@@ -130,7 +130,7 @@ export class RunIO {
   /**
    * The newest committed runs of the chamber, `limit` of them (default: what the strategy needs in the
    * steady state). A read for the steady state may lack the points only a baseline fit reads: an
-   * evaluation that may fit asks for the full history (`HistoryTooShortError`), read with every point.
+   * evaluation that may fit asks for the full history (`MoreHistoryNeeded`), read with every point.
    */
   async history(strategy: RunStrategy | undefined, highWaterMark: number, limit?: number): Promise<HistoryRead> {
     const doc = strategy?.record.document;

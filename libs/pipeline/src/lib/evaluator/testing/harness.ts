@@ -95,7 +95,7 @@ export class SimulatedChamber {
   /** The monitor state per recipe, as the store's `monitorState` would return it (JSON round trip). */
   private readonly states = new Map<string, MonitorState>();
   private sequence = 0;
-  /** Runs that asked for more history than the steady state's (HistoryTooShortError) and were judged again. */
+  /** Runs that asked for more history than the steady state's (MoreHistoryNeeded) and were judged again. */
   longReads = 0;
   /** Points a first (steady-state) read left out, as the defender's history cache does. */
   leftOut = 0;

@@ -25,7 +25,7 @@ import {
   type StrategyRecord,
   type TraceRecord,
 } from '@defender/contracts';
-import type { EvaluationInput, EventSink, HistoryProvider, NotificationMessage, NotificationSource, PipelineStore, RunEvaluation, RunEvaluator } from '../../ports';
+import type { EvaluationInput, EventSink, HistoryProvider, MoreHistoryNeeded, NotificationMessage, NotificationSource, PipelineStore, RunEvaluation, RunEvaluator } from '../../ports';
 
 export const chamber: ChamberRef = { toolId: 't1', chamberId: 'c1' };
 export const subject = notificationSubject(chamber.toolId, chamber.chamberId);
@@ -341,7 +341,7 @@ export class FakeEvaluator implements RunEvaluator {
   readonly inputs: EvaluationInput[] = [];
   steadyRuns = 10;
   fullRuns = 30;
-  judge: (input: EvaluationInput) => RunEvaluation = (input) => {
+  judge: (input: EvaluationInput) => RunEvaluation | MoreHistoryNeeded = (input) => {
     const runId = input.notification.runId;
     const value = input.trace.svids.values().next().value?.[0] ?? 0;
     const alarms: AlarmInput[] = this.alarmOn.has(runId)
@@ -358,7 +358,10 @@ export class FakeEvaluator implements RunEvaluator {
   fullHistoryRuns(): number {
     return this.fullRuns;
   }
-  evaluate(input: EvaluationInput): RunEvaluation {
+  evaluate(input: EvaluationInput & { readonly historyLimit: number }): RunEvaluation | MoreHistoryNeeded;
+  evaluate(input: EvaluationInput & { readonly historyLimit?: undefined }): RunEvaluation;
+  evaluate(input: EvaluationInput): RunEvaluation | MoreHistoryNeeded;
+  evaluate(input: EvaluationInput): RunEvaluation | MoreHistoryNeeded {
     this.inputs.push(input);
     return this.judge(input);
   }
