@@ -326,6 +326,23 @@ describeWithInfra(['nats'], 'dashboard API and live events (built bundle, real N
     expect(res.status).toBe(404);
     expect((await getJson(`${base}/api/v1/local-fab`)).body).toEqual({ enabled: false });
   });
+
+  // Last: it replaces the map every test above reads.
+  it('the map bucket created again (NATS lost its store): the newer map is shown and enters the movement history (issue 52, item 2)', async () => {
+    await waitFor('map v1 in the view', async () => ((await getJson(`${base}/api/v1/cluster`)).body as { map: { version: number } | null }).map?.version === 1, 15_000);
+    // As after NATS lost its store: the bucket is gone, the leader creates it again and publishes a map
+    // numbered above the one the defenders hold, at the new bucket's first revisions.
+    await (await new Kvm(nc).open(`map-${tag}`)).destroy();
+    const again = new AssignmentMapBucket(await openBucket(nc, `map-${tag}`, { history: 5 }), `map-${tag}`);
+    await again.publish({ ...mapV1(), version: 2, fencingToken: '3', trigger: 'crash', timestamp: new Date().toISOString() }, null);
+    type View = { map: { version: number } | null; history: { version: number }[]; problems: string[] };
+    let view: View | undefined;
+    await waitFor('map v2 in the view, with its history and no stale-map problem', async () => {
+      view = (await getJson(`${base}/api/v1/cluster`)).body as View;
+      return view.map?.version === 2 && !view.problems.some((p) => /map/.test(p));
+    }, 60_000);
+    expect(view!.history.map((h) => h.version)).toEqual([2, 1]);
+  });
 });
 
 describe('dashboard process: authentication is required off loopback', () => {

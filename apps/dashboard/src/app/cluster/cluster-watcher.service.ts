@@ -44,6 +44,12 @@ export class ClusterWatcherService implements OnApplicationBootstrap, BeforeAppl
   private streamId: string | null = null;
   /** The last identity read (kept while the stream is missing, to tell a recreation). */
   private lastStreamId: string | null = null;
+  /** The map bucket the watch reads, its stream's identity (`created`) then, and the newest revision delivered. */
+  private mapKv: KV | undefined;
+  private mapBucketCreated: string | undefined;
+  private mapRevision = 0;
+  /** NATS failed a read since the watch started: it may have lost its store (see {@link checkMapWatch}). */
+  private watchSuspect = false;
 
   constructor(
     @Inject(DASHBOARD_CONFIG) private readonly config: DashboardConfig,
@@ -98,38 +104,81 @@ export class ClusterWatcherService implements OnApplicationBootstrap, BeforeAppl
   }
 
   /**
-   * Watches the map; while that fails (NATS down, or the bucket missing: this read-only identity may
-   * not create it, issue 50), shows the problem and tries again every refresh interval.
+   * Watches the map for the dashboard's life: while that fails (NATS down, or the bucket missing: this
+   * read-only identity may not create it, issue 50), shows the problem and tries again every refresh
+   * interval; a watch that ends (stopped by {@link checkMapWatch}, or by the server) is started again.
    */
   private async keepWatchingMap(): Promise<void> {
     while (!this.stopped) {
       try {
         await this.watchMap();
-        return;
       } catch (err) {
         this.problem('map', `cannot watch the assignment map: ${(err as Error).message}`);
       }
+      if (this.stopped) return;
       await new Promise((r) => setTimeout(r, Math.max(1000, this.config.REFRESH_SECONDS * 1000)).unref());
     }
+  }
+
+  /**
+   * A watch (an ordered consumer) resumes after the sequence it delivered last; if NATS lost its store
+   * and the bucket was created again, its revisions restart at 1 and the watch would wait past every new
+   * map while the defenders run on them (issue 52: the map panel stayed at v1 for minutes). So at each
+   * refresh: a bucket created anew (its stream's `created` is not the one watched), or a read that
+   * failed since the watch started, stops the watch (watched again at once, from the history NATS
+   * keeps: newer maps are shown and enter the movement history), and the view says its map may be
+   * behind until it has caught up with the bucket's head.
+   */
+  private async checkMapWatch(): Promise<void> {
+    const kv = this.mapKv;
+    if (!kv || !this.stopWatch) return;
+    let created: string;
+    let head: number;
+    try {
+      const status = await kv.status();
+      created = status.streamInfo.created;
+      head = status.streamInfo.state.last_seq;
+    } catch (err) {
+      this.watchSuspect = true;
+      this.problem('map-watch', `cannot read the assignment map's bucket (${(err as Error).message}): the map shown may be behind`);
+      return;
+    }
+    const recreated = created !== this.mapBucketCreated;
+    if (!recreated && !this.watchSuspect) {
+      // Caught up with the bucket (its last revision delivered, or only older entries after it).
+      if (this.mapRevision > 0 || head === 0) this.problem('map-watch', undefined);
+      return;
+    }
+    this.watchSuspect = false;
+    const why = recreated ? `the assignment map's bucket was created again at ${created} (NATS lost its store?)` : 'NATS failed since the map watch started';
+    this.problem('map-watch', `${why}: watching the map again; the map shown may be behind until a newer one arrives`);
+    this.mapRevision = 0;
+    this.stopWatch();
+    this.stopWatch = undefined;
   }
 
   private async watchMap(): Promise<void> {
     const nc = await this.nats.connection();
     const kv = await openBucket(nc, this.config.NATS_KV_ASSIGNMENTS, { history: 5, replicas: this.config.NATS_KV_REPLICAS });
+    const created = (await kv.status()).streamInfo.created;
     const w = await new AssignmentMapBucket(kv, this.config.NATS_KV_ASSIGNMENTS).watchPublications(
       {
         onMap: ({ map: m, revision }) => {
+          this.mapRevision = Math.max(this.mapRevision, revision);
           // Like a defender: a deposed leader's late map (lower token) is not the current one.
           if (!isNewerMap(m, this.map ?? undefined)) return;
           this.history.push(historyEntry(this.map ?? undefined, m, revision));
           if (this.history.length > HISTORY) this.history.shift();
           this.map = m;
           this.problem('map', undefined);
+          this.problem('map-watch', undefined);
         },
         onRejected: (revision, reason) => this.problem('map', `assignment map revision ${revision} not shown: ${reason}`),
       },
       { history: true },
     );
+    this.mapKv = kv;
+    this.mapBucketCreated = created;
     this.stopWatch = () => w.stop();
     await w.done;
   }
@@ -162,7 +211,7 @@ export class ClusterWatcherService implements OnApplicationBootstrap, BeforeAppl
   }
 
   private async refresh(): Promise<void> {
-    await Promise.all([this.readHeartbeats(), this.readLeader(), this.readControllers(), this.readStream()]);
+    await Promise.all([this.readHeartbeats(), this.readLeader(), this.readControllers(), this.readStream(), this.checkMapWatch()]);
     this.last = this.build();
     this.health.set('cluster-view', true);
     this.updates.next(this.last);
