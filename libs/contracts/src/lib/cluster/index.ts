@@ -54,3 +54,12 @@ export {
   runNotificationSchema,
 } from './notification';
 export type { DeadLetter, DeadLetterReason, RunNotification } from './notification';
+export {
+  EQUIPMENT_EVENT_KINDS,
+  EQUIPMENT_EVENT_LIMITS,
+  equipmentEventSchema,
+  equipmentEventSubject,
+  parseEquipmentEvent,
+  parseEquipmentEventSubject,
+} from './equipment-event';
+export type { EquipmentEvent, EquipmentEventKind } from './equipment-event';

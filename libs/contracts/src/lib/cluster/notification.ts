@@ -63,6 +63,7 @@ export function parseNotificationSubject(subject: string): { toolId: string; cha
 export const DEAD_LETTER_REASONS = [
   'invalid-json',
   'invalid-notification',
+  'invalid-event',
   'subject-mismatch',
   'unknown-chamber',
   'duplicate-run',
