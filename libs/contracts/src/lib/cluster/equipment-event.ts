@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { isoTimeSchema, subjectTokenSchema } from './shared';
 import { parseWith } from './parse';
+import { chamberSubject, parseChamberSubject } from './notification';
 
 /**
  * What the equipment side says happened to a chamber between runs (issue 49, item 2): preventive
@@ -79,12 +80,10 @@ export function parseEquipmentEvent(data: Uint8Array | string): EquipmentEvent {
 
 /** `dc.<tool>.<chamber>.event` */
 export function equipmentEventSubject(toolId: string, chamberId: string): string {
-  return `dc.${toolId}.${chamberId}.event`;
+  return chamberSubject(toolId, chamberId, 'event');
 }
 
 /** Tool and chamber of an equipment event subject, or undefined when the subject is not one. */
 export function parseEquipmentEventSubject(subject: string): { toolId: string; chamberId: string } | undefined {
-  const m = /^dc\.([A-Za-z0-9_-]{1,128})\.([A-Za-z0-9_-]{1,128})\.event$/.exec(subject);
-  const [, toolId, chamberId] = m ?? [];
-  return toolId && chamberId ? { toolId, chamberId } : undefined;
+  return parseChamberSubject(subject, 'event');
 }

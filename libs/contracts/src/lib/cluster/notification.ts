@@ -47,16 +47,26 @@ export function parseRunNotification(data: Uint8Array | string): RunNotification
   return parseWith('run notification', runNotificationSchema, data);
 }
 
+/** `dc.<tool>.<chamber>.<last>`: a chamber's subject of the data-collection layer. */
+export function chamberSubject(toolId: string, chamberId: string, last: 'completed' | 'event'): string {
+  return `dc.${toolId}.${chamberId}.${last}`;
+}
+
+/** Tool and chamber of `dc.<tool>.<chamber>.<last>`, or undefined when the subject is not one. */
+export function parseChamberSubject(subject: string, last: 'completed' | 'event'): { toolId: string; chamberId: string } | undefined {
+  const m = /^dc\.([A-Za-z0-9_-]{1,128})\.([A-Za-z0-9_-]{1,128})\.([a-z]+)$/.exec(subject);
+  const [, toolId, chamberId, tail] = m ?? [];
+  return toolId && chamberId && tail === last ? { toolId, chamberId } : undefined;
+}
+
 /** `dc.<tool>.<chamber>.completed` */
 export function notificationSubject(toolId: string, chamberId: string): string {
-  return `dc.${toolId}.${chamberId}.completed`;
+  return chamberSubject(toolId, chamberId, 'completed');
 }
 
 /** Tool and chamber of a notification subject, or undefined when the subject is not one. */
 export function parseNotificationSubject(subject: string): { toolId: string; chamberId: string } | undefined {
-  const m = /^dc\.([A-Za-z0-9_-]{1,128})\.([A-Za-z0-9_-]{1,128})\.completed$/.exec(subject);
-  const [, toolId, chamberId] = m ?? [];
-  return toolId && chamberId ? { toolId, chamberId } : undefined;
+  return parseChamberSubject(subject, 'completed');
 }
 
 /** Dead-letter reasons (the last token of `dc.dead.<reason>`). */
