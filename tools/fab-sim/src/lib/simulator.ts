@@ -2,6 +2,7 @@ import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { DeliverPolicy, jetstream, JetStreamApiCodes, JetStreamApiError, jetstreamManager } from '@nats-io/jetstream';
+import { sleepUnlessAborted } from '@defender/backoff';
 import { notificationSubject, type DefenderStore, type RunNotification } from '@defender/contracts';
 import { publishStored, STREAMS } from '@defender/nats-kv';
 import { byChamber, effectsFor, type Excursion } from './excursions';
@@ -113,17 +114,7 @@ interface ChamberProgress {
   tracesDeletedUpTo: number;
 }
 
-const sleep = (ms: number, signal?: AbortSignal) =>
-  new Promise<void>((resolve) => {
-    if (signal?.aborted) return resolve();
-    const t = setTimeout(done, ms);
-    function done() {
-      clearTimeout(t);
-      signal?.removeEventListener('abort', done);
-      resolve();
-    }
-    signal?.addEventListener('abort', done, { once: true });
-  });
+const sleep = sleepUnlessAborted;
 
 /** Run id of run `index` (0-based) of a simulation session. */
 export function runIdOf(sessionId: string, index: number): string {

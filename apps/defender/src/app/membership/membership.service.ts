@@ -9,7 +9,7 @@ import {
 import { randomUUID } from 'node:crypto';
 import type { HeapInfo } from 'node:v8';
 import { performance } from 'node:perf_hooks';
-import { backoffDelayMs } from '@defender/backoff';
+import { backoffDelayMs, retrying } from '@defender/backoff';
 import { AssignmentMap, DefenderState, LoadReport } from '@defender/contracts';
 import { DefenderLifecycle, defenderMapScope, diffOwnership, lowestDefenderId, ownedChambers } from '@defender/membership';
 import {
@@ -223,18 +223,16 @@ export class MembershipService implements OnApplicationBootstrap, BeforeApplicat
   }
 
   /** Retries `fn` while NATS is unavailable, with jittered backoff; other errors propagate. Each failure is reported to `failed`. */
-  private async retry<T>(what: string, fn: () => Promise<T>, failed?: () => void): Promise<T> {
-    for (let attempt = 0; ; attempt++) {
-      try {
-        return await fn();
-      } catch (err) {
-        failed?.();
-        if (!(err instanceof NatsUnavailableError) || this.stopping) throw err;
-        const delay = backoffDelayMs(attempt, { baseMs: 200, maxMs: 5000, random: Math.random });
-        this.logger.warn({ msg: `${what}: NATS unavailable, retrying`, attempt, delayMs: delay, err: err.message });
-        await sleep(delay);
-      }
-    }
+  private retry<T>(what: string, fn: () => Promise<T>, failed?: () => void): Promise<T> {
+    return retrying(fn, {
+      what,
+      baseMs: 200,
+      maxMs: 5000,
+      random: Math.random,
+      onFailure: () => failed?.(),
+      retryable: (err) => err instanceof NatsUnavailableError && !this.stopping,
+      onRetry: (err, attempt, delayMs) => this.logger.warn({ msg: `${what}: NATS unavailable, retrying`, attempt, delayMs, err: (err as Error).message }),
+    });
   }
 
   /** What the next heartbeats say; the measured load is taken once per interval (it closes its window). */

@@ -1,4 +1,4 @@
-import { backoffDelayMs } from '@defender/backoff';
+import { RetryAbortedError, retrying, sleepUnlessAborted } from '@defender/backoff';
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import { performance } from 'node:perf_hooks';
 import type { NatsConnection } from '@nats-io/nats-core';
@@ -26,18 +26,6 @@ export const RUN_EVALUATOR = Symbol('RUN_EVALUATOR');
 const NATS_READS_IN_FLIGHT = 64;
 
 
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve();
-    const done = () => {
-      clearTimeout(t);
-      signal.removeEventListener('abort', done);
-      resolve();
-    };
-    const t = setTimeout(done, ms);
-    signal.addEventListener('abort', done, { once: true });
-  });
-}
 
 /**
  * Runs one {@link ChamberWorker} per owned chamber: membership calls `acquire` / `release` as the
@@ -61,6 +49,8 @@ export class ProcessingService implements ChamberWork, OnApplicationBootstrap, O
   private nc: NatsConnection | undefined;
   private ready: Promise<void> | undefined;
   private draining = false;
+  /** Aborted when draining starts: the setup's retries stop. */
+  private readonly stopping = new AbortController();
   private processedTotalCount = 0;
   /** Run rates and CPU cost measured for the controller's load model (ADR 0008). */
   private readonly loadReporter = new LoadReporter(() => performance.now(), processCpuMs);
@@ -164,41 +154,50 @@ export class ProcessingService implements ChamberWork, OnApplicationBootstrap, O
     this.nc = nc;
     const store = await this.store.ready();
     this.storeHandle = store;
-    for (let attempt = 0; !this.draining; attempt++) {
-      try {
-        await ensureStreams(nc, this.streamSettings());
-        this.reader ??= await NotificationReader.open(nc, this.config.NATS_STREAM_NAME);
-        this.feedWatch ??= this.createFeedWatch(nc);
-        this.streamCheck ??= this.createStreamCheck(nc, this.reader, this.feedWatch);
-        await this.streamCheck.init();
-        const check = this.streamCheck;
-        this.streamCheckTimer ??= setInterval(() => void check.check(), this.config.HEARTBEAT_INTERVAL_SECONDS * 1000);
-        this.streamCheckTimer.unref();
-        // The cache keeps as many runs per chamber as the product's strategies read in a chamber's steady
-        // state (a history call asking for more, a run completing Phase I for example, bypasses it and
-        // decodes every point of every run it reads from the store). It keeps only the points such a
-        // read uses: a monitored indicator's value is read back by a baseline fit alone, which reads
-        // the full history (ADR 0015); a Phase I run keeps its model point, not its ~640 values.
-        this.cache ??= new UChartHistoryCache({
-          source: store.uchart,
-          sizeMb: this.config.CACHE_SIZE_MB,
-          leaveOut: isBaselineData,
-          runsPerChamber: Math.max(this.evaluator.historyRuns(undefined), ...STRATEGY_PRESETS.map((p) => this.evaluator.historyRuns(p.document))),
-        });
-        if (!this.supervisor) {
-          this.supervisor = this.createSupervisor(nc, this.reader, this.cache);
-          // A map applied before processing was ready: its workers start through acquire().
-          const m = this.lastApplied;
-          if (m) this.supervisor.rememberMap(m.owned, m.mapVersion);
-        }
-        await this.feedWatch.start();
-        this.logger.log({ msg: 'processing ready', maxConcurrent: this.config.MAX_CONCURRENT_MESSAGES });
-        return;
-      } catch (err) {
-        const delay = backoffDelayMs(attempt, { baseMs: 250, maxMs: 10_000, random: Math.random });
-        this.logger.warn({ msg: 'processing not ready yet; retrying', attempt, delayMs: Math.round(delay), err: (err as Error).message });
-        await new Promise((r) => setTimeout(r, delay));
-      }
+    try {
+      await retrying(
+        async () => {
+          await ensureStreams(nc, this.streamSettings());
+          this.reader ??= await NotificationReader.open(nc, this.config.NATS_STREAM_NAME);
+          this.feedWatch ??= this.createFeedWatch(nc);
+          this.streamCheck ??= this.createStreamCheck(nc, this.reader, this.feedWatch);
+          await this.streamCheck.init();
+          const check = this.streamCheck;
+          this.streamCheckTimer ??= setInterval(() => void check.check(), this.config.HEARTBEAT_INTERVAL_SECONDS * 1000);
+          this.streamCheckTimer.unref();
+          // The cache keeps as many runs per chamber as the product's strategies read in a chamber's steady
+          // state (a history call asking for more, a run completing Phase I for example, bypasses it and
+          // decodes every point of every run it reads from the store). It keeps only the points such a
+          // read uses: a monitored indicator's value is read back by a baseline fit alone, which reads
+          // the full history (ADR 0015); a Phase I run keeps its model point, not its ~640 values.
+          this.cache ??= new UChartHistoryCache({
+            source: store.uchart,
+            sizeMb: this.config.CACHE_SIZE_MB,
+            leaveOut: isBaselineData,
+            runsPerChamber: Math.max(this.evaluator.historyRuns(undefined), ...STRATEGY_PRESETS.map((p) => this.evaluator.historyRuns(p.document))),
+          });
+          if (!this.supervisor) {
+            this.supervisor = this.createSupervisor(nc, this.reader, this.cache);
+            // A map applied before processing was ready: its workers start through acquire().
+            const m = this.lastApplied;
+            if (m) this.supervisor.rememberMap(m.owned, m.mapVersion);
+          }
+          await this.feedWatch.start();
+          this.logger.log({ msg: 'processing ready', maxConcurrent: this.config.MAX_CONCURRENT_MESSAGES });
+        },
+        {
+          what: 'processing setup',
+          baseMs: 250,
+          maxMs: 10_000,
+          random: Math.random,
+          signal: this.stopping.signal,
+          onRetry: (err, attempt, delayMs) => this.logger.warn({ msg: 'processing not ready yet; retrying', attempt, delayMs: Math.round(delayMs), err: (err as Error).message }),
+        },
+      );
+    } catch (err) {
+      // Drained before it was ready: nothing to set up any more.
+      if (err instanceof RetryAbortedError) return;
+      throw err;
     }
   }
 
@@ -211,7 +210,7 @@ export class ProcessingService implements ChamberWork, OnApplicationBootstrap, O
           onError: (err) => this.logger.warn({ msg: 'notification feed failed', err: err.message }),
           onEnd: ended,
         }),
-      sleep,
+      sleep: sleepUnlessAborted,
       random: Math.random,
       resumed: () => this.supervisor?.wakeAll(),
       observer: {
@@ -273,6 +272,7 @@ export class ProcessingService implements ChamberWork, OnApplicationBootstrap, O
 
   async drain(timeoutMs: number): Promise<void> {
     this.draining = true;
+    this.stopping.abort();
     if (this.streamCheckTimer) clearInterval(this.streamCheckTimer);
     this.streamCheck?.stop();
     await this.feedWatch?.stop().catch((err: unknown) => this.logger.warn({ msg: 'could not stop the notification feed', err: (err as Error).message }));
@@ -318,7 +318,7 @@ export class ProcessingService implements ChamberWork, OnApplicationBootstrap, O
       observer: this.observer(),
       now: () => new Date(),
       monotonic: () => performance.now(),
-      sleep,
+      sleep: sleepUnlessAborted,
     };
     return new ChamberSupervisor({
       worker,

@@ -2,6 +2,7 @@ import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnApplicationBoo
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
+import { sleepUnlessAborted } from '@defender/backoff';
 import type { AssignmentMap } from '@defender/contracts';
 import { ElectionClient, electionClientOptionsFromEnv, LeaderElection, LeadershipTerm } from '@defender/election';
 import { ClusterKvService, StoreService } from '@defender/nest-common';
@@ -14,18 +15,6 @@ import { type ElectionPort, LeadershipOrchestrator } from './leadership-orchestr
 /** Exit code when the controller cannot go on (Kubernetes restarts it). */
 export const EXIT_CONTROLLER_FAILED = 5;
 
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve();
-    const t = setTimeout(done, ms);
-    function done() {
-      clearTimeout(t);
-      signal.removeEventListener('abort', done);
-      resolve();
-    }
-    signal.addEventListener('abort', done, { once: true });
-  });
-}
 
 /**
  * The Nest shell of {@link LeadershipOrchestrator}: gives it the cluster's buckets, the store, an
@@ -82,7 +71,7 @@ export class LeadershipService implements OnApplicationBootstrap, BeforeApplicat
       logger: this.logger,
       now: Date.now,
       monotonic: () => performance.now(),
-      sleep,
+      sleep: sleepUnlessAborted,
       every: (ms, fn) => {
         const t = setInterval(fn, ms);
         t.unref();

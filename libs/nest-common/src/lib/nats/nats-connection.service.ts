@@ -1,7 +1,7 @@
 import { Inject, Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { connect } from '@nats-io/transport-node';
-import { backoffDelayMs } from '@defender/backoff';
+import { RetryAbortedError, retrying } from '@defender/backoff';
 import { natsInboxPrefixFor } from '@defender/nats-kv';
 import { HealthRegistry } from '../health/health.registry';
 import { natsClientTls, natsTlsMode, NatsTlsFiles } from './nats-tls';
@@ -32,6 +32,8 @@ export class NatsConnectionService implements OnModuleInit, OnApplicationShutdow
   private nc: NatsConnection | undefined;
   private connected = false;
   private closing = false;
+  /** Aborted on shutdown: the first connection's retries stop. */
+  private readonly stopping = new AbortController();
   private lastError: string | undefined;
   private readonly firstConnect: Promise<NatsConnection>;
   private resolveFirst!: (nc: NatsConnection) => void;
@@ -69,6 +71,7 @@ export class NatsConnectionService implements OnModuleInit, OnApplicationShutdow
 
   async onApplicationShutdown(): Promise<void> {
     this.closing = true;
+    this.stopping.abort();
     this.rejectFirst(new Error('NATS connection service shut down before connecting'));
     if (this.nc && !this.nc.isClosed()) {
       try {
@@ -87,42 +90,54 @@ export class NatsConnectionService implements OnModuleInit, OnApplicationShutdow
     // identified by its certificate alone takes the user the certificate maps to.
     const inboxPrefix = natsInboxPrefixFor(user, tls?.certFile);
     const waitMs = this.options.reconnectTimeWaitMs ?? 1000;
-    for (let attempt = 0; !this.closing; attempt++) {
-      try {
-        const nc = await connect({
-          servers,
-          name,
-          user,
-          pass,
-          token,
-          ...(inboxPrefix ? { inboxPrefix } : {}),
-          ...(tls ? { tls } : {}),
-          reconnect: true,
-          maxReconnectAttempts: -1,
-          reconnectTimeWait: waitMs,
-          // The client otherwise builds an Error (a stack capture) for every request and JetStream
-          // publish in case it fails: 2-3 % of a busy defender's main thread (bench:fab profile).
-          // A failed request still carries its message and cause.
-          noAsyncTraces: true,
-        });
-        if (this.closing) {
-          await nc.close();
-          return;
-        }
-        this.nc = nc;
-        this.connected = true;
-        this.lastError = undefined;
-        this.logger.log({ msg: 'connected to NATS', server: nc.getServer(), tls: natsTlsMode(this.options.tls) });
-        void this.watchStatus(nc);
-        this.resolveFirst(nc);
-        return;
-      } catch (err) {
-        this.lastError = (err as Error).message;
-        this.logger.warn({ msg: 'NATS connect failed; retrying', servers, err: this.lastError });
-        // The workspace's backoff (equal jitter) capped at the client's own reconnect wait: a
-        // first connection is retried about as often as a lost one is.
-        await new Promise((r) => setTimeout(r, backoffDelayMs(attempt, { baseMs: waitMs, maxMs: waitMs, random: Math.random })));
-      }
+    try {
+      await retrying(
+        async () => {
+          const nc = await connect({
+            servers,
+            name,
+            user,
+            pass,
+            token,
+            ...(inboxPrefix ? { inboxPrefix } : {}),
+            ...(tls ? { tls } : {}),
+            reconnect: true,
+            maxReconnectAttempts: -1,
+            reconnectTimeWait: waitMs,
+            // The client otherwise builds an Error (a stack capture) for every request and JetStream
+            // publish in case it fails: 2-3 % of a busy defender's main thread (bench:fab profile).
+            // A failed request still carries its message and cause.
+            noAsyncTraces: true,
+          });
+          if (this.closing) {
+            await nc.close();
+            return;
+          }
+          this.nc = nc;
+          this.connected = true;
+          this.lastError = undefined;
+          this.logger.log({ msg: 'connected to NATS', server: nc.getServer(), tls: natsTlsMode(this.options.tls) });
+          void this.watchStatus(nc);
+          this.resolveFirst(nc);
+        },
+        {
+          what: 'connect to NATS',
+          // The workspace's backoff (equal jitter) capped at the client's own reconnect wait: a
+          // first connection is retried about as often as a lost one is.
+          baseMs: waitMs,
+          maxMs: waitMs,
+          random: Math.random,
+          signal: this.stopping.signal,
+          onRetry: (err) => {
+            this.lastError = (err as Error).message;
+            this.logger.warn({ msg: 'NATS connect failed; retrying', servers, err: this.lastError });
+          },
+        },
+      );
+    } catch (err) {
+      // Closed before it succeeded: nothing to open any more.
+      if (err instanceof RetryAbortedError) return;
+      throw err;
     }
   }
 

@@ -2,7 +2,7 @@ import { Inject, Injectable, Logger, OnApplicationShutdown, OnModuleInit } from 
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { HeapInfo } from 'node:v8';
-import { backoffDelayMs } from '@defender/backoff';
+import { RetryAbortedError, retrying } from '@defender/backoff';
 import type { DefenderStore } from '@defender/contracts';
 import { openStore, StoreConfig, type StoreObserver, type StoreOperation, type TraceBufferPoolStats } from '@defender/store';
 import { HealthRegistry } from '../health/health.registry';
@@ -38,6 +38,8 @@ export class StoreService implements OnModuleInit, OnApplicationShutdown {
   private store: DefenderStore | undefined;
   private lastError: string | undefined;
   private closing = false;
+  /** Aborted on shutdown: the first connection's retries stop. */
+  private readonly stopping = new AbortController();
   private readonly opened: Promise<DefenderStore>;
   private resolveOpened!: (s: DefenderStore) => void;
   private readonly observers: StoreObserver[] = [];
@@ -81,6 +83,7 @@ export class StoreService implements OnModuleInit, OnApplicationShutdown {
 
   async onApplicationShutdown(): Promise<void> {
     this.closing = true;
+    this.stopping.abort();
     if (this.failureCheck) clearInterval(this.failureCheck);
     await this.store?.close();
   }
@@ -136,25 +139,36 @@ export class StoreService implements OnModuleInit, OnApplicationShutdown {
     if (this.config.kind === 'sqlite' && this.config.sqlite.filename !== ':memory:') {
       mkdirSync(dirname(this.config.sqlite.filename), { recursive: true });
     }
-    for (let attempt = 0; !this.closing; attempt++) {
-      try {
-        const store = await openStore(this.withObserver());
-        if (this.closing) {
-          await store.close();
-          return;
-        }
-        this.store = store;
-        this.lastError = undefined;
-        this.logger.log({ msg: 'store open', kind: this.config.kind });
-        this.watchFailure();
-        this.resolveOpened(store);
-        return;
-      } catch (err) {
-        this.lastError = (err as Error).message;
-        const delay = backoffDelayMs(attempt, { baseMs: 250, maxMs: 10_000, random: Math.random });
-        this.logger.warn({ msg: 'store not available; retrying', kind: this.config.kind, err: this.lastError, delayMs: Math.round(delay) });
-        await new Promise((r) => setTimeout(r, delay));
-      }
+    try {
+      await retrying(
+        async () => {
+          const store = await openStore(this.withObserver());
+          if (this.closing) {
+            await store.close();
+            return;
+          }
+          this.store = store;
+          this.lastError = undefined;
+          this.logger.log({ msg: 'store open', kind: this.config.kind });
+          this.watchFailure();
+          this.resolveOpened(store);
+        },
+        {
+          what: 'open the store',
+          baseMs: 250,
+          maxMs: 10_000,
+          random: Math.random,
+          signal: this.stopping.signal,
+          onRetry: (err, _attempt, delayMs) => {
+            this.lastError = (err as Error).message;
+            this.logger.warn({ msg: 'store not available; retrying', kind: this.config.kind, err: this.lastError, delayMs: Math.round(delayMs) });
+          },
+        },
+      );
+    } catch (err) {
+      // Closed before it succeeded: nothing to open any more.
+      if (err instanceof RetryAbortedError) return;
+      throw err;
     }
   }
 
