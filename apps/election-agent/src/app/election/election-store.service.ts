@@ -1,4 +1,5 @@
 import { Inject, Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
+import { RetryAbortedError, retrying } from '@defender/backoff';
 import { HealthRegistry, NatsConnectionService } from '@defender/nest-common';
 import {
   KvLeaseStore,
@@ -22,7 +23,8 @@ export class ElectionStoreService implements LeaseStore, OnModuleInit, OnApplica
   private readonly logger = new Logger(ElectionStoreService.name);
   private store: KvLeaseStore | undefined;
   private lastError = 'connecting to NATS';
-  private stopping = false;
+  /** Aborted on shutdown: opening the bucket stops retrying. */
+  private readonly stopping = new AbortController();
 
   constructor(
     @Inject(ELECTION_AGENT_CONFIG) private readonly config: ElectionAgentConfig,
@@ -40,7 +42,7 @@ export class ElectionStoreService implements LeaseStore, OnModuleInit, OnApplica
   }
 
   onApplicationShutdown(): void {
-    this.stopping = true;
+    this.stopping.abort();
   }
 
   get(election: string): Promise<LeaseSnapshot> {
@@ -73,29 +75,36 @@ export class ElectionStoreService implements LeaseStore, OnModuleInit, OnApplica
       this.lastError = (err as Error).message;
       return;
     }
-    for (let delay = 250; !this.stopping; delay = Math.min(delay * 2, 5_000)) {
-      try {
-        this.store = await KvLeaseStore.open(nc, {
-          bucket: this.config.ELECTION_KV_BUCKET,
-          history: this.config.ELECTION_KV_HISTORY,
-          replicas: this.config.ELECTION_KV_REPLICAS,
-          timeoutMs: this.config.ELECTION_KV_TIMEOUT_MS,
-          isConnected: () => this.nats.isConnected(),
-          onBucketRecreated: (bucket) => this.logger.error({ msg: 'election KV bucket was missing (NATS lost its store?): created again; tokens go on above the last seen', bucket }),
-          onBucketCheckFailed: (err) => this.logger.warn({ msg: 'could not check the election KV bucket', err: err.message }),
-        });
-        this.logger.log({ msg: 'election KV bucket open', bucket: this.config.ELECTION_KV_BUCKET });
-        return;
-      } catch (err) {
-        this.lastError = (err as Error).message;
-        this.logger.warn({
-          msg: 'cannot open election KV bucket; retrying',
-          bucket: this.config.ELECTION_KV_BUCKET,
-          err: this.lastError,
-          delayMs: delay,
-        });
-        await new Promise((r) => setTimeout(r, delay));
-      }
+    try {
+      await retrying(
+        async () => {
+          this.store = await KvLeaseStore.open(nc, {
+            bucket: this.config.ELECTION_KV_BUCKET,
+            history: this.config.ELECTION_KV_HISTORY,
+            replicas: this.config.ELECTION_KV_REPLICAS,
+            timeoutMs: this.config.ELECTION_KV_TIMEOUT_MS,
+            isConnected: () => this.nats.isConnected(),
+            onBucketRecreated: (bucket) => this.logger.error({ msg: 'election KV bucket was missing (NATS lost its store?): created again; tokens go on above the last seen', bucket }),
+            onBucketCheckFailed: (err) => this.logger.warn({ msg: 'could not check the election KV bucket', err: err.message }),
+          });
+          this.logger.log({ msg: 'election KV bucket open', bucket: this.config.ELECTION_KV_BUCKET });
+        },
+        {
+          what: 'open the election KV bucket',
+          baseMs: 250,
+          maxMs: 5_000,
+          random: Math.random,
+          signal: this.stopping.signal,
+          onRetry: (err, _attempt, delayMs) => {
+            this.lastError = (err as Error).message;
+            this.logger.warn({ msg: 'cannot open election KV bucket; retrying', bucket: this.config.ELECTION_KV_BUCKET, err: this.lastError, delayMs: Math.round(delayMs) });
+          },
+        },
+      );
+    } catch (err) {
+      // Shut down before the bucket opened.
+      if (err instanceof RetryAbortedError) return;
+      throw err;
     }
   }
 }
