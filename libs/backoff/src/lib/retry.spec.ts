@@ -1,4 +1,4 @@
-import { RetryAbortedError, retrying, sleepUnlessAborted } from './retry';
+import { RetryAbortedError, retrying, retryingUntilStopped, sleepUnlessAborted } from './retry';
 
 /** A fixed uniform draw: every delay is exactly three quarters of its ceiling. */
 const random = () => 0.5;
@@ -66,6 +66,29 @@ describe('retrying: the workspace retry loop', () => {
     let calls = 0;
     await expect(retrying(async () => void calls++, { what: 'x', baseMs: 1, maxMs: 1, random, signal: stop.signal })).rejects.toThrow(RetryAbortedError);
     expect(calls).toBe(0);
+  });
+});
+
+describe('retryingUntilStopped', () => {
+  it("resolves with fn's value, or with undefined once stopped; a failure it may not retry still throws", async () => {
+    const stop = new AbortController();
+    await expect(retryingUntilStopped(async () => 7, { what: 'x', baseMs: 1, maxMs: 1, random, signal: stop.signal })).resolves.toBe(7);
+    const stopped = retryingUntilStopped(
+      async () => {
+        throw new Error('down');
+      },
+      { what: 'x', baseMs: 60_000, maxMs: 60_000, random, signal: stop.signal, onRetry: () => stop.abort() },
+    );
+    await expect(stopped).resolves.toBeUndefined();
+    const fatal = new TypeError('bad');
+    await expect(
+      retryingUntilStopped(
+        async () => {
+          throw fatal;
+        },
+        { what: 'x', baseMs: 1, maxMs: 1, random, signal: new AbortController().signal, retryable: () => false },
+      ),
+    ).rejects.toBe(fatal);
   });
 });
 

@@ -68,3 +68,16 @@ export async function retrying<T>(fn: (attempt: number) => Promise<T>, opts: Ret
     }
   }
 }
+
+/**
+ * {@link retrying} for a loop its owner stops (a service that shuts down before it connected):
+ * resolves with `undefined` once `signal` aborted instead of throwing `RetryAbortedError`.
+ */
+export async function retryingUntilStopped<T>(fn: (attempt: number) => Promise<T>, opts: RetryOptions & { readonly signal: AbortSignal }): Promise<T | undefined> {
+  try {
+    return await retrying(fn, opts);
+  } catch (err) {
+    if (err instanceof RetryAbortedError) return undefined;
+    throw err;
+  }
+}

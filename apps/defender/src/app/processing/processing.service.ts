@@ -1,4 +1,4 @@
-import { RetryAbortedError, retrying, sleepUnlessAborted } from '@defender/backoff';
+import { retryingUntilStopped, sleepUnlessAborted } from '@defender/backoff';
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import { performance } from 'node:perf_hooks';
 import type { NatsConnection } from '@nats-io/nats-core';
@@ -154,51 +154,46 @@ export class ProcessingService implements ChamberWork, OnApplicationBootstrap, O
     this.nc = nc;
     const store = await this.store.ready();
     this.storeHandle = store;
-    try {
-      await retrying(
-        async () => {
-          await ensureStreams(nc, this.streamSettings());
-          this.reader ??= await NotificationReader.open(nc, this.config.NATS_STREAM_NAME);
-          this.feedWatch ??= this.createFeedWatch(nc);
-          this.streamCheck ??= this.createStreamCheck(nc, this.reader, this.feedWatch);
-          await this.streamCheck.init();
-          const check = this.streamCheck;
-          this.streamCheckTimer ??= setInterval(() => void check.check(), this.config.HEARTBEAT_INTERVAL_SECONDS * 1000);
-          this.streamCheckTimer.unref();
-          // The cache keeps as many runs per chamber as the product's strategies read in a chamber's steady
-          // state (a history call asking for more, a run completing Phase I for example, bypasses it and
-          // decodes every point of every run it reads from the store). It keeps only the points such a
-          // read uses: a monitored indicator's value is read back by a baseline fit alone, which reads
-          // the full history (ADR 0015); a Phase I run keeps its model point, not its ~640 values.
-          this.cache ??= new UChartHistoryCache({
-            source: store.uchart,
-            sizeMb: this.config.CACHE_SIZE_MB,
-            leaveOut: isBaselineData,
-            runsPerChamber: Math.max(this.evaluator.historyRuns(undefined), ...STRATEGY_PRESETS.map((p) => this.evaluator.historyRuns(p.document))),
-          });
-          if (!this.supervisor) {
-            this.supervisor = this.createSupervisor(nc, this.reader, this.cache);
-            // A map applied before processing was ready: its workers start through acquire().
-            const m = this.lastApplied;
-            if (m) this.supervisor.rememberMap(m.owned, m.mapVersion);
-          }
-          await this.feedWatch.start();
-          this.logger.log({ msg: 'processing ready', maxConcurrent: this.config.MAX_CONCURRENT_MESSAGES });
-        },
-        {
-          what: 'processing setup',
-          baseMs: 250,
-          maxMs: 10_000,
-          random: Math.random,
-          signal: this.stopping.signal,
-          onRetry: (err, attempt, delayMs) => this.logger.warn({ msg: 'processing not ready yet; retrying', attempt, delayMs: Math.round(delayMs), err: (err as Error).message }),
-        },
-      );
-    } catch (err) {
-      // Drained before it was ready: nothing to set up any more.
-      if (err instanceof RetryAbortedError) return;
-      throw err;
-    }
+    // Until it succeeds, or the service stops first (then nothing is left to do).
+    await retryingUntilStopped(
+      async () => {
+        await ensureStreams(nc, this.streamSettings());
+        this.reader ??= await NotificationReader.open(nc, this.config.NATS_STREAM_NAME);
+        this.feedWatch ??= this.createFeedWatch(nc);
+        this.streamCheck ??= this.createStreamCheck(nc, this.reader, this.feedWatch);
+        await this.streamCheck.init();
+        const check = this.streamCheck;
+        this.streamCheckTimer ??= setInterval(() => void check.check(), this.config.HEARTBEAT_INTERVAL_SECONDS * 1000);
+        this.streamCheckTimer.unref();
+        // The cache keeps as many runs per chamber as the product's strategies read in a chamber's steady
+        // state (a history call asking for more, a run completing Phase I for example, bypasses it and
+        // decodes every point of every run it reads from the store). It keeps only the points such a
+        // read uses: a monitored indicator's value is read back by a baseline fit alone, which reads
+        // the full history (ADR 0015); a Phase I run keeps its model point, not its ~640 values.
+        this.cache ??= new UChartHistoryCache({
+          source: store.uchart,
+          sizeMb: this.config.CACHE_SIZE_MB,
+          leaveOut: isBaselineData,
+          runsPerChamber: Math.max(this.evaluator.historyRuns(undefined), ...STRATEGY_PRESETS.map((p) => this.evaluator.historyRuns(p.document))),
+        });
+        if (!this.supervisor) {
+          this.supervisor = this.createSupervisor(nc, this.reader, this.cache);
+          // A map applied before processing was ready: its workers start through acquire().
+          const m = this.lastApplied;
+          if (m) this.supervisor.rememberMap(m.owned, m.mapVersion);
+        }
+        await this.feedWatch.start();
+        this.logger.log({ msg: 'processing ready', maxConcurrent: this.config.MAX_CONCURRENT_MESSAGES });
+      },
+      {
+        what: 'processing setup',
+        baseMs: 250,
+        maxMs: 10_000,
+        random: Math.random,
+        signal: this.stopping.signal,
+        onRetry: (err, attempt, delayMs) => this.logger.warn({ msg: 'processing not ready yet; retrying', attempt, delayMs: Math.round(delayMs), err: (err as Error).message }),
+      },
+    );
   }
 
   /** The wake-up feed; if it ever ends, it is watched again and every worker re-checks the stream. */

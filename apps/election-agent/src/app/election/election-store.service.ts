@@ -1,5 +1,5 @@
 import { Inject, Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
-import { RetryAbortedError, retrying } from '@defender/backoff';
+import { retryingUntilStopped } from '@defender/backoff';
 import { HealthRegistry, NatsConnectionService } from '@defender/nest-common';
 import {
   KvLeaseStore,
@@ -75,37 +75,32 @@ export class ElectionStoreService implements LeaseStore, OnModuleInit, OnApplica
       this.lastError = (err as Error).message;
       return;
     }
-    try {
-      await retrying(
-        async () => {
-          this.store = await KvLeaseStore.open(nc, {
-            bucket: this.config.ELECTION_KV_BUCKET,
-            history: this.config.ELECTION_KV_HISTORY,
-            replicas: this.config.ELECTION_KV_REPLICAS,
-            timeoutMs: this.config.ELECTION_KV_TIMEOUT_MS,
-            isConnected: () => this.nats.isConnected(),
-            onBucketRecreated: (bucket) => this.logger.error({ msg: 'election KV bucket was missing (NATS lost its store?): created again; tokens go on above the last seen', bucket }),
-            onBucketCheckFailed: (err) => this.logger.warn({ msg: 'could not check the election KV bucket', err: err.message }),
-          });
-          this.logger.log({ msg: 'election KV bucket open', bucket: this.config.ELECTION_KV_BUCKET });
+    // Until it succeeds, or the service stops first (then nothing is left to do).
+    await retryingUntilStopped(
+      async () => {
+        this.store = await KvLeaseStore.open(nc, {
+          bucket: this.config.ELECTION_KV_BUCKET,
+          history: this.config.ELECTION_KV_HISTORY,
+          replicas: this.config.ELECTION_KV_REPLICAS,
+          timeoutMs: this.config.ELECTION_KV_TIMEOUT_MS,
+          isConnected: () => this.nats.isConnected(),
+          onBucketRecreated: (bucket) => this.logger.error({ msg: 'election KV bucket was missing (NATS lost its store?): created again; tokens go on above the last seen', bucket }),
+          onBucketCheckFailed: (err) => this.logger.warn({ msg: 'could not check the election KV bucket', err: err.message }),
+        });
+        this.logger.log({ msg: 'election KV bucket open', bucket: this.config.ELECTION_KV_BUCKET });
+      },
+      {
+        what: 'open the election KV bucket',
+        baseMs: 250,
+        maxMs: 5_000,
+        random: Math.random,
+        signal: this.stopping.signal,
+        onRetry: (err, _attempt, delayMs) => {
+          this.lastError = (err as Error).message;
+          this.logger.warn({ msg: 'cannot open election KV bucket; retrying', bucket: this.config.ELECTION_KV_BUCKET, err: this.lastError, delayMs: Math.round(delayMs) });
         },
-        {
-          what: 'open the election KV bucket',
-          baseMs: 250,
-          maxMs: 5_000,
-          random: Math.random,
-          signal: this.stopping.signal,
-          onRetry: (err, _attempt, delayMs) => {
-            this.lastError = (err as Error).message;
-            this.logger.warn({ msg: 'cannot open election KV bucket; retrying', bucket: this.config.ELECTION_KV_BUCKET, err: this.lastError, delayMs: Math.round(delayMs) });
-          },
-        },
-      );
-    } catch (err) {
-      // Shut down before the bucket opened.
-      if (err instanceof RetryAbortedError) return;
-      throw err;
-    }
+      },
+    );
   }
 }
 

@@ -1,7 +1,7 @@
 import { Inject, Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { connect } from '@nats-io/transport-node';
-import { RetryAbortedError, retrying } from '@defender/backoff';
+import { retryingUntilStopped } from '@defender/backoff';
 import { natsInboxPrefixFor } from '@defender/nats-kv';
 import { HealthRegistry } from '../health/health.registry';
 import { natsClientTls, natsTlsMode, NatsTlsFiles } from './nats-tls';
@@ -90,55 +90,50 @@ export class NatsConnectionService implements OnModuleInit, OnApplicationShutdow
     // identified by its certificate alone takes the user the certificate maps to.
     const inboxPrefix = natsInboxPrefixFor(user, tls?.certFile);
     const waitMs = this.options.reconnectTimeWaitMs ?? 1000;
-    try {
-      await retrying(
-        async () => {
-          const nc = await connect({
-            servers,
-            name,
-            user,
-            pass,
-            token,
-            ...(inboxPrefix ? { inboxPrefix } : {}),
-            ...(tls ? { tls } : {}),
-            reconnect: true,
-            maxReconnectAttempts: -1,
-            reconnectTimeWait: waitMs,
-            // The client otherwise builds an Error (a stack capture) for every request and JetStream
-            // publish in case it fails: 2-3 % of a busy defender's main thread (bench:fab profile).
-            // A failed request still carries its message and cause.
-            noAsyncTraces: true,
-          });
-          if (this.closing) {
-            await nc.close();
-            return;
-          }
-          this.nc = nc;
-          this.connected = true;
-          this.lastError = undefined;
-          this.logger.log({ msg: 'connected to NATS', server: nc.getServer(), tls: natsTlsMode(this.options.tls) });
-          void this.watchStatus(nc);
-          this.resolveFirst(nc);
+    // Until it succeeds, or the service stops first (then nothing is left to do).
+    await retryingUntilStopped(
+      async () => {
+        const nc = await connect({
+          servers,
+          name,
+          user,
+          pass,
+          token,
+          ...(inboxPrefix ? { inboxPrefix } : {}),
+          ...(tls ? { tls } : {}),
+          reconnect: true,
+          maxReconnectAttempts: -1,
+          reconnectTimeWait: waitMs,
+          // The client otherwise builds an Error (a stack capture) for every request and JetStream
+          // publish in case it fails: 2-3 % of a busy defender's main thread (bench:fab profile).
+          // A failed request still carries its message and cause.
+          noAsyncTraces: true,
+        });
+        if (this.closing) {
+          await nc.close();
+          return;
+        }
+        this.nc = nc;
+        this.connected = true;
+        this.lastError = undefined;
+        this.logger.log({ msg: 'connected to NATS', server: nc.getServer(), tls: natsTlsMode(this.options.tls) });
+        void this.watchStatus(nc);
+        this.resolveFirst(nc);
+      },
+      {
+        what: 'connect to NATS',
+        // The workspace's backoff (equal jitter) capped at the client's own reconnect wait: a
+        // first connection is retried about as often as a lost one is.
+        baseMs: waitMs,
+        maxMs: waitMs,
+        random: Math.random,
+        signal: this.stopping.signal,
+        onRetry: (err) => {
+          this.lastError = (err as Error).message;
+          this.logger.warn({ msg: 'NATS connect failed; retrying', servers, err: this.lastError });
         },
-        {
-          what: 'connect to NATS',
-          // The workspace's backoff (equal jitter) capped at the client's own reconnect wait: a
-          // first connection is retried about as often as a lost one is.
-          baseMs: waitMs,
-          maxMs: waitMs,
-          random: Math.random,
-          signal: this.stopping.signal,
-          onRetry: (err) => {
-            this.lastError = (err as Error).message;
-            this.logger.warn({ msg: 'NATS connect failed; retrying', servers, err: this.lastError });
-          },
-        },
-      );
-    } catch (err) {
-      // Closed before it succeeded: nothing to open any more.
-      if (err instanceof RetryAbortedError) return;
-      throw err;
-    }
+      },
+    );
   }
 
   private async watchStatus(nc: NatsConnection): Promise<void> {

@@ -2,7 +2,7 @@ import { Inject, Injectable, Logger, OnApplicationShutdown, OnModuleInit } from 
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { HeapInfo } from 'node:v8';
-import { RetryAbortedError, retrying } from '@defender/backoff';
+import { retryingUntilStopped } from '@defender/backoff';
 import type { DefenderStore } from '@defender/contracts';
 import { openStore, StoreConfig, type StoreObserver, type StoreOperation, type TraceBufferPoolStats } from '@defender/store';
 import { HealthRegistry } from '../health/health.registry';
@@ -139,37 +139,32 @@ export class StoreService implements OnModuleInit, OnApplicationShutdown {
     if (this.config.kind === 'sqlite' && this.config.sqlite.filename !== ':memory:') {
       mkdirSync(dirname(this.config.sqlite.filename), { recursive: true });
     }
-    try {
-      await retrying(
-        async () => {
-          const store = await openStore(this.withObserver());
-          if (this.closing) {
-            await store.close();
-            return;
-          }
-          this.store = store;
-          this.lastError = undefined;
-          this.logger.log({ msg: 'store open', kind: this.config.kind });
-          this.watchFailure();
-          this.resolveOpened(store);
+    // Until it succeeds, or the service stops first (then nothing is left to do).
+    await retryingUntilStopped(
+      async () => {
+        const store = await openStore(this.withObserver());
+        if (this.closing) {
+          await store.close();
+          return;
+        }
+        this.store = store;
+        this.lastError = undefined;
+        this.logger.log({ msg: 'store open', kind: this.config.kind });
+        this.watchFailure();
+        this.resolveOpened(store);
+      },
+      {
+        what: 'open the store',
+        baseMs: 250,
+        maxMs: 10_000,
+        random: Math.random,
+        signal: this.stopping.signal,
+        onRetry: (err, _attempt, delayMs) => {
+          this.lastError = (err as Error).message;
+          this.logger.warn({ msg: 'store not available; retrying', kind: this.config.kind, err: this.lastError, delayMs: Math.round(delayMs) });
         },
-        {
-          what: 'open the store',
-          baseMs: 250,
-          maxMs: 10_000,
-          random: Math.random,
-          signal: this.stopping.signal,
-          onRetry: (err, _attempt, delayMs) => {
-            this.lastError = (err as Error).message;
-            this.logger.warn({ msg: 'store not available; retrying', kind: this.config.kind, err: this.lastError, delayMs: Math.round(delayMs) });
-          },
-        },
-      );
-    } catch (err) {
-      // Closed before it succeeded: nothing to open any more.
-      if (err instanceof RetryAbortedError) return;
-      throw err;
-    }
+      },
+    );
   }
 
   /** The configuration with an observer that forwards to those added by {@link addObserver}. */
