@@ -1,4 +1,4 @@
-import { RetryAbortedError, retrying, retryingUntilStopped, sleepUnlessAborted } from './retry';
+import { RetryAbortedError, retrying, retryingUntilStopped, sleepUnlessAborted, supervise } from './retry';
 
 /** A fixed uniform draw: every delay is exactly three quarters of its ceiling. */
 const random = () => 0.5;
@@ -89,6 +89,60 @@ describe('retryingUntilStopped', () => {
         { what: 'x', baseMs: 1, maxMs: 1, random, signal: new AbortController().signal, retryable: () => false },
       ),
     ).rejects.toBe(fatal);
+  });
+});
+
+describe('supervise: the workspace supervised loop', () => {
+  it('restarts a run that ends or fails after the backoff, from the first delay again once it was healthy, until stopped', async () => {
+    const stop = new AbortController();
+    const log: string[] = [];
+    let runs = 0;
+    await supervise(
+      async (healthy) => {
+        runs++;
+        if (runs === 1) throw new Error('no server');
+        if (runs === 2) throw new Error('still none');
+        if (runs === 3) {
+          healthy();
+          return; // the server ended a working watch
+        }
+        if (runs === 4) throw new Error('lost again');
+        stop.abort(); // the owner stops during the fifth run
+      },
+      {
+        baseMs: 100,
+        maxMs: 1000,
+        random,
+        signal: stop.signal,
+        sleep: async (ms) => void log.push(`wait ${ms}`),
+        onFailure: (err, attempt, ms) => log.push(`failed ${attempt}: ${(err as Error).message} (${ms})`),
+        onEnd: (attempt, ms) => log.push(`ended ${attempt} (${ms})`),
+      },
+    );
+    expect(runs).toBe(5);
+    expect(log).toEqual([
+      'failed 0: no server (75)',
+      'wait 75',
+      'failed 1: still none (150)',
+      'wait 150',
+      // Healthy: back to the first delay.
+      'ended 0 (75)',
+      'wait 75',
+      'failed 1: lost again (150)',
+      'wait 150',
+    ]);
+  });
+
+  it('starts nothing once stopped, and a stop during a wait ends it at once', async () => {
+    const stopped = new AbortController();
+    stopped.abort();
+    let runs = 0;
+    await supervise(async () => void runs++, { baseMs: 1, maxMs: 1, random, signal: stopped.signal });
+    expect(runs).toBe(0);
+    const stop = new AbortController();
+    // The real wait (a minute) after the first run: the stop must end it.
+    await supervise(async () => void runs++, { baseMs: 60_000, maxMs: 60_000, random, signal: stop.signal, onEnd: () => stop.abort() });
+    expect(runs).toBe(1);
   });
 });
 

@@ -81,3 +81,43 @@ export async function retryingUntilStopped<T>(fn: (attempt: number) => Promise<T
     throw err;
   }
 }
+
+/** Options of {@link supervise}. */
+export interface SuperviseOptions extends BackoffOptions {
+  /** Ends the loop: no run is started once it aborted, a wait ends at once. */
+  readonly signal: AbortSignal;
+  /** Told when a run failed (rejected), before the wait: the error, the restart's attempt, the wait. */
+  readonly onFailure?: (err: unknown, attempt: number, delayMs: number) => void;
+  /** Told when a run ended without failing (a watch or consumer the server ended), before the wait. */
+  readonly onEnd?: (attempt: number, delayMs: number) => void;
+  /** The wait (default {@link sleepUnlessAborted}); a test passes its stepped clock's. */
+  readonly sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
+}
+
+/**
+ * Keeps `run` running for as long as `signal` is not aborted: a watch, a consumer, anything meant to
+ * last as long as its owner. Each time it ends or fails it is started again after the backoff's next
+ * delay; `run` calls `healthy()` once it works (its first message, say), so the restart after a long
+ * healthy run waits the first delay again, not the last. The workspace's one supervised loop.
+ */
+export async function supervise(run: (healthy: () => void) => Promise<void>, opts: SuperviseOptions): Promise<void> {
+  const sleep = opts.sleep ?? sleepUnlessAborted;
+  let attempt = 0;
+  const healthy = () => {
+    attempt = 0;
+  };
+  while (!opts.signal.aborted) {
+    let failure: { err: unknown } | undefined;
+    try {
+      await run(healthy);
+    } catch (err) {
+      failure = { err };
+    }
+    if (opts.signal.aborted) return;
+    const delay = backoffDelayMs(attempt, opts);
+    if (failure) opts.onFailure?.(failure.err, attempt, delay);
+    else opts.onEnd?.(attempt, delay);
+    attempt++;
+    await sleep(delay, opts.signal);
+  }
+}

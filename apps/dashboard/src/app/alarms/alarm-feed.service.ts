@@ -1,6 +1,7 @@
 import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
 import { Subject } from 'rxjs';
 import { DeliverPolicy, jetstream, jetstreamManager, type ConsumerMessages } from '@nats-io/jetstream';
+import { supervise } from '@defender/backoff';
 import { NatsConnectionService } from '@defender/nest-common';
 import { DashboardConfig } from '../config';
 import { DASHBOARD_CONFIG } from '../tokens';
@@ -85,7 +86,8 @@ export class AlarmFeedService implements OnApplicationBootstrap, BeforeApplicati
   readonly updates = new Subject<FeedItem>();
   private readonly items: FeedItem[] = [];
   private messages: ConsumerMessages | undefined;
-  private stopped = false;
+  /** Aborted at shutdown: the feed is not followed again. */
+  private readonly stopping = new AbortController();
   private lastSeq = 0;
   private totals = { alarms: 0, holds: 0 };
 
@@ -99,7 +101,7 @@ export class AlarmFeedService implements OnApplicationBootstrap, BeforeApplicati
   }
 
   beforeApplicationShutdown(): void {
-    this.stopped = true;
+    this.stopping.abort();
     void this.messages?.close();
     this.updates.complete();
   }
@@ -119,10 +121,11 @@ export class AlarmFeedService implements OnApplicationBootstrap, BeforeApplicati
     return { ...this.totals };
   }
 
+  /** Follows the defense events stream for the dashboard's life: restarted when it fails or ends. */
   private async follow(): Promise<void> {
     const stream = this.config.DEFENSE_EVENTS_STREAM;
-    for (let attempt = 0; !this.stopped; attempt++) {
-      try {
+    await supervise(
+      async (healthy) => {
         const nc = await this.nats.connection();
         const jsm = await jetstreamManager(nc);
         const info = await jsm.streams.info(stream);
@@ -130,7 +133,7 @@ export class AlarmFeedService implements OnApplicationBootstrap, BeforeApplicati
         const consumer = await jetstream(nc).consumers.get(stream, { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: start });
         this.messages = await consumer.consume({ max_messages: 500 });
         this.logger.log({ msg: 'following alarms', stream, fromSequence: start });
-        attempt = 0;
+        healthy();
         for await (const m of this.messages) {
           this.lastSeq = m.seq;
           const item = feedItemOf(m.subject, m.seq, m.time, m.string());
@@ -141,11 +144,15 @@ export class AlarmFeedService implements OnApplicationBootstrap, BeforeApplicati
           if (this.items.length > this.config.ALARM_FEED_SIZE) this.items.shift();
           this.updates.next(item);
         }
-      } catch (err) {
+      },
+      {
+        baseMs: 500,
+        maxMs: 5000,
+        random: Math.random,
+        signal: this.stopping.signal,
         // The stream appears when the first defender starts; NATS may restart: try again.
-        if (!this.stopped) this.logger.debug({ msg: 'alarm feed not available yet', stream, err: (err as Error).message });
-      }
-      if (!this.stopped) await new Promise((r) => setTimeout(r, Math.min(5000, 500 * 2 ** Math.min(attempt, 4))));
-    }
+        onFailure: (err) => this.logger.debug({ msg: 'alarm feed not available yet', stream, err: (err as Error).message }),
+      },
+    );
   }
 }

@@ -5,6 +5,7 @@ import { Kvm, type KV } from '@nats-io/kv';
 import { isNewerMap, type AssignmentMap } from '@defender/contracts';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { AssignmentMapBucket, isStreamNotFound, openBucket, STREAMS } from '@defender/nats-kv';
+import { supervise } from '@defender/backoff';
 import { ClusterKvService, HealthRegistry, NatsConnectionService } from '@defender/nest-common';
 import { DashboardConfig } from '../config';
 import { DASHBOARD_CONFIG } from '../tokens';
@@ -40,6 +41,8 @@ export class ClusterWatcherService implements OnApplicationBootstrap, BeforeAppl
   private stopWatch: (() => void) | undefined;
   private electionKv: KV | undefined;
   private stopped = false;
+  /** Aborted at shutdown: the map is not watched again. */
+  private readonly stopping = new AbortController();
   private last: ClusterSnapshot | undefined;
   private streamId: string | null = null;
   /** The last identity read (kept while the stream is missing, to tell a recreation). */
@@ -75,6 +78,7 @@ export class ClusterWatcherService implements OnApplicationBootstrap, BeforeAppl
 
   beforeApplicationShutdown(): void {
     this.stopped = true;
+    this.stopping.abort();
     if (this.timer) clearTimeout(this.timer);
     this.stopWatch?.();
     this.updates.complete();
@@ -109,15 +113,14 @@ export class ClusterWatcherService implements OnApplicationBootstrap, BeforeAppl
    * interval; a watch that ends (stopped by {@link checkMapWatch}, or by the server) is started again.
    */
   private async keepWatchingMap(): Promise<void> {
-    while (!this.stopped) {
-      try {
-        await this.watchMap();
-      } catch (err) {
-        this.problem('map', `cannot watch the assignment map: ${(err as Error).message}`);
-      }
-      if (this.stopped) return;
-      await new Promise((r) => setTimeout(r, Math.max(1000, this.config.REFRESH_SECONDS * 1000)).unref());
-    }
+    const everyMs = Math.max(1000, this.config.REFRESH_SECONDS * 1000);
+    await supervise(() => this.watchMap(), {
+      baseMs: everyMs,
+      maxMs: everyMs,
+      random: Math.random,
+      signal: this.stopping.signal,
+      onFailure: (err) => this.problem('map', `cannot watch the assignment map: ${(err as Error).message}`),
+    });
   }
 
   /**

@@ -9,7 +9,7 @@ import {
 import { randomUUID } from 'node:crypto';
 import type { HeapInfo } from 'node:v8';
 import { performance } from 'node:perf_hooks';
-import { backoffDelayMs, retrying } from '@defender/backoff';
+import { retrying, supervise } from '@defender/backoff';
 import { AssignmentMap, DefenderState, LoadReport } from '@defender/contracts';
 import { DefenderLifecycle, defenderMapScope, diffOwnership, lowestDefenderId, ownedChambers } from '@defender/membership';
 import {
@@ -74,6 +74,8 @@ export class MembershipService implements OnApplicationBootstrap, BeforeApplicat
   private held: AssignmentMap | undefined;
   private applying: Promise<void> = Promise.resolve();
   private stopping = false;
+  /** Aborted when the membership stops: the map is not watched again. */
+  private readonly stopped = new AbortController();
   /** Writes the heartbeat off the main thread (ADR 0013); this thread only pulses it. */
   private heartbeatThread: HeartbeatThread | undefined;
   private pulseTimer: NodeJS.Timeout | undefined;
@@ -133,6 +135,7 @@ export class MembershipService implements OnApplicationBootstrap, BeforeApplicat
 
   async beforeApplicationShutdown(): Promise<void> {
     this.stopping = true;
+    this.stopped.abort();
     const began = performance.now();
     const from = this.lifecycle.state;
     this.metrics.shutdownBegan(this.work?.inflight() ?? 0);
@@ -337,15 +340,16 @@ export class MembershipService implements OnApplicationBootstrap, BeforeApplicat
     }
   }
 
+  /** Watches the map for the membership's life: a watch that fails or ends is started again (ADR 0007). */
   private async watchMap(): Promise<void> {
-    for (let attempt = 0; !this.stopping; attempt++) {
-      const buckets = this.buckets;
-      if (!buckets) return;
-      try {
+    await supervise(
+      async (healthy) => {
+        const buckets = this.buckets;
+        if (!buckets) return;
         const w = await buckets.assignments.watch(
           {
             onMap: (stored) => {
-              attempt = 0;
+              healthy();
               this.applying = this.applying.then(() =>
                 this.apply(stored).catch((err: unknown) =>
                   // Owned set and processing could disagree now: restart and re-apply from scratch.
@@ -365,12 +369,15 @@ export class MembershipService implements OnApplicationBootstrap, BeforeApplicat
         );
         this.stopWatch = () => w.stop();
         await w.done;
-      } catch (err) {
-        if (this.stopping) return;
-        this.logger.warn({ msg: 'assignment watch failed; re-watching', err: (err as Error).message });
-      }
-      if (!this.stopping) await sleep(backoffDelayMs(attempt, { baseMs: 200, maxMs: 5000, random: Math.random }));
-    }
+      },
+      {
+        baseMs: 200,
+        maxMs: 5000,
+        random: Math.random,
+        signal: this.stopped.signal,
+        onFailure: (err) => this.logger.warn({ msg: 'assignment watch failed; re-watching', err: (err as Error).message }),
+      },
+    );
   }
 
   private async apply(stored: StoredMap): Promise<void> {
