@@ -131,7 +131,7 @@ describe('Grafana dashboard (deploy/grafana/dashboards/defender.json)', () => {
     const names = (file: string, key: string) => (require(join(REPO, file)) as Record<string, string[]>)[key] ?? [];
     const stateMachine = [
       ...names('libs/controller/src/lib/leadership/cluster-state-metrics.ts', 'CLUSTER_STATE_METRIC_NAMES'),
-      ...names('apps/defender/src/app/membership/defender-metrics.ts', 'DEFENDER_STATE_METRIC_NAMES'),
+      ...names('apps/defender/src/app/metrics/membership-metrics.ts', 'DEFENDER_STATE_METRIC_NAMES'),
     ];
     expect(stateMachine.length).toBeGreaterThan(20);
     const missing = stateMachine.filter((m) => !aliases.has(m) && !used.has(m));

@@ -2,8 +2,8 @@ import { Module, type INestApplicationContext } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { register } from 'prom-client';
 import { metricsMovedBy } from '@defender/infra-harness';
-import { M } from '../membership/defender-metrics';
-import { PM } from '../processing/processing-metrics';
+import { M } from './membership-metrics';
+import { PM } from './processing-metrics';
 import { DefenderMetricsObserver, defenderMetricsProviders } from './defender-metrics-observer';
 import { MM } from './malloc-metrics';
 

@@ -4,8 +4,8 @@ import type { Counter, Gauge, Histogram } from 'prom-client';
 import type { DefenderState, StrategyScopeKind } from '@defender/contracts';
 import type { TrimResult } from '@defender/malloc';
 import type { StoreObserver } from '@defender/store';
-import { M, membershipMetricProviders } from '../membership/defender-metrics';
-import { PM, processingMetricProviders } from '../processing/processing-metrics';
+import { M, membershipMetricProviders } from './membership-metrics';
+import { PM, processingMetricProviders } from './processing-metrics';
 import { MM, mallocMetricProviders } from './malloc-metrics';
 
 /** How a run's notification was handled (libs/pipeline `PipelineObserver.processed`). */
@@ -35,7 +35,7 @@ export interface AppliedAssignment {
  * Every metric of the defender (seed 000's defender and subscription-manager tables, seed 002's state
  * machine, dead letters, fencing, stream identity, the C heap): the one Nest provider that holds
  * them, so services report named events and never touch a metric. Names, labels and help texts are
- * defined in `processing/processing-metrics.ts`, `membership/defender-metrics.ts` and
+ * defined in `metrics/processing-metrics.ts`, `metrics/membership-metrics.ts` and
  * `malloc-metrics.ts`; times are in seconds.
  */
 @Injectable()
@@ -67,7 +67,7 @@ export class DefenderMetricsObserver {
     @InjectMetric(PM.chamberRuns) private readonly chamberRuns: Counter,
     @InjectMetric(PM.chamberAlarms) private readonly chamberAlarms: Counter,
     @InjectMetric(PM.strategyLookups) private readonly strategyLookups: Counter,
-    // Membership (defender-metrics.ts).
+    // Membership (membership-metrics.ts).
     @InjectMetric(M.state) private readonly stateGauge: Gauge,
     @InjectMetric(M.stableId) private readonly stableIdGauge: Gauge,
     @InjectMetric(M.assignedChambers) private readonly assignedGauge: Gauge,
@@ -79,7 +79,7 @@ export class DefenderMetricsObserver {
     @InjectMetric(M.subscriptionUpdateDuration) private readonly updateDuration: Histogram,
     @InjectMetric(M.currentSubscriptions) private readonly currentGauge: Gauge,
     @InjectMetric(M.mapsRejected) private readonly mapsRejected: Counter,
-    // Seed 002's state machine (defender-metrics.ts).
+    // Seed 002's state machine (membership-metrics.ts).
     @InjectMetric(M.stateTransitions) private readonly transitions: Counter,
     @InjectMetric(M.stateDuration) private readonly stateDuration: Histogram,
     @InjectMetric(M.initDuration) private readonly initDuration: Histogram,

@@ -2,7 +2,7 @@ import { makeCounterProvider, makeGaugeProvider, makeHistogramProvider } from '@
 
 /**
  * Metric names from seed 000 (defender and subscription-manager tables) and seed 002's state machine;
- * metrics/defender-metrics-observer.ts moves them.
+ * defender-metrics-observer.ts (beside it) moves them.
  */
 export const M = {
   state: 'defender_state',
