@@ -1,4 +1,4 @@
-import { natsAppEnvFor, natsConnectOptionsFor, natsRoleOfApp, testNatsUsers } from './nats-auth';
+import { natsAppEnvFor, natsConnectOptionsFor, natsRoleOfApp, TEST_NATS_DIAL_TIMEOUT_MS, testNatsUsers } from './nats-auth';
 
 const BLOCK = [
   'authorization {',
@@ -45,7 +45,8 @@ describe('client options and app variables of a test server', () => {
 
   it("a role's user, or the fixture's without a role; an unknown role is an error", () => {
     // A role's user subscribes to its own inboxes only (libs/nats-kv natsInboxPrefix, issue 50).
-    expect(natsConnectOptionsFor(target, 'controller')).toEqual({ servers: target.url, tls: target.tls, user: 'controller', pass: 'c', inboxPrefix: '_INBOX_controller' });
+    // The first dial's hang guard is generous (the client's 20 s default failed beside two CPU hogs).
+    expect(natsConnectOptionsFor(target, 'controller')).toEqual({ servers: target.url, tls: target.tls, user: 'controller', pass: 'c', inboxPrefix: '_INBOX_controller', timeout: TEST_NATS_DIAL_TIMEOUT_MS });
     expect(natsConnectOptionsFor(target)).toMatchObject({ user: 'test-fixture', pass: 'f' });
     expect(natsConnectOptionsFor(target)).not.toHaveProperty('inboxPrefix');
     expect(natsAppEnvFor(target, 'controller')).toEqual({
@@ -58,7 +59,7 @@ describe('client options and app variables of a test server', () => {
     });
     expect(() => natsAppEnvFor(target, 'publisher')).toThrow(/no NATS user for role "publisher" \(known: controller\)/);
     expect(() => natsConnectOptionsFor({ url: target.url }, 'controller')).toThrow(/without authentication/);
-    expect(natsConnectOptionsFor({ url: target.url })).toEqual({ servers: target.url });
+    expect(natsConnectOptionsFor({ url: target.url })).toEqual({ servers: target.url, timeout: TEST_NATS_DIAL_TIMEOUT_MS });
   });
 
   it('maps each app to its NATS role', () => {

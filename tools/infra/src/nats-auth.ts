@@ -108,7 +108,15 @@ export interface TestNatsConnectOptions {
   user?: string;
   pass?: string;
   inboxPrefix?: string;
+  /**
+   * How long the first dial may take, ms: a hang guard, not a deadline. The client's default (20 s)
+   * ended a controller suite's connect in a fresh-clone CI beside two CPU hogs (issue 47).
+   */
+  timeout: number;
 }
+
+/** {@link TestNatsConnectOptions.timeout}. */
+export const TEST_NATS_DIAL_TIMEOUT_MS = 120_000;
 
 function credentialsOf(target: TestNatsTarget, role: string | undefined): NatsCredentials | undefined {
   if (!target.users) {
@@ -127,7 +135,7 @@ export function natsConnectOptionsFor(target: TestNatsTarget, role?: string): Te
   // A role's user subscribes to its own inboxes only: libs/nats-kv natsInboxPrefix (not imported:
   // that library's tests import this harness).
   const inbox = c && role !== undefined ? { inboxPrefix: `_INBOX_${c.user}` } : {};
-  return { servers: target.url, ...(target.tls ? { tls: { ...target.tls } } : {}), ...(c ? { user: c.user, pass: c.pass } : {}), ...inbox };
+  return { servers: target.url, ...(target.tls ? { tls: { ...target.tls } } : {}), ...(c ? { user: c.user, pass: c.pass } : {}), ...inbox, timeout: TEST_NATS_DIAL_TIMEOUT_MS };
 }
 
 /** An app's NATS variables for `target` (NATS_SERVERS, NATS_TLS_*, NATS_USER/NATS_PASSWORD), as `role`'s user, or the fixture's without one. */
