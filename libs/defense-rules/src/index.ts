@@ -25,54 +25,33 @@ export {
   type IndicatorConfig,
   type StrategyValidation,
 } from './lib/strategy';
+export { escalationReasons, evaluate, type Action, type Evaluation, type InvolvedPoint, type SkippedReading, type Violation } from './lib/evaluate';
+export { indicatorKey, readingsFromTrace, type AlarmContext, type NewRun, type Reading } from './lib/readings';
 export {
-  escalationReasons,
-  evaluate,
-  indicatorKey,
+  historyShortfall,
   maybeEstablishBaseline,
   phaseOneSamples,
-  readingsFromTrace,
-  historyShortfall,
   requiredHistoryRuns,
   steadyHistoryRuns,
-  type Action,
-  type AlarmContext,
   type ChamberHistory,
   type ChartPoint,
-  type Evaluation,
-  type InvolvedPoint,
-  type NewRun,
-  type Reading,
   type RunRecord,
-  type SkippedReading,
-  type Violation,
-} from './lib/evaluate';
+} from './lib/chamber-history';
 export { DEFAULT_STRATEGY_DOCUMENT, WESTERN_ELECTRIC_STRATEGY_DOCUMENT } from './lib/default-strategy';
 export { STRATEGY_PRESETS, strategyPreset, type StrategyPreset } from './lib/presets';
 export { levelCentre, levelTerms, nextLevelOffsets, type LevelTerms } from './lib/level-centre';
 export { calibratedFamilyWidth, fitGumbel, gumbelQuantile, leaveOneOutMaxima, type GumbelFit } from './lib/family-limits';
 export {
   DEFAULT_MONITOR_STATISTICS,
-  fitMonitorModel,
   MONITOR_MODEL_KEY,
-  MonitorBaselineError,
   monitorGroup,
   monitorKey,
-  monitorLayout,
-  monitorSpecs,
-  monitorValues,
-  residualSds,
-  scoreMonitorRun,
   statisticParts,
   type Budget,
   type MonitorConfig,
-  type MonitorLayout,
-  type MonitorModel,
-  type MonitorScore,
-  type MonitorSpec,
   type MonitorStatistic,
-  type MonitorViolation,
-  type NotCharted,
-  type SvidLattice,
-} from './lib/monitor';
+} from './lib/monitor-config';
+export { monitorLayout, monitorSpecs, monitorValues, type MonitorLayout, type MonitorSpec } from './lib/monitor-indicators';
+export { fitMonitorModel, MonitorBaselineError, type MonitorModel, type NotCharted, type SvidLattice } from './lib/monitor';
+export { residualSds, scoreMonitorRun, type MonitorScore, type MonitorViolation } from './lib/monitor-score';
 export { FEW_LEVELS, learnLattice, type Lattice } from './lib/lattice';

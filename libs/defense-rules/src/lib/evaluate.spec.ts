@@ -6,16 +6,9 @@ import {
   knownLimits,
   type FrozenLimits,
 } from '@defender/uchart';
-import {
-  evaluate,
-  maybeEstablishBaseline,
-  phaseOneSamples,
-  readingsFromTrace,
-  requiredHistoryRuns,
-  type ChamberHistory,
-  type Evaluation,
-  type NewRun,
-} from './evaluate';
+import { maybeEstablishBaseline, phaseOneSamples, requiredHistoryRuns, type ChamberHistory } from './chamber-history';
+import { evaluate, type Evaluation } from './evaluate';
+import { readingsFromTrace, type NewRun } from './readings';
 import { WESTERN_ELECTRIC_STRATEGY_DOCUMENT } from './default-strategy';
 import { parseStrategy, type DefenseStrategy } from './strategy';
 

@@ -1,9 +1,13 @@
+/**
+ * Judging a new run of a chamber against its strategy and history: chart points, spec limits, run rules,
+ * EWMA / CUSUM signals, actions and escalation (readings.ts: the run's input; chamber-history.ts: the
+ * history it reads).
+ */
 import {
   chartedStatistic,
   cusumCarry,
   cusumInitial,
   cusumNext,
-  establishBaseline,
   ewmaHalfWidth,
   ewmaNext,
   isAttributeChart,
@@ -11,82 +15,13 @@ import {
   type CusumParams,
   type CusumState,
   type FrozenLimits,
-  type IndicatorCalculator,
-  type IndicatorSpec,
-  type LimitsReason,
   type StatisticName,
-  type Trace,
   type WindowSpec,
 } from '@defender/uchart';
+import type { ChamberHistory, ChartPoint, RunRecord } from './chamber-history';
+import type { AlarmContext, NewRun } from './readings';
 import { checkRule, describeRule, ruleWindow, type ZonedPoint } from './rules';
-import type { ActionType, DefenseStrategy, IndicatorConfig } from './strategy';
-
-/** Who / what a run belongs to, copied into every violation. */
-export interface AlarmContext {
-  readonly toolId?: string;
-  readonly chamberId?: string;
-  readonly recipe?: string;
-}
-
-/**
- * One indicator value of a new run. `value` is the indicator value (a count for attribute charts),
- * `exposure` the point's size for p / np / u charts. A `missing` reading records why there is no value.
- */
-export interface Reading {
-  /** History key: the indicator id, or `<id>/<svid>` for an indicator over every SVID (`svid: "*"`). */
-  readonly key: string;
-  readonly indicatorId: string;
-  readonly svid: string;
-  readonly value?: number;
-  readonly exposure?: number;
-  readonly missing?: { readonly reason: string; readonly detail: string };
-}
-
-/** A run to evaluate: its id, context and readings. */
-export interface NewRun {
-  readonly runId: string;
-  readonly context?: AlarmContext;
-  readonly readings: readonly Reading[];
-}
-
-/** The stored U-chart point of one indicator for one run (chart state included, so the next run needs no replay). */
-export interface ChartPoint {
-  /** The indicator value (count for attribute charts). */
-  readonly value: number;
-  /** The charted statistic: the value, or count / size for p and u charts. */
-  readonly statistic: number;
-  readonly exposure?: number;
-  /** Version of the limits the point was judged against; null before the first baseline (Phase I). */
-  readonly limitsVersion: number | null;
-  readonly ewma?: number;
-  /** 1-based index of the point since the limits were frozen (drives the exact EWMA limits). */
-  readonly ewmaIndex?: number;
-  /** CUSUM sums (sigma units) and run lengths after this point, and whether it signalled. */
-  readonly cusum?: {
-    readonly upper: number;
-    readonly lower: number;
-    readonly upperRun: number;
-    readonly lowerRun: number;
-    readonly signal: boolean;
-  };
-}
-
-/** One evaluated run as stored in the chamber history. */
-export interface RunRecord {
-  readonly runId: string;
-  readonly points: Readonly<Record<string, ChartPoint>>;
-  /** Whether the run raised an alarm (drives escalation). */
-  readonly alarmed: boolean;
-}
-
-/**
- * What `evaluate` needs to know about a chamber: its recent runs (oldest first; at least
- * {@link requiredHistoryRuns} of them, more are ignored) and the current frozen limits per history key.
- */
-export interface ChamberHistory {
-  readonly runs: readonly RunRecord[];
-  readonly limits: Readonly<Record<string, FrozenLimits>>;
-}
+import type { ActionType, DefenseStrategy } from './strategy';
 
 /** A point of a chart as cited in a violation. */
 export interface InvolvedPoint {
@@ -147,81 +82,6 @@ export interface Evaluation {
   readonly violations: readonly Violation[];
   readonly actions: readonly Action[];
   readonly skipped: readonly SkippedReading[];
-}
-
-/** The history key of an indicator for one SVID. */
-export function indicatorKey(config: IndicatorConfig, svid: string): string {
-  return config.svid === '*' ? `${config.id}/${svid}` : config.id;
-}
-
-/** How many recent runs {@link evaluate} and {@link phaseOneSamples} read at most (excluding CUSUM excursions, which need their run). */
-export function requiredHistoryRuns(strategy: DefenseStrategy): number {
-  let n = 1;
-  for (const ind of strategy.indicators) {
-    for (const r of ind.rules) n = Math.max(n, ruleWindow(r));
-    n = Math.max(n, ind.baseline.minRuns);
-  }
-  for (const e of strategy.escalation) n = Math.max(n, e.withinRuns);
-  if (strategy.monitor) {
-    const b = strategy.monitor.baseline;
-    n = Math.max(n, b.minRuns, b.extendTo === false ? 0 : b.extendTo);
-  }
-  return n;
-}
-
-/**
- * How many recent runs {@link evaluate} reads in a chamber's steady state, when every indicator has
- * limits: the longest run-rule window and escalation window (at least 1). Phase I, a CUSUM
- * excursion and a recipe whose runs are spread among other recipes' read further back:
- * {@link historyShortfall} says when a history this deep is not enough.
- */
-export function steadyHistoryRuns(strategy: DefenseStrategy): number {
-  let n = 1;
-  for (const ind of strategy.indicators) for (const r of ind.rules) n = Math.max(n, ruleWindow(r));
-  for (const e of strategy.escalation) n = Math.max(n, e.withinRuns);
-  return n;
-}
-
-/**
- * Why `history` — the newest runs of a chamber whose older runs were not read — may be too short for
- * {@link evaluate} to judge `readings` as it would with {@link requiredHistoryRuns} runs; undefined
- * when it is enough. It is not when an indicator has no limits (Phase I reads back to the chart's
- * start), when fewer earlier points of an indicator at its limits' version are in it than its chart
- * reads (its run rules' window, the EWMA's or CUSUM's previous point, a CUSUM excursion's points), or
- * when fewer runs are in it than the escalation rules count. An earlier point of another version ends
- * a chart, so finding one is enough.
- */
-export function historyShortfall(
-  history: ChamberHistory,
-  readings: readonly Reading[],
-  strategy: DefenseStrategy,
-): string | undefined {
-  let escalation = 1;
-  for (const e of strategy.escalation) escalation = Math.max(escalation, e.withinRuns);
-  if (history.runs.length < escalation - 1) return `escalation reads ${escalation - 1} earlier runs, ${history.runs.length} read`;
-  const configs = new Map(strategy.indicators.map((c) => [c.id, c]));
-  for (const reading of readings) {
-    const cfg = configs.get(reading.indicatorId);
-    if (!cfg || reading.value === undefined) continue;
-    const limits = history.limits[reading.key];
-    if (!limits) return `${reading.key} has no limits (Phase I reads back to its first point)`;
-    const chart = limits.chart;
-    let need = chart.type === 'ewma' || chart.type === 'cusum' ? 1 : Math.max(0, ...cfg.rules.map(ruleWindow)) - 1;
-    let found = 0;
-    for (let i = history.runs.length - 1; i >= 0 && found < need; i--) {
-      const p = history.runs[i].points[reading.key];
-      if (!p) continue;
-      if (p.limitsVersion !== limits.version) {
-        found = need;
-        break;
-      }
-      // The CUSUM's excursion so far is cited when it signals: its points are needed too.
-      if (found === 0 && chart.type === 'cusum' && p.cusum) need = Math.max(need, p.cusum.upperRun, p.cusum.lowerRun);
-      found++;
-    }
-    if (found < need) return `${reading.key}: ${found} of the ${need} earlier points its chart reads`;
-  }
-  return undefined;
 }
 
 /** Up to `max` earlier points of `key` judged against limits `version`, oldest first, with their run ids. */
@@ -499,108 +359,4 @@ export function escalationReasons(runs: readonly RunRecord[], escalation: Defens
       reasons.push(`escalation: ${count} alarmed runs in the last ${e.withinRuns} (threshold ${e.alarms})`);
   }
   return reasons;
-}
-
-/**
- * The readings of a strategy's indicators for one run's trace (a `*` SVID expands to every SVID of the
- * trace). Indicators with no point (unknown SVID / step, empty window, all samples NaN, ...) become
- * `missing` readings. For p / np / u charts the exposure is the window's sample count (valid + missing)
- * or its duration in seconds, per the indicator's `exposure`.
- */
-export function readingsFromTrace(
-  trace: Trace,
-  strategy: DefenseStrategy,
-  calculator: IndicatorCalculator,
-): Reading[] {
-  const specs: IndicatorSpec[] = [];
-  const meta: { cfg: IndicatorConfig; svid: string }[] = [];
-  for (const cfg of strategy.indicators) {
-    const svids = cfg.svid === '*' ? [...trace.svids.keys()] : [cfg.svid];
-    for (const svid of svids) {
-      specs.push({ svid, window: cfg.window, statistic: cfg.statistic });
-      meta.push({ cfg, svid });
-      if (cfg.exposure === 'window-seconds' && isAttributeChart(cfg.chart)) {
-        specs.push({ svid, window: cfg.window, statistic: 'duration' });
-        meta.push({ cfg, svid: '\u0000duration' });
-      }
-    }
-  }
-  const outcomes = calculator.compute(trace, specs);
-  const readings: Reading[] = [];
-  for (let i = 0; i < specs.length; i++) {
-    const { cfg, svid } = meta[i];
-    if (svid === '\u0000duration') continue;
-    const o = outcomes[i];
-    const key = indicatorKey(cfg, svid);
-    if (o.kind === 'no-point') {
-      readings.push({ key, indicatorId: cfg.id, svid, missing: { reason: o.reason, detail: o.detail } });
-      continue;
-    }
-    let exposure: number | undefined;
-    if (cfg.chart.type === 'p' || cfg.chart.type === 'np' || cfg.chart.type === 'u') {
-      if (cfg.exposure === 'window-seconds') {
-        const d = outcomes[i + 1];
-        exposure = d.kind === 'point' ? d.value : undefined;
-      } else {
-        exposure = o.n + o.nMissing;
-      }
-    }
-    readings.push({
-      key,
-      indicatorId: cfg.id,
-      svid,
-      value: o.value,
-      ...(exposure !== undefined ? { exposure } : {}),
-    });
-  }
-  return readings;
-}
-
-/**
- * The Phase I points of `key` collected since its last frozen limits (points with no limits version),
- * oldest first, as baseline samples.
- */
-export function phaseOneSamples(
-  history: ChamberHistory,
-  key: string,
-): { runId: string; value: number; size?: number }[] {
-  const out: { runId: string; value: number; size?: number }[] = [];
-  for (let i = history.runs.length - 1; i >= 0; i--) {
-    const p = history.runs[i].points[key];
-    if (!p) continue;
-    if (p.limitsVersion !== null) break;
-    out.push({
-      runId: history.runs[i].runId,
-      value: p.value,
-      ...(p.exposure !== undefined ? { size: p.exposure } : {}),
-    });
-  }
-  return out.reverse();
-}
-
-/**
- * Freezes limits for `key` once enough Phase I points exist and it has none: every point collected
- * since the last limits (at least `minRuns`) is the baseline. Returns the new limits (for the caller to
- * store in the history's `limits`), or `undefined` when it is too early or limits already exist.
- *
- * @throws `InsufficientBaselineError` (from `@defender/uchart`) when out-of-control exclusion leaves
- *   fewer than `minRuns` points, `DegenerateBaselineError` when the points have no variation; the
- *   caller keeps collecting (spec limits still apply meanwhile).
- */
-export function maybeEstablishBaseline(
-  history: ChamberHistory,
-  key: string,
-  config: IndicatorConfig,
-  options: { readonly frozenAt: string; readonly version?: number; readonly reason?: LimitsReason },
-): FrozenLimits | undefined {
-  if (history.limits[key]) return undefined;
-  const samples = phaseOneSamples(history, key);
-  if (samples.length < config.baseline.minRuns) return undefined;
-  return establishBaseline(samples, config.chart, {
-    minRuns: config.baseline.minRuns,
-    exclusion: config.baseline.exclusion,
-    frozenAt: options.frozenAt,
-    ...(options.version !== undefined ? { version: options.version } : {}),
-    ...(options.reason ? { reason: options.reason } : {}),
-  });
 }

@@ -1,5 +1,7 @@
 import { knownLimits } from '@defender/uchart';
-import { evaluate, historyShortfall, steadyHistoryRuns, type ChamberHistory, type NewRun } from './evaluate';
+import { historyShortfall, steadyHistoryRuns, type ChamberHistory } from './chamber-history';
+import { evaluate } from './evaluate';
+import type { NewRun } from './readings';
 import { DEFAULT_STRATEGY_DOCUMENT, WESTERN_ELECTRIC_STRATEGY_DOCUMENT } from './default-strategy';
 import { parseStrategy, type DefenseStrategy } from './strategy';
 

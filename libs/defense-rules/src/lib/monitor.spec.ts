@@ -1,18 +1,9 @@
 import { normalDeviate, seededRandom } from '@defender/hashing';
 import { createTrace, IndicatorCalculator, type StatisticName } from '@defender/uchart';
-import {
-  DEFAULT_MONITOR_STATISTICS,
-  fitMonitorModel,
-  MonitorBaselineError,
-  monitorKey,
-  monitorLayout,
-  monitorSpecs,
-  monitorValues,
-  scoreMonitorRun,
-  statisticParts,
-  type MonitorConfig,
-  type MonitorSpec,
-} from './monitor';
+import { fitMonitorModel, MonitorBaselineError } from './monitor';
+import { DEFAULT_MONITOR_STATISTICS, monitorKey, statisticParts, type MonitorConfig } from './monitor-config';
+import { monitorLayout, monitorSpecs, monitorValues, type MonitorSpec } from './monitor-indicators';
+import { scoreMonitorRun } from './monitor-score';
 import { parseStrategy, validateStrategy } from './strategy';
 
 /** Deterministic standard normal deviates (the workspace's seeded uniform source, Box-Muller). */

@@ -2,7 +2,7 @@ import { STATISTICS, type ChartSpec, type StatisticName, type WindowSpec } from 
 import { z } from 'zod';
 import { StrategyValidationError, type StrategyIssue } from './errors';
 import { DEFAULT_STRATEGY_DOCUMENT } from './default-strategy';
-import { DEFAULT_MONITOR_STATISTICS, statisticParts, type Budget, type MonitorConfig } from './monitor';
+import { DEFAULT_MONITOR_STATISTICS, statisticParts, type Budget, type MonitorConfig } from './monitor-config';
 import { NAMED_RULES, NELSON_RULES, WESTERN_ELECTRIC_RULES, type RuleName, type RunRule } from './rules';
 
 /** The strategy document version this build reads. */
