@@ -105,7 +105,9 @@
       ['chambers', m ? compact(m.chamberCount) : '—', 'chamber-count'],
     ];
     $('top-facts').innerHTML = facts.map(([k, v, id, title]) => `<div class="fact"${title ? ` title="${esc(title)}"` : ''}><b data-testid="${id}">${v}</b><span>${esc(k)}</span></div>`).join('') +
-      (c.problems.length ? `<div class="problems">${c.problems.map(esc).join('<br>')}</div>` : '');
+      (c.problems.length ? `<div class="problems" data-testid="problems">${c.problems.map(esc).join('<br>')}</div>` : '') +
+      // What happened and is over (a recreated stream whose chambers re-based): history, not a problem.
+      ((c.notes || []).length ? `<div class="notes muted" data-testid="notes">${c.notes.map(esc).join('<br>')}</div>` : '');
     $('subtitle').textContent = c.localFab ? 'local fab' : 'cluster';
     $('fab-actions').hidden = !c.localFab || !isOperator();
   }

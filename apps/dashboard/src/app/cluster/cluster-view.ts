@@ -182,4 +182,6 @@ export interface ClusterSnapshot {
   readonly history: readonly MapHistoryEntry[];
   readonly localFab: boolean;
   readonly problems: readonly string[];
+  /** Quiet history lines: what happened and is over (e.g. the notification stream recreated, its chambers re-based). */
+  readonly notes: readonly string[];
 }

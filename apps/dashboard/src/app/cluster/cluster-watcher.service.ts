@@ -19,6 +19,7 @@ import {
   type MapHistoryEntry,
   type SeenHeartbeat,
 } from './cluster-view';
+import { parseStreamHealth, streamBanner, type DefenderStreamReport, type StreamRecreation } from './stream-banner';
 
 const HISTORY = 30;
 
@@ -47,6 +48,11 @@ export class ClusterWatcherService implements OnApplicationBootstrap, BeforeAppl
   private streamId: string | null = null;
   /** The last identity read (kept while the stream is missing, to tell a recreation). */
   private lastStreamId: string | null = null;
+  /** The last recreation seen, and whether the defenders reported it over (then they are not asked again). */
+  private recreation: StreamRecreation | null = null;
+  private recreationOver = false;
+  /** The stream banner's quiet history line (see stream-banner.ts). */
+  private streamNote: string | undefined;
   /** The map bucket the watch reads, its stream's identity (`created`) then, and the newest revision delivered. */
   private mapKv: KV | undefined;
   private mapBucketCreated: string | undefined;
@@ -192,8 +198,9 @@ export class ClusterWatcherService implements OnApplicationBootstrap, BeforeAppl
   }
 
   /**
-   * The notification stream: missing (NATS lost it; the defenders create it again) or recreated
-   * since the last refresh (chambers pause and re-base onto it, ADR 0007) is a problem line.
+   * The notification stream: missing (NATS lost it; the defenders create it again) is a problem line;
+   * recreated since an earlier refresh (chambers pause and re-base onto it, ADR 0007) is one until
+   * the defenders report the re-base over, then a history line ({@link streamBanner}).
    */
   private async readStream(): Promise<void> {
     const name = STREAMS.notifications;
@@ -201,8 +208,8 @@ export class ClusterWatcherService implements OnApplicationBootstrap, BeforeAppl
       const info = await (await jetstreamManager(await this.nats.connection())).streams.info(name);
       this.problem('stream', undefined);
       if (this.lastStreamId !== null && this.lastStreamId !== info.created) {
-        // Kept for the dashboard's life: a chamber page shows whether its mark was re-based.
-        this.problem('stream-recreated', `stream ${name} was recreated at ${info.created} (was ${this.lastStreamId}): its sequences restarted; chambers pause and re-base onto it (ADR 0007)`);
+        this.recreation = { was: this.lastStreamId, now: info.created };
+        this.recreationOver = false;
       }
       this.streamId = info.created;
       this.lastStreamId = info.created;
@@ -211,6 +218,45 @@ export class ClusterWatcherService implements OnApplicationBootstrap, BeforeAppl
       const missing = isStreamNotFound(err);
       this.problem('stream', missing ? `stream ${name} is missing (NATS lost its store?): the defenders create it again` : `cannot read stream ${name}: ${(err as Error).message}`);
     }
+    if (!this.recreation || this.recreationOver) return;
+    let banner;
+    try {
+      banner = streamBanner(name, this.recreation, await this.defenderStreamReports());
+    } catch (err) {
+      banner = { problem: `stream ${name} was recreated at ${this.recreation.now} (was ${this.recreation.was}): cannot ask the defenders whether their chambers re-based: ${(err as Error).message}` };
+    }
+    this.problem('stream-recreated', banner.problem);
+    this.streamNote = banner.note;
+    // Over as the defenders report it: they are not asked again until the next recreation.
+    this.recreationOver = banner.problem === undefined;
+  }
+
+  /**
+   * Each running defender's view of the notification stream (its `GET /api/v1/chambers`), or null
+   * when the dashboard has no addresses for them: only the local fab's launcher lists them
+   * (LOCAL_FAB_CONTROL_URL); in a cluster the defenders sit behind no per-pod address it knows.
+   * @throws when the launcher does not list its processes.
+   */
+  private async defenderStreamReports(): Promise<DefenderStreamReport[] | null> {
+    const base = this.config.LOCAL_FAB_CONTROL_URL;
+    if (!base) return null;
+    const res = await fetch(`${base}/control/processes`, { headers: { authorization: `Bearer ${this.config.LOCAL_FAB_CONTROL_TOKEN}` }, signal: AbortSignal.timeout(2000) });
+    if (!res.ok) throw new Error(`the local fab's process list: HTTP ${res.status}`);
+    const body = (await res.json()) as { processes?: unknown };
+    const processes = Array.isArray(body.processes) ? (body.processes as Record<string, unknown>[]) : [];
+    const defenders = processes.filter((p) => p['role'] === 'defender' && p['alive'] === true && typeof p['url'] === 'string');
+    return Promise.all(
+      defenders.map(async (p): Promise<DefenderStreamReport> => {
+        const defender = typeof p['defenderId'] === 'string' ? p['defenderId'] : String(p['name']);
+        try {
+          const r = await fetch(`${p['url'] as string}/api/v1/chambers`, { signal: AbortSignal.timeout(900) });
+          return { defender, health: r.ok ? parseStreamHealth(await r.json()) : null };
+        } catch (err) {
+          this.logger.debug({ msg: 'defender did not report its stream health', defender, err: (err as Error).message });
+          return { defender, health: null };
+        }
+      }),
+    );
   }
 
   private async refresh(): Promise<void> {
@@ -311,6 +357,7 @@ export class ClusterWatcherService implements OnApplicationBootstrap, BeforeAppl
       history: this.history.slice(-HISTORY).reverse().map((h) => ({ ...h, moves: h.moves.slice(0, 50) })),
       localFab: this.config.LOCAL_FAB_CONTROL_URL !== undefined,
       problems: [...this.problems.values()],
+      notes: this.streamNote ? [this.streamNote] : [],
     };
   }
 }
