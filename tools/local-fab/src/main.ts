@@ -6,6 +6,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { parseArgs } from 'node:util';
 import { CURRENT_FILE, LocalFab } from './lib/local-fab';
+import { describeRunLength, FULL_RUN, runLengthArgs, SHORT_RUN } from './lib/run-length';
 
 const USAGE = `usage: bash tools/local-fab/start.sh [options] [-- fab-sim options]
 
@@ -13,8 +14,10 @@ const USAGE = `usage: bash tools/local-fab/start.sh [options] [-- fab-sim option
   --controllers N      controller replicas, the others stand by (default 1)
   --size NAME          fab size: tiny (4 tools), small (20), medium (100), large (500), fab (1600); default small
   --tools N            exact number of tools
-  --speed X|max        simulated seconds per second after the Phase I warm-up (default 100)
-  --runs N             runs per chamber (default 80)
+  --speed X|max        simulated seconds per second after the Phase I warm-up (default ${SHORT_RUN.speed}; ${FULL_RUN.speed} with --full)
+  --runs N             runs per chamber, 30 of them Phase I (default ${SHORT_RUN.runs}; ${FULL_RUN.runs} with --full)
+  --full               the simulator's full run: ${FULL_RUN.runs} runs per chamber at speed ${FULL_RUN.speed}, its summary after
+                       ~27 minutes (default: the short run, its summary after a few minutes)
   --seed N             fab seed (default 1)
   --cassandra          store on a local Apache Cassandra node instead of SQLite (fetched on first use)
   --nats-cluster       NATS as a 3-node cluster on loopback ports, JetStream replicas 3 for every
@@ -66,6 +69,7 @@ async function main(): Promise<number> {
         tools: { type: 'string' },
         speed: { type: 'string' },
         runs: { type: 'string' },
+        full: { type: 'boolean' },
         seed: { type: 'string' },
         cassandra: { type: 'boolean' },
         'nats-cluster': { type: 'boolean' },
@@ -93,7 +97,8 @@ async function main(): Promise<number> {
     ...(values.tools ? ['--tools', values.tools] : []),
     ...(values.seed ? ['--seed', values.seed] : []),
   ];
-  const runArgs = ['--no-seed', ...fabArgs, ...(values.speed ? ['--speed', values.speed] : []), ...(values.runs ? ['--runs', values.runs] : []), ...simExtra];
+  const runLength = runLengthArgs({ runs: values.runs, speed: values.speed, full: values.full });
+  const runArgs = ['--no-seed', ...fabArgs, ...runLength, ...simExtra];
 
   // Clears the simulator's progress bar line first (it redraws on its next update).
   const log = (l: string) => process.stderr.write(`${process.stderr.isTTY ? '\r\x1b[2K' : ''}${l}\n`);
@@ -158,6 +163,7 @@ async function main(): Promise<number> {
       `  Logs        ${fab.logDir}`,
       `  NATS        ${fab.natsUrl} (TLS only; CA ${fab.natsTls?.caFile ?? '-'}, NATS_TLS_CA_FILE for your own clients)`,
       `  Map         version ${map?.version ?? '-'}, ${map?.chamberCount ?? 0} chambers (new chambers are picked up within 10 s)`,
+      ...(values['no-sim'] ? [] : [`  Simulator   ${describeRunLength({ runs: values.runs, speed: values.speed, full: values.full })}`]),
       '',
       '  Ctrl-C stops everything.',
       '',

@@ -2,6 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseCli } from '@defender/fab-sim';
+import { runLengthArgs } from './lib/run-length';
 
 const REPO = join(__dirname, '..', '..', '..');
 
@@ -25,7 +26,7 @@ function docsDefaults(markdown: string): Map<string, string> {
   return out;
 }
 
-/** Issue 52, item 5: docs/local-fab.md said `--runs` defaults to 50 while `--help` said 80. */
+/** Issue 52, item 5: docs/local-fab.md said `--runs` defaulted to 50 while `--help` said 80; the default run is now short (`--full`: the simulator's). */
 describe("the local fab's documented defaults", () => {
   const help = spawnSync(process.execPath, ['-r', join(REPO, 'tools/scripts/register.js'), join(REPO, 'tools/local-fab/src/main.ts'), '--help'], { encoding: 'utf8', timeout: 60_000 });
   const fromHelp = helpDefaults(help.stdout);
@@ -38,8 +39,18 @@ describe("the local fab's documented defaults", () => {
     expect(Object.fromEntries(both.map((k) => [k, fromDocs.get(k)]))).toEqual(Object.fromEntries(both.map((k) => [k, fromHelp.get(k)])));
   });
 
-  it('--help states the defaults the simulator applies (the local fab passes these options on only when given)', () => {
+  it('--help states the run the simulator is given: the short run by default, the simulator\'s own defaults with --full', () => {
+    const given = (args: string[], name: string) => args[args.indexOf(name) + 1];
+    const short = runLengthArgs({});
+    expect({ '--runs': given(short, '--runs'), '--speed': given(short, '--speed') }).toEqual({ '--runs': fromHelp.get('--runs'), '--speed': fromHelp.get('--speed') });
+    // --full passes neither on: the simulator's defaults apply, and --help and the docs name them.
+    expect(runLengthArgs({ full: true })).toEqual([]);
     const o = parseCli(['run'], {});
-    expect({ '--runs': String(o.runs), '--speed': String(o.speed), '--seed': String(o.seed) }).toEqual({ '--runs': fromHelp.get('--runs'), '--speed': fromHelp.get('--speed'), '--seed': fromHelp.get('--seed') });
+    expect(help.stdout).toContain(`(default ${fromHelp.get('--runs')}; ${o.runs} with --full)`);
+    expect(help.stdout).toContain(`(default ${fromHelp.get('--speed')}; ${o.speed} with --full)`);
+    expect(String(o.seed)).toBe(fromHelp.get('--seed'));
+    const docs = readFileSync(join(REPO, 'docs/local-fab.md'), 'utf8');
+    expect(docs).toContain(`| \`--runs N\` | ${fromHelp.get('--runs')} (${o.runs} with \`--full\`) |`);
+    expect(docs).toContain(`| \`--speed X\\|max\` | ${fromHelp.get('--speed')} (${o.speed} with \`--full\`) |`);
   });
 });
