@@ -1,7 +1,7 @@
 import { connect } from '@nats-io/transport-node';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { AssignmentMap } from '@defender/contracts';
@@ -245,6 +245,17 @@ export class LocalCluster {
     return leader as Proc;
   }
 
+  /**
+   * With `E2E_LOG_DIR` set (a diagnosis of a flaky test), every process's whole output is written
+   * there at stop, one file per process started (`<tag>-<n>-<name>.log`: a restarted agent has two).
+   */
+  private keepLogs(): void {
+    const dir = process.env['E2E_LOG_DIR'];
+    if (!dir) return;
+    mkdirSync(dir, { recursive: true });
+    this.procs.forEach((p, n) => writeFileSync(join(dir, `${this.tag}-${n}-${p.name}.log`), p.app.stdout() + p.app.stderr()));
+  }
+
   /** The last `lines` lines each process wrote (stdout and stderr), for failure messages. */
   tails(lines = 15): string {
     return this.procs
@@ -261,13 +272,16 @@ export class LocalCluster {
     try {
       await waitFor(what, probe, timeoutMs, intervalMs);
     } catch (err) {
-      throw new Error(`${(err as Error).message}\n${this.tails()}`, { cause: err });
+      // The probe's last error says what it saw (jest does not always print a cause).
+      const seen = ((err as Error).cause as Error | undefined)?.message;
+      throw new Error(`${(err as Error).message}${seen ? `; last seen: ${seen}` : ''}\n${this.tails()}`, { cause: err });
     }
   }
 
   async stop(): Promise<void> {
     this.stopWatch?.();
     await Promise.all(this.procs.map((p) => p.app.stop('SIGKILL', 1000)));
+    this.keepLogs();
     await this.nc.drain();
     await this.nats.stop();
     rmSync(this.dir, { recursive: true, force: true });

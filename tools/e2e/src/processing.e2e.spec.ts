@@ -302,7 +302,14 @@ describeWithInfra(['nats'], 'run processing: exactly-once, ordered, fenced (mult
     for (let k = 11; k < 20; k++) for (const tool of tools) after[tool]!.push(await publish(tool, k));
 
     for (const tool of tools) {
-      await c.waitFor(`${tool}: every run after the restart applied`, async () => (await committed(store, tool)).length === 20, 120_000, 250);
+      await c.waitFor(`${tool}: every run after the restart applied`, async () => {
+        const runs = await committed(store, tool);
+        if (runs.length === 20) return true;
+        // Not yet: what was applied and where the chamber stands, for the timeout's cause.
+        const st = await store.chamberState.get({ toolId: tool, chamberId: 'ch1' });
+        const last = runs.at(-1);
+        throw new Error(`${runs.length} runs applied, the last ${last?.runId} at ${last?.sequence}; mark ${st?.highWaterMark} offset ${st?.streamOffset} stream ${st?.streamId}; published after: ${after[tool]!.join(',')}`);
+      }, 120_000, 250);
       const runs = await committed(store, tool);
       expect(runs.map((r) => r.runId)).toEqual(Array.from({ length: 20 }, (_, k) => `${tool}-run-${k}`));
       // Store sequences keep growing across the recreation (stream offset = the mark at the re-base).

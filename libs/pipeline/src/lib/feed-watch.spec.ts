@@ -198,14 +198,14 @@ describe('FeedWatch', () => {
     expect(w.watching).toBe(false);
   });
 
-  it('restart() replaces the running feed with a new one, without reporting an end', async () => {
+  it('restart() replaces the running feed with a new one, without reporting an end, and reports it resumed (the gap between the feeds woke nobody)', async () => {
     const { w, feeds, sleeps, events } = setup();
     await w.start();
     await w.restart();
     expect(feeds.map((f) => f.stopped)).toEqual([true, false]);
     expect(w.watching).toBe(true);
     expect(sleeps).toEqual([]);
-    expect(events).toEqual([]);
+    expect(events).toEqual(['resumed']);
   });
 
   it('restart() propagates a failed start (no feed runs; the caller retries)', async () => {
@@ -232,12 +232,12 @@ describe('FeedWatch', () => {
     staleEnd();
     await settle();
     expect(sleeps).toHaveLength(1);
-    expect(events).toEqual(['ended']);
+    expect(events).toEqual(['ended', 'resumed']); // the restart's resume; the stale end reports nothing
     // The new feed's own end is re-watched.
     feeds[1]!.end();
     await settle();
     await wake();
     expect(feeds).toHaveLength(3);
-    expect(events).toEqual(['ended', 'ended', 'rewatched after 0', 'resumed']);
+    expect(events).toEqual(['ended', 'resumed', 'ended', 'rewatched after 0', 'resumed']);
   });
 });

@@ -28,8 +28,8 @@ export interface FeedWatchDeps {
   /** Uniform [0, 1) for the backoff's jitter (`Math.random` in the app, a seeded one in tests). */
   readonly random: () => number;
   /**
-   * Called after every re-watch (after an end): notifications stored while no feed ran were not
-   * seen, so whoever waits on the feed should re-check (the supervisor wakes every worker).
+   * Called after every re-watch (after an end) and restart: notifications stored while no feed ran
+   * were not seen, so whoever waits on the feed should re-check (the supervisor wakes every worker).
    */
   readonly resumed: () => void;
   /** Backoff between re-watches, ms (@defender/backoff, equal jitter): default 500 doubling up to 10 000. */
@@ -69,7 +69,9 @@ export class FeedWatch {
   }
 
   /**
-   * Stops the running feed and starts a new one from now (a re-watch in progress gives way to it).
+   * Stops the running feed and starts a new one from now (a re-watch in progress gives way to it),
+   * then reports `resumed`: a notification stored between the old feed's stop and the new one's
+   * start woke nobody (without it a chamber whose last run fell in that gap waited for its next run).
    * @throws whatever `watch` throws; no feed runs then, and the caller retries.
    */
   async restart(): Promise<void> {
@@ -78,7 +80,7 @@ export class FeedWatch {
     this.feed = undefined;
     this.current = undefined;
     await old?.stop();
-    await this.open(this.begin());
+    if (await this.open(this.begin())) this.deps.resumed();
   }
 
   /** Stops the feed and any re-watch in progress, for good. */
