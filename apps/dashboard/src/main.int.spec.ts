@@ -7,7 +7,8 @@ import { connect } from '@nats-io/transport-node';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { Kvm } from '@nats-io/kv';
 import type { AssignmentMap } from '@defender/contracts';
-import { AssignmentMapBucket, ensureStreams, HeartbeatBucket, natsAuthorizationConfig, NATS_ROLES, openBucket, publishOnce } from '@defender/nats-kv';
+import { jetstreamManager } from '@nats-io/jetstream';
+import { AssignmentMapBucket, ensureStreams, HeartbeatBucket, natsAuthorizationConfig, NATS_ROLES, openBucket, publishOnce, STREAMS } from '@defender/nats-kv';
 import { POINT_FLAGS } from '@defender/pipeline';
 import { SqliteStore } from '@defender/store';
 import { describeAppProcess, describeWithInfra, freePort, getJson, natsPasswordEnvOf, spawnBuiltApp, startSecuredNatsServer, testNatsEnv, waitFor, type SecuredNatsServer, type SpawnedApp } from '@defender/infra-harness';
@@ -95,6 +96,39 @@ async function readEvents(
   }
 }
 
+/**
+ * A private nats-server whose role users are written for the buckets named after `tag` (the dashboard
+ * reads only the buckets its permissions name, issue 50), its streams created, and a connection as
+ * its unrestricted fixture user.
+ */
+async function natsFor(tag: string): Promise<{ srv: SecuredNatsServer; nc: NatsConnection }> {
+  const names = { stableIds: 'stable-ids', heartbeats: `hb-${tag}`, assignments: `map-${tag}`, elections: `el-${tag}` };
+  const srv = await startSecuredNatsServer({ authorization: natsAuthorizationConfig(NATS_ROLES.map((role) => ({ user: role, role, passwordEnv: natsPasswordEnvOf(role) })), names) });
+  const nc = await connect(srv.connectOptions());
+  await ensureStreams(nc);
+  return { srv, nc };
+}
+
+/** The built dashboard on a free loopback port, on `srv` and the buckets named after `tag`, once ready. */
+async function startDashboard(srv: SecuredNatsServer, tag: string, sqlite: string, env: Record<string, string> = {}): Promise<{ app: SpawnedApp; base: string }> {
+  const http = await freePort();
+  const base = `http://127.0.0.1:${http}`;
+  const app = spawnBuiltApp('dashboard', {
+    HTTP_PORT: String(http),
+    HTTP_HOST: '127.0.0.1',
+    ...srv.env('dashboard'),
+    SQLITE_PATH: sqlite,
+    NATS_KV_ASSIGNMENTS: `map-${tag}`,
+    NATS_KV_HEARTBEATS: `hb-${tag}`,
+    ELECTION_KV_BUCKET: `el-${tag}`,
+    REFRESH_SECONDS: '0.3',
+    LOG_LEVEL: 'warn',
+    ...env,
+  });
+  await waitFor('dashboard ready', async () => (await getJson(`${base}/health/ready`)).status === 200, 30_000);
+  return { app, base };
+}
+
 describeWithInfra(['nats'], 'dashboard API and live events (built bundle, real NATS and SQLite)', () => {
   let dir: string;
   let srv: SecuredNatsServer | undefined;
@@ -161,14 +195,9 @@ describeWithInfra(['nats'], 'dashboard API and live events (built bundle, real N
     });
     await store.close();
 
-    // A private nats-server whose role users are written for this test's bucket names (the dashboard
-    // reads only the buckets its permissions name, issue 50); set up as its unrestricted fixture user.
-    const names = { stableIds: 'stable-ids', heartbeats: `hb-${tag}`, assignments: `map-${tag}`, elections: `el-${tag}` };
-    srv = await startSecuredNatsServer({ authorization: natsAuthorizationConfig(NATS_ROLES.map((role) => ({ user: role, role, passwordEnv: natsPasswordEnvOf(role) })), names) });
-    nc = await connect(srv.connectOptions());
-    await ensureStreams(nc);
+    ({ srv, nc } = await natsFor(tag));
     // The buckets exist before the dashboard starts, as the defenders and controllers create them.
-    await openBucket(nc, names.stableIds);
+    await openBucket(nc, 'stable-ids');
     await new AssignmentMapBucket(await openBucket(nc, `map-${tag}`, { history: 5 }), `map-${tag}`).publish(mapV1(), null);
     await new HeartbeatBucket(await openBucket(nc, `hb-${tag}`), `hb-${tag}`).publish({
       schema: 1,
@@ -182,21 +211,7 @@ describeWithInfra(['nats'], 'dashboard API and live events (built bundle, real N
       sentAt: new Date().toISOString(),
     });
     await (await new Kvm(nc).create(`el-${tag}`)).put('assignment-controller', JSON.stringify({ v: 1, holder: 'controller-a', token: 2, leaseExpiresAtMs: Date.now() + 600_000, released: false }));
-
-    const http = await freePort();
-    base = `http://127.0.0.1:${http}`;
-    app = spawnBuiltApp('dashboard', {
-      HTTP_PORT: String(http),
-      HTTP_HOST: '127.0.0.1',
-      ...srv.env('dashboard'),
-      SQLITE_PATH: sqlite,
-      NATS_KV_ASSIGNMENTS: `map-${tag}`,
-      NATS_KV_HEARTBEATS: `hb-${tag}`,
-      ELECTION_KV_BUCKET: `el-${tag}`,
-      REFRESH_SECONDS: '0.3',
-      LOG_LEVEL: 'warn',
-    });
-    await waitFor('dashboard ready', async () => (await getJson(`${base}/health/ready`)).status === 200, 30_000);
+    ({ app, base } = await startDashboard(srv, tag, sqlite));
   });
 
   afterAll(async () => {
@@ -342,6 +357,79 @@ describeWithInfra(['nats'], 'dashboard API and live events (built bundle, real N
       return view.map?.version === 2 && !view.problems.some((p) => /map/.test(p));
     }, 60_000);
     expect(view!.history.map((h) => h.version)).toEqual([2, 1]);
+  });
+});
+
+describeWithInfra(['nats'], 'dashboard: the notification stream recreated (built bundle, real NATS, a local fab with one defender)', () => {
+  let dir: string;
+  let srv: SecuredNatsServer | undefined;
+  let nc: NatsConnection;
+  let app: SpawnedApp | undefined;
+  let control: Server;
+  let defender: Server;
+  let base: string;
+  const tag = `dashs${process.pid}`;
+  /** What the defender's GET /api/v1/chambers says of the stream (the test moves it on). */
+  let health: { stream: string; streamId: string | undefined; missing: boolean; mismatchedChambers: string[] };
+  const streamId = async () => (await (await jetstreamManager(nc)).streams.info(STREAMS.notifications)).created;
+  type View = { problems: string[]; notes: string[] };
+  const view = async () => (await getJson(`${base}/api/v1/cluster`)).body as View;
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'dashboard-stream-'));
+    ({ srv, nc } = await natsFor(tag));
+    await openBucket(nc, `hb-${tag}`);
+    await openBucket(nc, `map-${tag}`, { history: 5 });
+    await new Kvm(nc).create(`el-${tag}`);
+    health = { stream: STREAMS.notifications, streamId: await streamId(), missing: false, mismatchedChambers: [] };
+    // One defender as the launcher lists it, and its GET /api/v1/chambers.
+    defender = createServer((req, res) => {
+      res.setHeader('content-type', 'application/json');
+      res.end(JSON.stringify(req.url === '/api/v1/chambers' ? { chambers: [], stream: health } : {}));
+    });
+    await new Promise<void>((r) => defender.listen(0, '127.0.0.1', r));
+    const defenderUrl = `http://127.0.0.1:${(defender.address() as AddressInfo).port}`;
+    control = createServer((_req, res) => {
+      res.setHeader('content-type', 'application/json');
+      res.end(JSON.stringify({ processes: [{ name: 'defender-pod-0', role: 'defender', alive: true, url: defenderUrl, defenderId: 'defender-0' }, { name: 'dashboard', role: 'dashboard', alive: true, url: 'http://127.0.0.1:1' }] }));
+    });
+    await new Promise<void>((r) => control.listen(0, '127.0.0.1', r));
+    ({ app, base } = await startDashboard(srv, tag, join(dir, 'd.db'), {
+      LOCAL_FAB_CONTROL_URL: `http://127.0.0.1:${(control.address() as AddressInfo).port}`,
+      LOCAL_FAB_CONTROL_TOKEN: 'local-fab-control-token-0123',
+    }));
+  });
+
+  afterAll(async () => {
+    await app?.stop('SIGTERM');
+    await nc?.drain();
+    await srv?.stop();
+    await new Promise((r) => control?.close(r));
+    await new Promise((r) => defender?.close(r));
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('the "stream recreated" problem lasts while the defender has chambers paused on it, then clears to a history line (issue 52, item 2)', async () => {
+    expect(await view()).toMatchObject({ notes: [] });
+    expect((await view()).problems.filter((p) => p.includes(STREAMS.notifications))).toEqual([]);
+    const was = health.streamId;
+    // As after NATS lost its store: the stream is created again (a new identity, sequences from 1).
+    await (await jetstreamManager(nc)).streams.delete(STREAMS.notifications);
+    await ensureStreams(nc);
+    const now = await streamId();
+    expect(now).not.toBe(was);
+    // The defender saw it and paused a chamber whose mark counts in the old stream.
+    health = { ...health, streamId: now, mismatchedChambers: ['ETCH01:PM1'] };
+    await waitFor('the recreation is a problem naming the paused chamber', async () => (await view()).problems.some((p) => p.includes(`was recreated at ${now}`) && p.includes('defender-0: 1 chamber(s) paused on the old stream (ETCH01:PM1)')), 30_000);
+    expect((await view()).notes).toEqual([]);
+    // Re-based: the banner clears; what happened stays as a quiet line.
+    health = { ...health, mismatchedChambers: [] };
+    let v: View | undefined;
+    await waitFor('the problem gone, a history line instead', async () => {
+      v = await view();
+      return !v.problems.some((p) => p.includes('recreated')) && v.notes.length === 1;
+    }, 30_000);
+    expect(v!.notes[0]).toBe(`stream ${STREAMS.notifications} was recreated at ${now} (was ${was}); every defender reads it and re-based its chambers`);
   });
 });
 
