@@ -221,6 +221,20 @@ export class AssignmentMapBucket {
   }
 
   /**
+   * The bucket's identity: its stream's creation time as the server reports it. A bucket created
+   * again (NATS lost its store) has a new one, and its revisions restart at 1: a watch that started
+   * on the old one (an ordered consumer) would wait past every new map (ADR 0007).
+   * @throws NatsUnavailableError / StreamMissingError like the other reads.
+   */
+  async identity(): Promise<string> {
+    try {
+      return (await this.kv.status()).streamInfo.created;
+    } catch (err) {
+      throw mapKvError(err, this.bucket, ASSIGNMENT_MAP_KEY);
+    }
+  }
+
+  /**
    * Delivers the current map and every newer one, in order, until `stop()` is called. A value that
    * is invalid, older, or from a lower fencing token is reported to `onRejected` and skipped. With
    * `scope`, each map is read as far as it names (a defender reads only its own chunks).

@@ -51,7 +51,7 @@ describeWithInfra(['nats'], 'defender membership (real processes, real NATS)', (
     };
     const heartbeats = new HeartbeatBucket(await openBucket(nc, names.hb), names.hb);
     const ids = await openBucket(nc, names.ids);
-    const maps = new AssignmentMapBucket(await openBucket(nc, names.map, { history: 5 }), names.map);
+    let maps = new AssignmentMapBucket(await openBucket(nc, names.map, { history: 5 }), names.map);
     const start = async (extra: Record<string, string> = {}) => {
       const http = await freePort();
       const p = spawnBuiltApp('defender', { ...env, HTTP_PORT: String(http), ...extra });
@@ -75,7 +75,13 @@ describeWithInfra(['nats'], 'defender membership (real processes, real NATS)', (
       });
       revision = await maps.publish(map, revision);
     };
-    return { heartbeats, ids, start, publish };
+    /** The map bucket deleted and created again (as after NATS lost its store): revisions restart at 1. */
+    const recreateMapBucket = async () => {
+      await (await jetstreamManager(nc)).streams.delete(`KV_${names.map}`);
+      maps = new AssignmentMapBucket(await openBucket(nc, names.map, { history: 5 }), names.map);
+      revision = null;
+    };
+    return { heartbeats, ids, start, publish, recreateMapBucket };
   }
 
   const DEBUG = 'membership-test-debug-token';
@@ -164,6 +170,21 @@ describeWithInfra(['nats'], 'defender membership (real processes, real NATS)', (
     expect((await c.heartbeats.readAll()).heartbeats.map((h) => h.heartbeat.defenderId)).toEqual(['defender-1']);
     await c.start({ POD_UID: 'pod-a2' });
     await waitFor('defender-0 back', async () => (await c.heartbeats.readAll()).heartbeats.some((h) => h.heartbeat.podUid === 'pod-a2' && h.heartbeat.defenderId === 'defender-0'), START_MS);
+  });
+
+  it('follows the map bucket created again while its own heartbeats never failed (another process recreated it)', async () => {
+    const c = await cluster();
+    const a = await c.start({ POD_UID: 'pod-r' });
+    const version = async () => ((await getJson(`${a.url}/api/v1/status`)).body as { assignmentVersion: number }).assignmentVersion;
+    await waitFor('defender-0 heartbeat', async () => (await c.heartbeats.readAll()).heartbeats.length === 1, START_MS);
+    await c.publish(1, '5', { 't1:c1': 'defender-0' });
+    await waitFor('v1 applied', async () => (await version()) === 1, START_MS);
+    // Its watch (an ordered consumer) started on the old bucket; the new one's revisions restart at 1.
+    await c.recreateMapBucket();
+    await c.publish(2, '5', { 't1:c1': 'defender-0', 't1:c2': 'defender-0' });
+    await waitFor('v2 from the recreated bucket applied', async () => (await version()) === 2, START_MS);
+    expect((await getJson(`${a.url}/api/v1/assignments`)).body).toMatchObject({ assignmentVersion: 2, chambers: ['t1:c1', 't1:c2'] });
+    expect(a.p.child.exitCode).toBeNull();
   });
 
   it('exits non-zero with a clear message when the stable-ID pool is exhausted', async () => {

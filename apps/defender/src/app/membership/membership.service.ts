@@ -28,6 +28,7 @@ import { CHAMBER_WORK, ChamberWork } from './chamber-work';
 import { DefenderIdentity } from './defender-identity';
 import type { HeartbeatSnapshot } from './heartbeat-beater';
 import { HeartbeatThread } from './heartbeat-thread';
+import { MapWatchGuard } from './map-watch-guard';
 
 /** Exit codes of a defender that cannot go on (Kubernetes restarts it). */
 export const EXIT_POOL_EXHAUSTED = 3;
@@ -83,8 +84,14 @@ export class MembershipService implements OnApplicationBootstrap, BeforeApplicat
   private lastLoadReport: LoadReport | undefined;
   private recreating = false;
   private stopWatch: (() => void) | undefined;
-  /** A heartbeat failed since the map watch started: watch again once NATS answers (ADR 0007). */
-  private watchSuspect = false;
+  /** Keeps the map watch on the bucket that exists now (ADR 0007): checked every heartbeat. */
+  private readonly mapWatch = new MapWatchGuard({
+    identity: () => this.buckets?.assignments.identity() ?? Promise.reject(new Error('no buckets yet')),
+    rewatch: (why) => {
+      this.logger.warn({ msg: 'watching the assignment map again: only a newer map is applied', why });
+      this.stopWatch?.();
+    },
+  });
 
   constructor(
     @Inject(DEFENDER_CONFIG) private readonly config: DefenderConfig,
@@ -290,18 +297,14 @@ export class MembershipService implements OnApplicationBootstrap, BeforeApplicat
       {
         beat: () => {
           first();
-          if (this.watchSuspect) {
-            // NATS failed us since the last heartbeat: if it lost its store, the map bucket was created
-            // again with sequences from 1 and the watch (an ordered consumer) would resume past them.
-            // Watching again re-reads the current map; only a newer one is applied.
-            this.watchSuspect = false;
-            this.stopWatch?.();
-          }
+          // If NATS lost its store, the map bucket was created again with revisions from 1 and the
+          // watch (an ordered consumer) would resume past them: watch again when it was.
+          void this.mapWatch.check();
         },
         failed: (message) => {
           first();
           this.metrics.heartbeatFailed();
-          this.watchSuspect = true;
+          this.mapWatch.natsFailed();
           // Keep working on owned chambers: their writes are fenced in the store.
           this.logger.warn({ msg: 'heartbeat failed', defenderId: this.defenderId, err: message });
           void this.recreateLostBuckets();
@@ -346,6 +349,7 @@ export class MembershipService implements OnApplicationBootstrap, BeforeApplicat
       async (healthy) => {
         const buckets = this.buckets;
         if (!buckets) return;
+        await this.mapWatch.starting();
         const w = await buckets.assignments.watch(
           {
             onMap: (stored) => {
