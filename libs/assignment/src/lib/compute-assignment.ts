@@ -1,6 +1,7 @@
 import { buildProblem, NEW_CHAMBER, ORPHAN, type Problem } from './problem';
 import { seedTwoPhase } from './seed-two-phase';
-import { type PhaseTimes, type Placement, REASON_CAP, stickyBalanced } from './sticky-balanced';
+import { type PhaseTimes, type Placement, REASON_CAP } from './placement';
+import { stickyBalanced } from './sticky-balanced';
 import type {
   AssignmentOptions,
   AssignmentResult,

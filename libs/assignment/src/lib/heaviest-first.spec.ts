@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { heaviestFirst } from './sticky-balanced';
+import { heaviestFirst } from './heaviest-first';
 
 describe('heaviestFirst', () => {
   const reference = (items: number[], weight: Float64Array) =>

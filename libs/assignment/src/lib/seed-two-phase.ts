@@ -1,5 +1,5 @@
 import { HashRing, xxh64Digest } from '@defender/hashing';
-import { type Placement, REASON_ORPHANED, REASON_REBALANCE } from './sticky-balanced';
+import { type Placement, REASON_ORPHANED, REASON_REBALANCE } from './placement';
 import { ORPHAN, type Problem } from './problem';
 
 /** Options the seed baseline reads. */
