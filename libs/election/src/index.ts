@@ -27,7 +27,9 @@ export {
   decideCampaign,
   decideRelease,
   decideRenew,
+  leaseOrder,
   leaseRecordSchema,
+  notOlderLease,
   vacantAtMs,
   viewOf,
 } from './lib/lease';

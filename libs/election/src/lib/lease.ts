@@ -56,6 +56,21 @@ export interface LeaseSnapshot {
 
 export const EMPTY_SNAPSHOT: LeaseSnapshot = { record: null, revision: 0 };
 
+/**
+ * Whether `next` is not older than `held`: a higher term's token first, then the revision. Revisions
+ * alone do not order snapshots across a bucket NATS lost and created again (they restart at 1, while
+ * a new term's token is above every token the agents granted before: ADR 0007), so a watcher that
+ * kept the highest revision would ignore every later term.
+ */
+export function notOlderLease(next: { readonly token: number; readonly revision: number }, held: { readonly token: number; readonly revision: number }): boolean {
+  return next.token !== held.token ? next.token > held.token : next.revision >= held.revision;
+}
+
+/** A snapshot's place in {@link notOlderLease}'s order (an empty key has token 0). */
+export function leaseOrder(s: LeaseSnapshot): { token: number; revision: number } {
+  return { token: s.record?.token ?? 0, revision: s.revision };
+}
+
 export type LeaseState = 'none' | 'held' | 'expired' | 'released';
 
 /** An election as an agent sees it at one instant of its clock. */

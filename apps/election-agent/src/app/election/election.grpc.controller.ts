@@ -16,6 +16,7 @@ import {
   LeaseResponseWire,
   LeaseStoreUnavailableError,
   ContentionError,
+  notOlderLease,
   ReleaseResponseWire,
   viewKey,
 } from '@defender/election';
@@ -90,19 +91,20 @@ export class ElectionGrpcController {
     return new Observable<LeaderStateWire>((subscriber) => {
       let unsubscribe: (() => void) | undefined;
       let closed = false;
-      let last = { key: '', revision: -1 };
+      let last = { key: '', token: -1, revision: -1 };
       void (async () => {
         try {
           const { election } = electionRequestFromWire(req);
           const view = await this.election.authority.getLeader(election);
           if (closed) return;
           this.metrics.requestAnswered('Observe', 'OK');
-          last = { key: viewKey(view), revision: view.revision };
+          last = { key: viewKey(view), token: view.fencingToken, revision: view.revision };
           subscriber.next(leaderStateToWire(view));
           unsubscribe = this.watch.hub.subscribe(election, (v) => {
             const key = viewKey(v);
-            if (v.revision < last.revision || key === last.key) return;
-            last = { key, revision: v.revision };
+            // Older than what was sent (by term, then revision: a recreated bucket restarts revisions).
+            if (!notOlderLease({ token: v.fencingToken, revision: v.revision }, last) || key === last.key) return;
+            last = { key, token: v.fencingToken, revision: v.revision };
             subscriber.next(leaderStateToWire(v));
           });
           if (closed) unsubscribe();

@@ -1,4 +1,4 @@
-import { LeaderView, LeaseSnapshot, viewOf } from '../lease';
+import { LeaderView, leaseOrder, LeaseSnapshot, notOlderLease, viewOf } from '../lease';
 import { LeaseStore, WatchHandle } from '../lease-store';
 
 export interface LeaderWatchHubOptions {
@@ -133,8 +133,9 @@ class Channel {
 
   private apply(snapshot: LeaseSnapshot): void {
     if (this.stopped) return;
-    // A re-read can answer after a newer watch event: never go back to an older revision.
-    if (this.snapshot !== undefined && snapshot.revision < this.snapshot.revision) return;
+    // A re-read can answer after a newer watch event: never go back to an older one (by term, then
+    // revision: a bucket created again restarts its revisions, never its tokens).
+    if (this.snapshot !== undefined && !notOlderLease(leaseOrder(snapshot), leaseOrder(this.snapshot))) return;
     this.snapshot = snapshot;
     this.evaluate();
   }
