@@ -206,7 +206,7 @@ describe('ThreadedSqliteStore', () => {
     const written = trace(chamber, 'run-1', 8, 20_000);
     await store.traces.write(written);
     const before = await store.threadCpuUsage();
-    // Reads served during the profile: the thread's store code must show in it.
+    // Reads served during the profile: the thread's store code (SqliteTraces.read, sqlite-traces.ts) must show in it.
     let reading = true;
     const reads = (async () => {
       while (reading) releaseTraceMemory(await store.traces.read(written));
@@ -218,7 +218,7 @@ describe('ThreadedSqliteStore', () => {
     expect(before && after).toBeDefined();
     expect(after!.user + after!.system).toBeGreaterThan(before!.user + before!.system);
     expect(profile.samples.length).toBeGreaterThan(0);
-    expect(profile.nodes.some((n) => /sqlite-store/.test(n.callFrame.url) && n.callFrame.functionName === 'read')).toBe(true);
+    expect(profile.nodes.some((n) => /sqlite-traces/.test(n.callFrame.url) && n.callFrame.functionName === 'read')).toBe(true);
     // The OS thread carries the store thread's name (top -H, /proc/<pid>/task/<tid>/comm).
     const names = readdirSync(`/proc/${process.pid}/task`).map((t) => {
       try {
