@@ -37,6 +37,8 @@ function setup(generation = 1) {
     workerOptions: {} as WorkerOptions,
     claimGeneration: () => generation,
     schedule: (fn, ms) => void scheduled.push({ fn, ms }),
+    // The low end of every jitter range: the delays are the backoff's floors (500, 1,000, ...).
+    random: () => 0,
     invalidate: (c: ChamberRef) => void invalidated.push(`${c.toolId}:${c.chamberId}`),
     events: {
       workerCrashed: (c, err, ms) => events.push(`crashed ${c} ${(err as Error).message} ${ms}`),
@@ -66,7 +68,7 @@ describe('ChamberSupervisor', () => {
     expect(workers.map((w) => w.notices)).toEqual([[7, Number.MAX_SAFE_INTEGER], [Number.MAX_SAFE_INTEGER]]);
   });
 
-  it('restarts a crashed worker after a pause that doubles per crash, never one released meanwhile', async () => {
+  it('restarts a crashed worker after a pause that doubles per crash (with jitter above it), never one released meanwhile', async () => {
     const { s, workers, scheduled, events, live } = setup();
     s.acquire(['t:a', 't:b'], 3);
     workers[0]?.exit('error', new Error('boom'));

@@ -1,3 +1,4 @@
+import { backoffDelayMs } from '@defender/backoff';
 import { ChamberRef, chamberKey, splitChamberKey } from '@defender/contracts';
 import { ownerEpoch } from '@defender/membership';
 import { ChamberWorker, StreamStatus, WorkerDeps, WorkerOptions } from './chamber-worker';
@@ -47,6 +48,8 @@ export interface SupervisorDeps {
   readonly claimGeneration: () => number;
   /** Runs `fn` after `ms` (unreferenced: a pending restart does not keep the process alive). */
   readonly schedule: (fn: () => void, ms: number) => void;
+  /** Uniform [0, 1) for the crash restarts' jitter (`Math.random` in the app, a fixed one in tests). */
+  readonly random: () => number;
   /** Forget a released chamber's cached history. */
   readonly invalidate?: (chamber: ChamberRef) => void;
   readonly events?: SupervisorEvents;
@@ -63,9 +66,12 @@ export interface WorkerState {
   readonly stream: { readonly streamId: string | undefined; readonly offset: number; readonly status: StreamStatus };
 }
 
-/** First restart delay of a crashed worker, ms; doubles per crash in a row, at most {@link MAX_CRASH_DELAY_MS}. */
-const FIRST_CRASH_DELAY_MS = 500;
-const MAX_CRASH_DELAY_MS = 30_000;
+/**
+ * Restart delays of a crashed worker (@defender/backoff, equal jitter): the first in [500, 1,000) ms,
+ * the ceiling doubling per crash in a row up to 30 s, so chambers that crashed together (a store
+ * answer every worker choked on) do not come back in lockstep.
+ */
+const CRASH_BACKOFF = { baseMs: 1_000, maxMs: 30_000 } as const;
 
 /**
  * One {@link ChamberWorker} per owned chamber: membership calls `acquire` / `release` as the
@@ -188,7 +194,7 @@ export class ChamberSupervisor {
       // Released or replaced meanwhile: nothing to do.
       if (this.workers.get(key) !== worker) return;
       if (reason === 'error' && !this.draining) {
-        const delayMs = Math.min(MAX_CRASH_DELAY_MS, FIRST_CRASH_DELAY_MS * 2 ** crashes);
+        const delayMs = backoffDelayMs(crashes, { ...CRASH_BACKOFF, random: this.deps.random });
         this.workers.delete(key);
         this.restarting.add(key);
         this.deps.events?.workerCrashed?.(key, err, delayMs);

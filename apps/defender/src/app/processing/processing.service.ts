@@ -327,6 +327,7 @@ export class ProcessingService implements ChamberWork, OnApplicationBootstrap, O
       },
       claimGeneration: () => this.identity.claimGeneration(),
       schedule: (fn, ms) => void setTimeout(fn, ms).unref(),
+      random: Math.random,
       invalidate: (chamber) => cache.invalidate(chamber),
       events: {
         workerCrashed: (chamber, err, delayMs) => this.logger.error({ msg: 'chamber worker crashed; restarting', chamber, delayMs, err: (err as Error)?.message }),
