@@ -14,7 +14,7 @@ for (const def of SUITES.filter((d) => d.jestScenarios?.length !== 0)) {
 
     beforeAll(async () => {
       suite = await startSuite(def);
-    }, 300_000);
+    }, 600_000); // a hang guard: bring-up waits up to 300 s for a stable cluster (scenarios.ts bringUp)
 
     afterAll(async () => {
       await suite?.stop();

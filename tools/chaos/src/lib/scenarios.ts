@@ -23,7 +23,9 @@ export async function bringUp(suite: Suite, n: number): Promise<MapRecord> {
   const c = suite.cluster;
   await Promise.all(Array.from({ length: n }, () => c.startDefender(newPod())));
   suite.publisher.resume();
-  const m = await c.waitStable(120_000);
+  // A hang guard, not a deadline: starting the defenders' processes is CPU-bound, and 120 s ran out in
+  // a fresh-clone CI where the machine ran at load 30 (two hogs, the suite and other work) at the time.
+  const m = await c.waitStable(300_000);
   suite.publisher.pause();
   // The runs published so far (every chamber's warm-up) are processed before the first scenario: at
   // a suite's own size that takes seconds, at 20,000 chambers (120,000 warm-up runs) many minutes, and
