@@ -5,5 +5,4 @@ export default {
   globalSetup: '<rootDir>/../../tools/infra/src/jest/global-setup.ts',
   globalTeardown: '<rootDir>/../../tools/infra/src/jest/global-teardown.ts',
   globals: { infra: ['nats'] },
-  testTimeout: 60_000,
 };

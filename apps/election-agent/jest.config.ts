@@ -7,5 +7,4 @@ export default {
   // The run's nats-server requires mutual TLS: every agent and test connection verifies it and
   // presents a client certificate (a PKI made at test time, tools/infra/src/tls.ts).
   globals: { infra: ['nats'], natsTls: 'mutual' },
-  testTimeout: 60_000,
 };

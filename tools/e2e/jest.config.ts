@@ -7,6 +7,5 @@ export default {
   globalSetup: '<rootDir>/../../tools/infra/src/jest/global-setup.ts',
   globalTeardown: '<rootDir>/../../tools/infra/src/jest/global-teardown.ts',
   globals: { infra: ['nats'] },
-  testTimeout: 180_000,
   maxWorkers: 2,
 };

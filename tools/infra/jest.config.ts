@@ -6,5 +6,4 @@ export default {
   globalTeardown: '<rootDir>/src/jest/global-teardown.ts',
   // Which real servers this project's tests need; the global setup starts only these.
   globals: { infra: ['nats', 'cassandra'] },
-  testTimeout: 60_000,
 };

@@ -63,8 +63,36 @@ export interface NatsClusterHandle {
    * every other reachable node as a current, online peer ({@link natsMetaPeersReady}).
    */
   waitHealthy(timeoutMs?: number): Promise<void>;
+  /**
+   * {@link waitHealthy} as a StatefulSet's probe sees it: a node whose JetStream is still behind its meta
+   * leader after `stuckMs` is restarted (SIGTERM, once) and the wait starts again (`thenMs`).
+   * nats-server 2.10 can leave a restarted or wiped node's meta group with commit != applied for good
+   * (nats-io/nats-server#5976); a pod's probe cures that, so tests of what we build on the cluster do
+   * the same and say so through `onRestart`. Any other unhealthy state fails as {@link waitHealthy} does.
+   * @returns the node restarted, if one was.
+   */
+  waitHealthyAsProbed(opts?: ProbeOptions): Promise<NatsClusterNode | undefined>;
   /** Stops every node and removes the stores. */
   stop(): Promise<void>;
+}
+
+/** How {@link NatsClusterHandle.waitHealthyAsProbed} waits. */
+export interface ProbeOptions {
+  /** How long a node may stay behind its meta leader before it is restarted (default 60 s). */
+  stuckMs?: number;
+  /** How long the cluster then has to become healthy (default 90 s). */
+  thenMs?: number;
+  /** Told before the restart: which node and what the last check saw. */
+  onRestart?: (node: NatsClusterNode, lastSeen: string) => void;
+}
+
+/**
+ * The node a failed {@link NatsClusterHandle.waitHealthy} names as stuck behind its meta leader by its
+ * own `/healthz` (what a pod's probe sees), from the error's message. A node only its leader lists as
+ * behind answers its probe, so no probe would restart it: undefined.
+ */
+export function stuckBehindMetaLeader(message: string): string | undefined {
+  return /last seen: (\S+) \/healthz: 503 [^;]*not current with the meta leader/.exec(message)?.[1];
 }
 
 /** A cluster node as {@link natsMetaPeersReady} sees it: its server name and monitoring port. */
@@ -343,6 +371,20 @@ async function startNatsClusterOnce(opts: NatsClusterOptions): Promise<NatsClust
       ).catch((err: unknown) => {
         throw new Error(`${(err as Error).message}; last seen: ${why ?? 'no answer'}`, { cause: err });
       });
+    },
+    async waitHealthyAsProbed({ stuckMs = 60_000, thenMs = 90_000, onRestart }: ProbeOptions = {}) {
+      const failure = await handle.waitHealthy(stuckMs).then(
+        () => undefined,
+        (err: unknown) => (err as Error).message,
+      );
+      if (failure === undefined) return undefined;
+      const name = stuckBehindMetaLeader(failure);
+      const node = nodes.find((n) => n.name === name && n.running && !n.frozen && !n.partitioned);
+      if (!node) throw new Error(failure);
+      onRestart?.(node, failure);
+      await node.restart({ hard: false });
+      await handle.waitHealthy(thenMs);
+      return node;
     },
     async stop() {
       nodes.forEach((n) => n.thaw());

@@ -60,29 +60,21 @@ async function leaderOf(c: ChaosCluster, stream: string, except?: NatsClusterNod
 
 /**
  * Waits until every running node is healthy, as a StatefulSet's probe would: a node whose JetStream
- * stays behind its meta leader for a minute is restarted (once). nats-server 2.10 can leave a
- * restarted node's meta group with commit != applied for good (nats-io/nats-server#5976); beside a
- * loaded machine's other tests it happened after a rolling restart and after a leader kill, past a
- * 90 s wait. That defect is the server's and a pod's probe cures it; the invariants are ours, and the
- * report says when it happened.
+ * stays behind its meta leader for a minute is restarted once (the harness's waitHealthyAsProbed;
+ * nats-io/nats-server#5976: beside a loaded machine's other tests it happened after a rolling restart
+ * and after a leader kill, past a 90 s wait). That defect is the server's and a pod's probe cures it;
+ * the invariants are ours, and the report says when it happened.
  * @returns the node restarted, if one was.
  */
 async function waitHealthyAsProbed(c: ChaosCluster, run?: ScenarioRun): Promise<NatsClusterNode | undefined> {
-  const nats = natsCluster(c);
-  const stuck = await nats.waitHealthy(60_000).then(
-    () => undefined,
-    (err: unknown) => (err as Error).message,
-  );
-  if (stuck === undefined) return undefined;
-  const name = /last seen: (\S+) \/healthz: 503 [^;]*not current with the meta leader/.exec(stuck)?.[1];
-  const node = name === undefined ? undefined : nats.nodes.find((n) => n.name === name && n.running && !n.frozen && !n.partitioned);
-  if (!node) throw new Error(stuck);
-  run?.note(`${node.name} was restarted after a minute unhealthy (${stuck}), as its pod's probe would.`);
-  c.note('nats-node-sigterm', node.name, { reason: 'unhealthy for 60 s' });
-  await node.restart({ hard: false });
-  c.note('nats-node-up', node.name);
-  await nats.waitHealthy(90_000);
-  return node;
+  const restarted = await natsCluster(c).waitHealthyAsProbed({
+    onRestart: (node, lastSeen) => {
+      run?.note(`${node.name} was restarted after a minute unhealthy (${lastSeen}), as its pod's probe would.`);
+      c.note('nats-node-sigterm', node.name, { reason: 'unhealthy for 60 s' });
+    },
+  });
+  if (restarted) c.note('nats-node-up', restarted.name);
+  return restarted;
 }
 
 /** Waits until every stream and bucket has a leader and every live replica is current. */
