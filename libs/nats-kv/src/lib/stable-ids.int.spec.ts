@@ -25,14 +25,16 @@ describeWithInfra(['nats'], 'StableIdRegistry against a real nats-server', () =>
     kv = await openBucket(nc, bucket);
   });
 
-  type Over = Partial<Pick<StableIdOptions, 'maxDefenders' | 'intervalSeconds' | 'now' | 'monotonicNow' | 'sleep'>>;
+  type Over = Partial<Pick<StableIdOptions, 'maxDefenders' | 'intervalSeconds' | 'now' | 'monotonicNow' | 'sleep' | 'bucketAgeMs'>>;
   /**
    * A registry whose wall clock stands at the test's start unless `over` says otherwise: a claim
    * made during the test then never looks abandoned by the wall-clock hint, however slowly the
-   * machine runs the test (the hint's own tests pass `clocks({ wallOffsetMs })`).
+   * machine runs the test (the hint's own tests pass `clocks({ wallOffsetMs })`). Each test's bucket
+   * is new, but not one NATS created again after losing its store: it counts as old unless `over`
+   * asks the server (the recreated-bucket tests at the end pass `bucketAgeMs: undefined`).
    */
   const registry = (ownerId: string, over: Over = {}) =>
-    new StableIdRegistry(kv, { maxDefenders: 3, intervalSeconds: 2, ownerId, now: () => testStartMs, ...over }, bucket);
+    new StableIdRegistry(kv, { maxDefenders: 3, intervalSeconds: 2, ownerId, now: () => testStartMs, bucketAgeMs: async () => 60_000, ...over }, bucket);
 
   /**
    * A claimer's clocks: its monotonic clock moves only when it sleeps between looks at a watched
@@ -207,5 +209,45 @@ describeWithInfra(['nats'], 'StableIdRegistry against a real nats-server', () =>
     expect((await kv.get('defender-0'))?.json()).toMatchObject({ ownerId: 'holder', generation: 0 });
     // Its next refresh is an ordinary compare-and-set again.
     expect((await holder.refresh()).revision).toBeGreaterThan(again.revision);
+  });
+
+  describe('a bucket created again after NATS lost its store (found by the e2e test of that loss)', () => {
+    /** NATS lost its store: the bucket is gone and created again, empty, by whoever came first. */
+    async function loseAndRecreate(): Promise<void> {
+      await kv.destroy();
+      kv = await openBucket(nc, bucket);
+    }
+
+    it('the server says how old the bucket is (its own clock: ts - created)', async () => {
+      const status = await kv.status();
+      expect(status.streamInfo.ts).toBeDefined();
+    });
+
+    it("a new claimer does not take a live holder's missing ID: it waits, and the holder's refresh creates it again", async () => {
+      const holder = registry('holder');
+      expect(await holder.claim()).toMatchObject({ defenderId: 'defender-0', generation: 0 });
+      await loseAndRecreate();
+      // The new claimer looks first, at a bucket younger than the window (3 intervals of 2 s) by the
+      // server's clock; the holder, alive, refreshes once an interval meanwhile.
+      const c = clocks({ during: () => holder.refresh() });
+      const claimer = registry('new', { ...c, bucketAgeMs: undefined });
+      expect(await claimer.claim()).toMatchObject({ defenderId: 'defender-1', how: 'free' });
+      expect(c.watchedMs()).toBeGreaterThanOrEqual(2000);
+      expect(await holder.refresh()).toMatchObject({ defenderId: 'defender-0', generation: 0 });
+      expect((await kv.get('defender-0'))?.json()).toMatchObject({ ownerId: 'holder', generation: 0 });
+    });
+
+    it('an ID nobody creates again is free once the claimer has watched the young bucket for the window', async () => {
+      await loseAndRecreate();
+      const c = clocks();
+      expect(await registry('new', { ...c, bucketAgeMs: undefined }).claim()).toMatchObject({ defenderId: 'defender-0', how: 'free' });
+      expect(c.watchedMs()).toBeGreaterThanOrEqual(3 * 2000);
+    });
+
+    it('an old bucket by the server\'s clock: a missing ID is free at once', async () => {
+      const c = clocks();
+      expect(await registry('new', { ...c, bucketAgeMs: async () => 3 * 2000 }).claim()).toMatchObject({ defenderId: 'defender-0', how: 'free' });
+      expect(c.watchedMs()).toBe(0);
+    });
   });
 });

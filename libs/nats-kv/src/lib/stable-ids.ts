@@ -23,6 +23,12 @@ export interface StableIdOptions {
   monotonicNow?: () => number;
   /** Waits `ms` between looks at a claim being watched (default a timer); injected for tests. */
   sleep?: (ms: number) => Promise<void>;
+  /**
+   * How long ago the bucket was created, ms by the NATS server's own clock (default: its stream's
+   * info, `ts - created`, both the server's; undefined when the server does not say, before 2.10).
+   * A hint for missing claims, see {@link StableIdRegistry}; injected for tests of other rules.
+   */
+  bucketAgeMs?: () => Promise<number | undefined>;
 }
 
 /** A claim this process holds. */
@@ -57,7 +63,15 @@ export const STALE_AFTER_INTERVALS = 3;
  *   crashed predecessor's ID is reused; a live holder's next refresh ends the wait within about
  *   one interval, whatever the clocks say), or
  * - no ID is free (the pool looks full: every claim of unknown state is watched).
- * A missing claim is free (created again), never stale.
+ * A missing claim is free (created again), never stale, unless the bucket is younger than the
+ * staleness window by the server's clock: then it may be a live holder's claim that the holder has
+ * not refreshed since NATS lost its store and the bucket was created again (its refresh creates it
+ * again, same generation). Missing claims then wait until the bucket is older than the window, or
+ * this registry has watched for that long on its monotonic clock: a live holder refreshes within an
+ * interval, and one silent for the whole window would have lost a stored claim too. (Found by the
+ * e2e test of a NATS store loss: a defender starting just after it took defender-0 while defender-0's
+ * holder, alive, had a refresh time out; the holder then exited 4.) A first deployment's bucket is
+ * young too: its first claimers wait one window once.
  */
 export class StableIdRegistry {
   private held: HeldClaim | undefined;
@@ -67,6 +81,9 @@ export class StableIdRegistry {
   private readonly sleep: (ms: number) => Promise<void>;
   /** Other holders' claims as this registry saw them: revision, since when (monotonic), seen changing. */
   private readonly watched = new Map<string, { revision: number; since: number; changed: boolean }>();
+  /** Since when (monotonic) this claim() has waited on a young bucket's missing claims; 'old' once judged. */
+  private missingWatch: number | 'old' | undefined;
+  private readonly bucketAgeMs: () => Promise<number | undefined>;
 
   constructor(
     private readonly kv: KV,
@@ -79,6 +96,7 @@ export class StableIdRegistry {
     this.now = opts.now ?? Date.now;
     this.mono = opts.monotonicNow ?? (() => performance.now());
     this.sleep = opts.sleep ?? ((ms) => new Promise((r) => setTimeout(r, ms)));
+    this.bucketAgeMs = opts.bucketAgeMs ?? (() => this.serverBucketAgeMs());
   }
 
   get current(): HeldClaim | undefined {
@@ -96,6 +114,7 @@ export class StableIdRegistry {
   async claim(): Promise<HeldClaim> {
     if (this.held) return this.held;
     const pollMs = Math.max(10, (this.opts.intervalSeconds * 1000) / 4);
+    this.missingWatch = undefined;
     for (;;) {
       const { got, watch } = await this.scan();
       if (got) {
@@ -126,6 +145,8 @@ export class StableIdRegistry {
       if (!entry || entry.operation !== 'PUT') {
         this.watched.delete(key);
         if (maybeAbandoned > 0) return { watch: maybeAbandoned };
+        // Every ID above may be a live holder's too: wait for the bucket to age, lowest ID first.
+        if (await this.bucketTooYoung()) return { watch: 1 };
         const got = await this.take(key, n, null, 0, 'free');
         if (got) return { got, watch: 0 };
         continue; // another claimer created it first
@@ -274,6 +295,33 @@ export class StableIdRegistry {
   }
 
   /**
+   * Whether missing claims must still wait (see {@link StableIdRegistry}): the bucket is younger than
+   * the staleness window by the server's clock, and this claim() has not yet watched for that long.
+   */
+  private async bucketTooYoung(): Promise<boolean> {
+    if (this.missingWatch === 'old') return false;
+    const windowMs = STALE_AFTER_INTERVALS * this.opts.intervalSeconds * 1000;
+    const t = this.mono();
+    this.missingWatch ??= t;
+    const age = await this.bucketAgeMs();
+    if (age === undefined || age >= windowMs || t - this.missingWatch >= windowMs) {
+      this.missingWatch = 'old';
+      return false;
+    }
+    return true;
+  }
+
+  private async serverBucketAgeMs(): Promise<number | undefined> {
+    let info: { created: string; ts?: string };
+    try {
+      info = (await this.kv.status()).streamInfo;
+    } catch (err) {
+      throw mapKvError(err, this.bucket, '(bucket status)');
+    }
+    return info.ts === undefined ? undefined : isoMs(info.ts) - isoMs(info.created);
+  }
+
+  /**
    * What a stored claim is to this registry: takeable (released, ours, or stale: its revision
    * unchanged for the staleness window on our monotonic clock), live (its revision changed while
    * we watched), or not known yet (first seen, or watched for less than the window).
@@ -310,4 +358,11 @@ export class StableIdRegistry {
     // against our wall clock says whether the holder may be dead and the claim is worth waiting for.
     return this.now() - entry.created.getTime() > windowMs ? 'maybe-abandoned' : 'unknown';
   }
+}
+
+/** Unix ms of an RFC 3339 time as the NATS server writes it (nanosecond fractions cut to ms). */
+function isoMs(iso: string): number {
+  const ms = Date.parse(iso.replace(/(\.\d{3})\d+/, '$1'));
+  if (Number.isNaN(ms)) throw new Error(`not a time: ${iso}`);
+  return ms;
 }
