@@ -53,17 +53,38 @@
     return { lo: lo - pad, hi: hi + pad, pad };
   }
 
+  /**
+   * The y-axis's ticks from `lo` to `hi`: round values (1, 2 or 5 x 10^k apart), about `count` of them,
+   * every one inside the range, so that the axis reads at a glance (not only its ends).
+   */
+  function yTicks(lo, hi, count = 5) {
+    if (!Number.isFinite(lo) || !Number.isFinite(hi) || !(hi > lo)) return [];
+    const raw = (hi - lo) / Math.max(1, count);
+    const mag = Math.pow(10, Math.floor(Math.log10(raw)));
+    const step = [1, 2, 5, 10].map((k) => k * mag).find((st) => st >= raw * (1 - 1e-9));
+    const out = [];
+    for (let i = Math.ceil(lo / step - 1e-9); i * step <= hi + step * 1e-9; i++) out.push(Number((i * step).toPrecision(12)));
+    return out;
+  }
+  /** Grid lines and labels of `yTicks(lo, hi)` on a chart whose value `v` is drawn at `y(v)`. */
+  function yAxis(lo, hi, y) {
+    return yTicks(lo, hi).map((t) => {
+      const at = y(t).toFixed(1);
+      return `<line class="ytick" x1="${L}" x2="${W - R}" y1="${at}" y2="${at}"></line><text class="axis" x="${L - 4}" y="${(y(t) + 3).toFixed(1)}" text-anchor="end" data-tick="${t}">${esc(fmt(t))}</text>`;
+    });
+  }
+
   /** The U-chart of one indicator (`ChartView` of /api/v1/chambers/<key>). */
   function chartSvg(ch) {
     const pts = ch.points;
     const lim = ch.limits;
     const vals = pts.map((p) => p.value);
     const extra = lim ? [lim.center, lim.ucl, lim.lcl].filter((x) => x !== null && Number.isFinite(x)) : [];
-    const { lo, hi, pad } = span([...vals, ...extra]);
+    const { lo, hi } = span([...vals, ...extra]);
     const n = Math.max(1, pts.length - 1);
     const x = (i) => L + ((W - L - R) * i) / n;
     const y = (v) => T + (H - T - B) * (1 - (v - lo) / (hi - lo));
-    const parts = [];
+    const parts = yAxis(lo, hi, y);
     // Phase I: points judged without limits.
     const firstLimited = pts.findIndex((p) => p.limitsVersion !== null);
     const phase1End = firstLimited < 0 ? (lim ? -1 : pts.length - 1) : firstLimited - 1;
@@ -86,8 +107,6 @@
       const title = `run ${p.runId} (seq ${p.sequence})\n${fmt(p.value, 6)}${p.rules.length ? '\nrules: ' + p.rules.join(', ') : ''}`;
       parts.push(`<circle class="pt${p.violation ? ' viol' : ''}" cx="${x(i).toFixed(1)}" cy="${y(p.value).toFixed(1)}" r="${p.violation ? 3.6 : 1.8}"${p.violation ? ' data-testid="violation"' : ''}><title>${esc(title)}</title></circle>`);
     });
-    parts.push(`<text class="axis" x="4" y="${(T + 8).toFixed(0)}">${esc(fmt(hi - pad))}</text>`);
-    parts.push(`<text class="axis" x="4" y="${(H - B).toFixed(0)}">${esc(fmt(lo + pad))}</text>`);
     parts.push(`<text class="axis" x="${L}" y="${H - 6}">${esc(pts[0]?.runId || '')}</text>`);
     parts.push(`<text class="axis" x="${W - R}" y="${H - 6}" text-anchor="end">${esc(pts[pts.length - 1]?.runId || '')}</text>`);
     return `<svg viewBox="0 0 ${W} ${H}" role="img" aria-label="U-chart ${esc(ch.indicatorKey)}" data-testid="uchart" data-indicator="${esc(ch.indicatorKey)}" data-has-limits="${lim ? 'true' : 'false'}">${parts.join('')}</svg>`;
@@ -120,7 +139,7 @@
     const x = (i) => L + ((W - L - R) * i) / n;
     const y = (v) => T + (H - T - B) * (1 - (Math.min(v, top) - lo) / (hi - lo));
     const band = Math.max(2, (W - L - R) / Math.max(1, pts.length) * 0.8);
-    const parts = [];
+    const parts = yAxis(lo, top, y);
     const firstJudged = pts.findIndex((p) => p.limitsVersion !== null);
     const phase1End = firstJudged < 0 ? pts.length - 1 : firstJudged - 1;
     if (phase1End >= 0) parts.push(`<rect class="phase1" x="${L}" y="${T}" width="${Math.max(2, x(phase1End) - L)}" height="${H - T - B}"><title>Phase I: collecting the baseline (no ${esc(name)} yet)</title></rect>`);
@@ -156,8 +175,6 @@
       const title = `run ${p.runId} (seq ${p.sequence})\n${name} ${fmt(v, 6)}${limit !== null ? ` (limit ${fmt(limit, 6)})` : ''}${p.rules.length ? '\nrules: ' + p.rules.map(ruleText).join(', ') : ''}`;
       parts.push(`<circle class="pt${viol ? ' viol' : ''}${clipped ? ' clipped' : ''}" cx="${x(i).toFixed(1)}" cy="${y(v).toFixed(1)}" r="${viol ? 3.6 : 1.8}" data-run="${esc(p.runId)}" data-value="${v}"${viol ? ' data-testid="monitor-violation"' : ''}><title>${esc(title)}</title></circle>`);
     });
-    parts.push(`<text class="axis" x="4" y="${(T + 8).toFixed(0)}">${esc(fmt(top))}</text>`);
-    parts.push(`<text class="axis" x="4" y="${(H - B).toFixed(0)}">0</text>`);
     parts.push(`<text class="axis" x="${L}" y="${H - 6}">${esc(pts[0]?.runId || '')}</text>`);
     parts.push(`<text class="axis" x="${W - R}" y="${H - 6}" text-anchor="end">${esc(pts[pts.length - 1]?.runId || '')}</text>`);
     return `<svg viewBox="0 0 ${W} ${H}" role="img" aria-label="${esc(name)} of ${esc(m.recipe)}" data-testid="monitor-chart" data-stat="${stat}" data-recipe="${esc(m.recipe)}" data-limit="${limit ?? ''}">${parts.join('')}</svg>`;
@@ -340,5 +357,5 @@
     return unit === 'load' ? 'expected load' : unit === 'samples' ? 'samples per run' : 'map weight';
   }
 
-  window.DefenderRender = { esc, fmt, time, chartSvg, monitorSvg, monitorCard, runAlarmCard, alarmRow, miniRow, chamberAlarmRow, clusterStateFact, mapWeightUnit, weightText, weightName };
+  window.DefenderRender = { esc, fmt, time, yTicks, chartSvg, monitorSvg, monitorCard, runAlarmCard, alarmRow, miniRow, chamberAlarmRow, clusterStateFact, mapWeightUnit, weightText, weightName };
 })();

@@ -5,6 +5,7 @@ import { runInNewContext } from 'node:vm';
 
 /** What the tests call of `assets/render.js` (plain browser JavaScript: API JSON in, markup out). */
 export interface PageRender {
+  yTicks(lo: number, hi: number, count?: number): number[];
   chartSvg(chart: unknown): string;
   monitorSvg(monitor: unknown, stat: 'T2' | 'SPE' | 'MEWMA'): string;
   monitorCard(monitor: unknown): string;
