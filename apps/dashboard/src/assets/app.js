@@ -272,10 +272,10 @@
       const sub = lim
         ? `limits v${lim.version}: CL ${fmt(lim.center)} · UCL ${fmt(lim.ucl)} · LCL ${fmt(lim.lcl)} · σ ${fmt(lim.sigma)} <span class="muted">(Phase I ${lim.baselineRuns} runs${lim.excludedRuns ? `, ${lim.excludedRuns} excluded` : ''})</span>`
         : m
-          ? 'chamber monitor: judged within the recipe\'s model'
+          ? `${esc(ch.meaning || '')} <span class="muted">(chamber monitor: judged within the recipe's model)</span>`
           : `Phase I: ${ch.points.length} runs collected, no limits yet`;
       const title = m ? `${esc(m.svid)} · ${esc(m.statistic)} in ${esc(m.window)}` : `${esc(ch.svid || ch.indicator)} · ${esc(ch.indicator)}`;
-      return `<div class="chart" data-testid="chart"><h3>${title} ${ch.violations ? `<span class="hold">${ch.violations} violation${ch.violations > 1 ? 's' : ''}</span>` : ''}</h3>
+      return `<div class="chart" data-testid="chart"><h3${ch.meaning ? ` title="${esc(ch.meaning)}"` : ''}>${title} ${ch.violations ? `<span class="hold">${ch.violations} violation${ch.violations > 1 ? 's' : ''}</span>` : ''}</h3>
         <div class="sub">${esc(ch.recipe)} · ${sub}</div>${render.chartSvg(ch)}</div>`;
     });
     const monitors = d.monitors.map(render.monitorCard);

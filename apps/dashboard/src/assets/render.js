@@ -207,7 +207,7 @@
   function contributionBar(c) {
     const w = Math.max(0, Math.min(1, c.share ?? 0)) * 100;
     return `<div class="contrib" data-testid="contribution" data-indicator="${esc(c.indicatorKey)}" data-share="${c.share ?? ''}">
-      <span class="name" title="${esc(c.indicatorKey)}">${esc(c.label)}</span><div class="bar"><div class="fill" data-width="${w.toFixed(1)}"></div></div><span class="ratio">${share(c.share)}</span></div>`;
+      <span class="name" title="${esc(c.meaning ? `${c.meaning} (${c.indicatorKey})` : c.indicatorKey)}">${esc(c.label)}</span><div class="bar"><div class="fill" data-width="${w.toFixed(1)}"></div></div><span class="ratio">${share(c.share)}</span></div>`;
   }
 
   /** What one violation of a run-level alarm says, in a line. */

@@ -92,14 +92,14 @@ describe('feedItemOf', () => {
       spe: 3.1,
       speLimit: null,
       violations: [
-        expect.objectContaining({ rule: 'T2', label: 'model', value: 52.5, limit: 18.25, contributions: expect.arrayContaining([{ indicatorKey: 'R1|m/Flow@Main:mean', label: 'Flow mean in Main', share: 0.62 }]) }),
+        expect.objectContaining({ rule: 'T2', label: 'model', value: 52.5, limit: 18.25, contributions: expect.arrayContaining([{ indicatorKey: 'R1|m/Flow@Main:mean', label: 'Flow mean in Main', meaning: 'Flow in step Main: its mean level', share: 0.62 }]) }),
         expect.objectContaining({ rule: 'LIMIT', label: 'Flow mean in Main', value: 231, lcl: 170, ucl: 228, contributions: [] }),
         expect.objectContaining({ rule: 'LIMIT', label: 'Flow max in Main' }),
       ],
       top: [
-        { indicatorKey: 'R1|m/Flow@Main:mean', label: 'Flow mean in Main', share: 0.62, rule: 'T2' },
-        { indicatorKey: 'R1|m/Pressure@Main:p95', label: 'Pressure p95 in Main', share: 0.21, rule: 'T2' },
-        { indicatorKey: 'R1|m/Flow@Ramp:slope', label: 'Flow slope in Ramp', share: 0.09, rule: 'T2' },
+        { indicatorKey: 'R1|m/Flow@Main:mean', label: 'Flow mean in Main', meaning: 'Flow in step Main: its mean level', share: 0.62, rule: 'T2' },
+        { indicatorKey: 'R1|m/Pressure@Main:p95', label: 'Pressure p95 in Main', meaning: 'Pressure in step Main: its 95th percentile (a robust high)', share: 0.21, rule: 'T2' },
+        { indicatorKey: 'R1|m/Flow@Ramp:slope', label: 'Flow slope in Ramp', meaning: 'Flow in step Ramp: its slope (per second)', share: 0.09, rule: 'T2' },
       ],
     });
     // Without the monitor's details (an older producer) it is an ordinary alarm line.

@@ -1,3 +1,4 @@
+import { indicatorMeaning } from '../chambers/indicator-words';
 import { indicatorLabel } from '../chambers/monitor-keys';
 import { finiteOrNull, jsonObject, stringOrNull } from '../json-fields';
 
@@ -6,6 +7,8 @@ export interface RunContribution {
   readonly indicatorKey: string;
   /** `Pressure mean in Main` (SVID, statistic, window). */
   readonly label: string;
+  /** What the indicator measures, in words (`indicatorMeaning`): the contribution bar's tooltip. */
+  readonly meaning: string;
   /** Share of the statistic, 0..1; null for a univariate violation (it has no share). */
   readonly share: number | null;
 }
@@ -53,7 +56,7 @@ function contributionOf(v: unknown): RunContribution | null {
   const c = jsonObject(v);
   const key = stringOrNull(c?.['indicatorKey']);
   if (!c || !key) return null;
-  return { indicatorKey: key, label: indicatorLabel(key), share: finiteOrNull(c['share']) };
+  return { indicatorKey: key, label: indicatorLabel(key), meaning: indicatorMeaning(key), share: finiteOrNull(c['share']) };
 }
 
 function violationOf(v: unknown): RunViolationView | null {
@@ -92,7 +95,7 @@ export function runAlarmOf(ruleId: string | null | undefined, details: unknown):
   const driven = violations.find((v) => v.contributions.length > 0);
   const top = driven
     ? driven.contributions.slice(0, TOP_CONTRIBUTORS).map((c) => ({ ...c, rule: driven.rule }))
-    : violations.slice(0, TOP_CONTRIBUTORS).map((v) => ({ indicatorKey: v.indicatorKey, label: v.label, share: null, rule: v.rule }));
+    : violations.slice(0, TOP_CONTRIBUTORS).map((v) => ({ indicatorKey: v.indicatorKey, label: v.label, meaning: indicatorMeaning(v.indicatorKey), share: null, rule: v.rule }));
   return {
     modelVersion: finiteOrNull(d['modelVersion']),
     rules,

@@ -2,6 +2,7 @@ import type { AlarmRecord, LimitSetRecord, MonitorStateRecord, RunPointSet } fro
 import { describeFlags, MONITOR_CHART_TYPE, MONITOR_PART_CHART_TYPE, PENDING_BASELINE_CHART_TYPE, POINT_FLAGS } from '@defender/pipeline';
 import { runAlarmOf } from '../alarms/run-alarm';
 import { finiteOrNull, jsonObject } from '../json-fields';
+import { indicatorMeaning } from './indicator-words';
 import { MODEL_SUFFIX, monitorRecipeOf, parseMonitorKey, type MonitorKeyParts } from './monitor-keys';
 
 /** One plotted point of a U-chart. */
@@ -50,6 +51,8 @@ export interface ChartView {
   readonly constant: boolean;
   /** An indicator of the chamber monitor (judged within its model, which has no per-indicator limit set), else null. */
   readonly monitor: MonitorKeyParts | null;
+  /** What a monitor indicator measures, in words (`indicatorMeaning`); null for a strategy's own indicator. */
+  readonly meaning: string | null;
 }
 
 
@@ -140,7 +143,7 @@ export function buildCharts(
       continue;
     }
     const parts = parseIndicatorKey(key);
-    (monitor ? monitored : charts).push({ indicatorKey: key, ...parts, limits: l ? limitsOf(l) : null, points, violations, constant, monitor });
+    (monitor ? monitored : charts).push({ indicatorKey: key, ...parts, limits: l ? limitsOf(l) : null, points, violations, constant, monitor, meaning: monitor ? indicatorMeaning(key) : null });
   }
   if (!opts.includeMonitored && opts.maxMonitored !== undefined && monitored.length > opts.maxMonitored) {
     const lastViolation = (c: ChartView) => c.points.reduce((s, p) => (p.violation ? Math.max(s, p.sequence) : s), 0);
