@@ -111,6 +111,26 @@ if (unavailable && !infraRequired()) {
     await page.screenshot({ path: join(SHOTS, 'chamber.png'), fullPage: true });
   });
 
+  it("every indicator of the chamber can be charted and filtered by name (issue 52: the sensor of a fault can be inspected)", async () => {
+    // On the chamber page of the test above: by default only the monitor's indicators violated last are charted.
+    const charts = page.locator('[data-testid="chart"]');
+    const before = await charts.count();
+    await page.click('[data-testid="show-all-indicators"]');
+    let all = 0;
+    await waitFor('every indicator charted', async () => (all = await charts.count()) > before, 60_000, 250);
+    // Filter by the SVID of one chart: only that SVID's charts stay, and the page says how many are hidden.
+    const title = (await charts.first().locator('h3').textContent()) ?? '';
+    const svid = title.split(' · ')[0]!.trim();
+    expect(svid.length).toBeGreaterThan(0);
+    await page.fill('[data-testid="indicator-filter"]', svid);
+    await waitFor('only the filtered SVID charted', async () => {
+      const titles = await charts.locator('h3').allTextContents();
+      return titles.length > 0 && titles.length <= all && titles.every((t) => t.toLowerCase().includes(svid.toLowerCase()));
+    }, 30_000, 250);
+    if ((await charts.count()) < all) expect(await page.locator('[data-testid="filtered-charts"]').count()).toBe(1);
+    await page.screenshot({ path: join(SHOTS, 'chamber-all-indicators.png'), fullPage: true });
+  });
+
   it('a Crash button kills a defender and the reassignment shows on screen', async () => {
     await page.goto(fab!.dashboardUrl);
     await waitFor('3 live defenders on screen', async () => (await live(page).count()) === 3, 30_000, 250);

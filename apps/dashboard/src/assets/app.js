@@ -16,6 +16,10 @@
     chamberKey: null,
     chamberTimer: null,
     chamberLoading: false,
+    // Every indicator of the chamber (`?all=1`), not only those charted by default; the charts' filter.
+    chamberAll: false,
+    indicatorFilter: '',
+    lastChamber: null,
     // GET /api/v1/session: { mode, authenticated, role, user, via }; the buttons need the operator role.
     session: null,
   };
@@ -235,6 +239,11 @@
   function openChamber(key) {
     if (state.chamberKey === key && key !== null) return;
     state.chamberKey = key;
+    state.chamberAll = false;
+    state.indicatorFilter = '';
+    $('indicator-filter').value = '';
+    $('btn-all-indicators').textContent = 'show every indicator';
+    $('chamber-tools').hidden = !key;
     clearTimeout(state.chamberTimer);
     if (!key) {
       $('chamber').innerHTML = '<p class="muted">Pick a chamber: its U-charts (centre line, control limits, violations), its chamber monitor (T², SPE) and alarms appear here.</p>';
@@ -252,7 +261,7 @@
     if (!key || state.chamberLoading) return;
     state.chamberLoading = true;
     try {
-      const d = await getJson('/api/v1/chambers/' + encodeURIComponent(key));
+      const d = await getJson('/api/v1/chambers/' + encodeURIComponent(key) + (state.chamberAll ? '?all=1' : ''));
       if (state.chamberKey === key) renderChamber(d);
     } catch (err) {
       if (state.chamberKey === key) $('chamber').innerHTML = `<p class="problems">${esc(err.message)}</p>`;
@@ -265,8 +274,17 @@
 
   const RUN_ALARMS_SHOWN = 5;
 
+  /** Whether a chart matches the indicator filter (every word, in its key, SVID, statistic or meaning). */
+  function chartMatches(ch) {
+    const words = state.indicatorFilter.toLowerCase().split(/\s+/).filter(Boolean);
+    const text = [ch.indicatorKey, ch.svid, ch.indicator, ch.meaning].filter(Boolean).join(' ').toLowerCase();
+    return words.every((w) => text.includes(w));
+  }
+
   function renderChamber(d) {
-    const charts = d.charts.map((ch) => {
+    state.lastChamber = d;
+    const shown = d.charts.filter(chartMatches);
+    const charts = shown.map((ch) => {
       const lim = ch.limits;
       const m = ch.monitor;
       const sub = lim
@@ -283,8 +301,9 @@
     const alarms = d.alarms.map(render.chamberAlarmRow);
     const meta = d.metadata;
     const hidden = [
+      shown.length < d.charts.length ? `<span data-testid="filtered-charts">${d.charts.length - shown.length} of ${d.charts.length} charts hidden by the filter.</span>` : '',
       d.hiddenConstantCharts ? `${d.hiddenConstantCharts} constant charts (setpoints and states: no variation, no limits) not shown.` : '',
-      d.hiddenMonitoredCharts ? `${d.hiddenMonitoredCharts} more indicators of the chamber monitor not shown (judged together on its T² and SPE charts; those violated last are shown).` : '',
+      d.hiddenMonitoredCharts ? `${d.hiddenMonitoredCharts} more indicators of the chamber monitor not shown (judged together on its T² and SPE charts; those violated last are shown; "show every indicator" above charts them all).` : '',
     ].filter(Boolean);
     $('chamber').innerHTML = `<div class="chamber-head" data-testid="chamber-head" data-chamber="${esc(d.key)}">
         <h2>${esc(d.key)}</h2>
@@ -350,6 +369,16 @@
     if (state.session && !state.session.authenticated) return toLogin();
     renderWho();
     $('chamber-filter').addEventListener('input', renderChamberList);
+    $('indicator-filter').addEventListener('input', () => {
+      state.indicatorFilter = $('indicator-filter').value;
+      if (state.lastChamber && state.lastChamber.key === state.chamberKey) renderChamber(state.lastChamber);
+    });
+    $('btn-all-indicators').addEventListener('click', () => {
+      state.chamberAll = !state.chamberAll;
+      $('btn-all-indicators').textContent = state.chamberAll ? 'show the default charts' : 'show every indicator';
+      clearTimeout(state.chamberTimer);
+      loadChamber();
+    });
     $('defenders').addEventListener('click', async (e) => {
       const btn = e.target.closest('button[data-crash]');
       if (!btn) return;
