@@ -72,13 +72,22 @@ export interface NatsClusterHandle {
    * @returns the node restarted, if one was.
    */
   waitHealthyAsProbed(opts?: ProbeOptions): Promise<NatsClusterNode | undefined>;
+  /**
+   * {@link waitStreamCurrent} as a restarted pod's startup probe sees it (the full `/healthz`, which
+   * judges each stream replica the node hosts): a running node whose replica of `stream` is still
+   * behind after `stuckMs` (default 90 s) is restarted (SIGTERM, once) and the wait starts again
+   * (`thenMs`). The NATS chart's startup probe allows a node minutes before it restarts it; tests do
+   * it sooner and say so through `onRestart` (a chaos run beside two CPU hogs had a restarted node's
+   * replica of the heartbeat bucket behind for 90 s). A missing leader fails as waitStreamCurrent does.
+   */
+  waitStreamCurrentAsProbed(nc: NatsConnection, stream: string, opts?: ProbeOptions): Promise<NatsClusterNode>;
   /** Stops every node and removes the stores. */
   stop(): Promise<void>;
 }
 
 /** How {@link NatsClusterHandle.waitHealthyAsProbed} waits. */
 export interface ProbeOptions {
-  /** How long a node may stay behind its meta leader before it is restarted (default 60 s). */
+  /** How long a node may stay behind (its meta leader, or a stream's leader) before it is restarted (default 60 s, 90 s for a stream). */
   stuckMs?: number;
   /** How long the cluster then has to become healthy (default 90 s). */
   thenMs?: number;
@@ -350,14 +359,19 @@ async function startNatsClusterOnce(opts: NatsClusterOptions): Promise<NatsClust
     },
     async waitStreamCurrent(nc, stream, timeoutMs = 60_000) {
       let leader: NatsClusterNode | undefined;
+      let behind: string[] = [];
+      let lastSeen = 'no answer';
       await waitFor(`stream ${stream}: a leader and every live replica current`, async () => {
         const info = await streamInfo(nc, stream);
         leader = byName(info.cluster?.leader);
-        if (!leader) return false;
-        const live = nodes.filter((n) => n.running && !n.frozen && !n.partitioned && n !== leader).map((n) => n.name);
         const replicas = new Map((info.cluster?.replicas ?? []).map((r) => [r.name, r]));
-        return live.every((name) => replicas.get(name)?.current === true);
-      }, timeoutMs, 100);
+        lastSeen = `leader ${info.cluster?.leader ?? 'none'}; ${[...replicas.values()].map((r) => `${r.name} ${r.current ? 'current' : 'behind'} lag ${r.lag ?? '?'}${r.offline ? ' offline' : ''}`).join(', ') || 'no replicas'}`;
+        if (!leader) return false;
+        behind = nodes.filter((n) => n.running && !n.frozen && !n.partitioned && n !== leader && replicas.get(n.name)?.current !== true).map((n) => n.name);
+        return behind.length === 0;
+      }, timeoutMs, 100).catch((err: unknown) => {
+        throw new StreamNotCurrentError(`${(err as Error).message}; last seen: ${lastSeen}`, leader ? behind : [], { cause: err });
+      });
       return leader!;
     },
     async waitHealthy(timeoutMs = 60_000) {
@@ -371,6 +385,20 @@ async function startNatsClusterOnce(opts: NatsClusterOptions): Promise<NatsClust
       ).catch((err: unknown) => {
         throw new Error(`${(err as Error).message}; last seen: ${why ?? 'no answer'}`, { cause: err });
       });
+    },
+    async waitStreamCurrentAsProbed(nc, stream, { stuckMs = 90_000, thenMs = 90_000, onRestart }: ProbeOptions = {}) {
+      try {
+        return await handle.waitStreamCurrent(nc, stream, stuckMs);
+      } catch (err) {
+        const stuck = err instanceof StreamNotCurrentError ? nodes.filter((n) => err.behind.includes(n.name)) : [];
+        if (stuck.length === 0) throw err;
+        for (const node of stuck) {
+          onRestart?.(node, (err as Error).message);
+          await node.restart({ hard: false });
+        }
+        await handle.waitHealthy(thenMs);
+        return handle.waitStreamCurrent(nc, stream, thenMs);
+      }
     },
     async waitHealthyAsProbed({ stuckMs = 60_000, thenMs = 90_000, onRestart }: ProbeOptions = {}) {
       const failure = await handle.waitHealthy(stuckMs).then(
@@ -402,6 +430,19 @@ async function startNatsClusterOnce(opts: NatsClusterOptions): Promise<NatsClust
     throw new ClusterNotFormedError(`${(err as Error).message}\n${logs}`, { cause: err });
   }
   return handle;
+}
+
+/** A stream still had no leader, or a live replica behind it, when {@link NatsClusterHandle.waitStreamCurrent} gave up. */
+export class StreamNotCurrentError extends Error {
+  override readonly name = 'StreamNotCurrentError';
+  constructor(
+    message: string,
+    /** The running nodes whose replica was behind the leader (empty when there was no leader). */
+    readonly behind: readonly string[],
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
 }
 
 /** A new cluster's nodes did not all join the JetStream meta group in time (see {@link startNatsCluster}). */
