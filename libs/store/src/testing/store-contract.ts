@@ -3,6 +3,7 @@
  * `*.int.spec.ts` files (Cassandra through the test harness, SQLite in memory and in a file).
  */
 import {
+  CHAMBER_MEMORY_LIMITS,
   CorruptRecordError,
   FencedError,
   InvalidRecordError,
@@ -12,6 +13,7 @@ import {
   TraceNotFoundError,
   UnknownSchemaVersionError,
   VersionConflictError,
+  type ChamberMemory,
   type ChamberRef,
   type CommitRunResult,
   type DefenderStore,
@@ -431,6 +433,49 @@ export function describeStoreContract(name: string, backend: () => StoreContract
         expect(await store.uchart.run(ch, 1)).toBeUndefined();
         expect(await store.monitorState.list(ch)).toEqual([]);
         expect(await rejection(store.monitorState.get(ch, ''))).toBeInstanceOf(InvalidRecordError);
+      });
+    });
+
+    describe('chamber memory (per chamber, written with its run)', () => {
+      const memory = (...flags: boolean[]): ChamberMemory => ({ recentAlarms: flags, fromFirstRun: flags.length < 3 });
+
+      it('a commit stores the memory with the run; the next one that carries one replaces it', async () => {
+        const ch = freshChamber();
+        expect(await store.chamberMemory.get(ch)).toBeUndefined();
+        const first = commit(ch, 1, 3, { chamberMemory: memory(true) });
+        await store.chamberState.commitRun(first);
+        expect(await store.chamberMemory.get(ch)).toEqual({ ...ch, sequence: 3, runId: 'run-3', committedAt: first.committedAt, memory: memory(true) });
+        // A run that carries none (a dead letter, a skipped duplicate) leaves the stored one as it is.
+        await store.chamberState.commitRun(commit(ch, 1, 4));
+        await store.chamberState.commitRun(commit(ch, 1, 5, { recipe: 'recipe-B', chamberMemory: memory(true, false, true) }));
+        expect(await store.chamberMemory.get(ch)).toMatchObject({ sequence: 5, runId: 'run-5', memory: memory(true, false, true) });
+        const longest = Array.from({ length: CHAMBER_MEMORY_LIMITS.recentAlarms }, (_, i) => i % 3 === 0);
+        await store.chamberState.commitRun(commit(ch, 1, 6, { chamberMemory: { recentAlarms: longest, fromFirstRun: false } }));
+        expect((await store.chamberMemory.get(ch))?.memory).toEqual({ recentAlarms: longest, fromFirstRun: false });
+        expect(await store.chamberMemory.get(freshChamber())).toBeUndefined();
+      });
+
+      it('a fenced commit, a replay and a duplicate run write no memory', async () => {
+        const ch = freshChamber();
+        await store.chamberState.commitRun(commit(ch, 1, 1, { chamberMemory: memory(false) }));
+        await store.chamberState.claim(ch, 2, 'defender-2', T0);
+        expect(await rejection(store.chamberState.commitRun(commit(ch, 1, 2, { chamberMemory: memory(true, true, true) })))).toBeInstanceOf(FencedError);
+        expect((await store.chamberState.commitRun(commit(ch, 2, 1, { chamberMemory: memory(true, true) }))).outcome).toBe('already-applied');
+        expect((await store.chamberState.commitRun(commit(ch, 2, 3, { runId: 'run-1', chamberMemory: memory(true) }))).outcome).toBe('duplicate-run');
+        expect((await store.chamberMemory.get(ch))?.memory).toEqual(memory(false));
+        expect((await store.chamberState.commitRun(commit(ch, 2, 4, { chamberMemory: memory(false, true) }))).outcome).toBe('applied');
+        expect(await store.chamberMemory.get(ch)).toMatchObject({ sequence: 4, runId: 'run-4', memory: memory(false, true) });
+      });
+
+      it('rejects an invalid memory, writing nothing of the run', async () => {
+        const ch = freshChamber();
+        const invalid = { recentAlarms: [1], fromFirstRun: 'yes' } as unknown as ChamberMemory;
+        const bad = await rejection(store.chamberState.commitRun(commit(ch, 1, 1, { chamberMemory: invalid })));
+        expect(bad).toBeInstanceOf(InvalidRecordError);
+        expect((bad as InvalidRecordError).issues.map((i) => i.path).sort()).toEqual(['chamberMemory.fromFirstRun', 'chamberMemory.recentAlarms']);
+        expect(await store.uchart.run(ch, 1)).toBeUndefined();
+        expect(await store.chamberMemory.get(ch)).toBeUndefined();
+        expect(await rejection(store.chamberMemory.get({ toolId: 'a:b', chamberId: 'C' }))).toBeInstanceOf(InvalidRecordError);
       });
     });
 

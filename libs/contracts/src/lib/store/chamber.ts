@@ -4,6 +4,13 @@ export interface ChamberRef {
   readonly chamberId: string;
 }
 
+/** A chamber's record written by a run's commit, with the run that wrote it (stream sequence and id). */
+export interface WrittenByRun extends ChamberRef {
+  readonly sequence: number;
+  readonly runId: string;
+  readonly committedAt: Date;
+}
+
 /** One process run of a chamber. */
 export interface RunRef extends ChamberRef {
   readonly runId: string;

@@ -1,4 +1,4 @@
-export { chamberKey, ID_PATTERN, isValidId, parseChamberKey, sameChamber, type ChamberRef, type RunRef } from './chamber';
+export { chamberKey, ID_PATTERN, isValidId, parseChamberKey, sameChamber, type ChamberRef, type RunRef, type WrittenByRun } from './chamber';
 export {
   CorruptRecordError,
   describeContext,
@@ -49,6 +49,7 @@ export type {
   ChamberStateRepository,
   DefenderStore,
   MonitorStateRepository,
+  ChamberMemoryRepository,
   OutboxRepository,
   StrategyRepository,
   TraceRepository,
@@ -94,3 +95,15 @@ export {
   type MonitorState,
   type MonitorStateRecord,
 } from './monitor-state';
+export {
+  chamberMemoryIssues,
+  decodeChamberMemory,
+  encodeChamberMemory,
+  memoryCovers,
+  rememberRun,
+  CHAMBER_MEMORY_LIMITS,
+  CHAMBER_MEMORY_SCHEMA_VERSION,
+  EMPTY_CHAMBER_MEMORY,
+  type ChamberMemory,
+  type ChamberMemoryRecord,
+} from './chamber-memory';

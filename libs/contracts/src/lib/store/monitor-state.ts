@@ -1,4 +1,4 @@
-import { isValidId, type ChamberRef } from './chamber';
+import { isValidId, type ChamberRef, type WrittenByRun } from './chamber';
 import { CorruptRecordError, InvalidRecordError, UnknownSchemaVersionError, type RecordContext, type RecordIssue } from './errors';
 
 /**
@@ -40,12 +40,8 @@ export interface MonitorJudging {
 }
 
 /** A chamber and recipe's monitor state, with the run whose commit wrote it. */
-export interface MonitorStateRecord extends ChamberRef {
+export interface MonitorStateRecord extends WrittenByRun {
   readonly recipe: string;
-  /** Stream sequence and id of the run that wrote it. */
-  readonly sequence: number;
-  readonly runId: string;
-  readonly committedAt: Date;
   readonly state: MonitorState;
 }
 

@@ -1,4 +1,5 @@
 import type { ChamberRef, RunRef } from './chamber';
+import type { ChamberMemoryRecord } from './chamber-memory';
 import type { MonitorStateRecord } from './monitor-state';
 import type {
   AlarmRecord,
@@ -199,6 +200,16 @@ export interface MonitorStateRepository {
   list(chamber: ChamberRef): Promise<MonitorStateRecord[]>;
 }
 
+/**
+ * A chamber's memory of its own runs (see {@link ChamberMemoryRecord}): written only by
+ * `ChamberStateRepository.commitRun` (`CommitRunInput.chamberMemory`), so it moves with the high-water
+ * mark and a fenced owner can never write it; read here by the owner.
+ */
+export interface ChamberMemoryRepository {
+  /** The memory as the newest run that carried one left it, or undefined (none stored yet). */
+  get(chamber: ChamberRef): Promise<ChamberMemoryRecord | undefined>;
+}
+
 /** Everything Defender persists, behind one object (an adapter: Cassandra or SQLite). */
 export interface DefenderStore {
   /** `cassandra` or `sqlite`. */
@@ -211,6 +222,7 @@ export interface DefenderStore {
   readonly outbox: OutboxRepository;
   readonly strategies: StrategyRepository;
   readonly monitorState: MonitorStateRepository;
+  readonly chamberMemory: ChamberMemoryRepository;
   /** Releases connections / file handles; later calls reject with StoreClosedError. Idempotent. */
   close(): Promise<void>;
 }

@@ -1,4 +1,5 @@
 import type { ChamberRef, RunRef } from './chamber';
+import type { ChamberMemory } from './chamber-memory';
 import type { MonitorState } from './monitor-state';
 
 /** A JSON value (what strategy documents, chart parameters and alarm details may hold). */
@@ -286,6 +287,11 @@ export interface CommitRunInput {
    * one in the same operation, fenced like the rest of the commit (`MonitorStateRepository`).
    */
   readonly monitorState?: MonitorState;
+  /**
+   * The chamber's memory after this run (`ChamberMemoryRepository`), replacing the stored one in the
+   * same operation, fenced like the rest of the commit.
+   */
+  readonly chamberMemory?: ChamberMemory;
 }
 
 /** One publication of a committed run: the exact bytes to publish, so every owner publishes the same. */

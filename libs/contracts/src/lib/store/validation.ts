@@ -1,5 +1,6 @@
 import { isValidId, type ChamberRef } from './chamber';
 import { InvalidRecordError, type RecordIssue } from './errors';
+import { chamberMemoryIssues } from './chamber-memory';
 import { monitorStateIssues } from './monitor-state';
 import type {
   AlarmInput,
@@ -220,6 +221,9 @@ export function validateCommitRunInput(input: CommitRunInput): void {
   if (input.monitorState !== undefined) {
     for (const i of monitorStateIssues(input.monitorState, 'monitorState')) issues.add(i.path, i.message);
     if (input.recipe === undefined) issues.add('recipe', 'is required with a monitor state (the state is per recipe)');
+  }
+  if (input.chamberMemory !== undefined) {
+    for (const i of chamberMemoryIssues(input.chamberMemory, 'chamberMemory')) issues.add(i.path, i.message);
   }
   issues.throwIfAny('run commit');
 }

@@ -46,6 +46,7 @@ import {
   COMMIT_ATTEMPTS,
   outboxItem,
 } from './cassandra-session';
+import { chamberMemoryStatement } from './cassandra-chamber-memory';
 import { monitorStateStatement } from './cassandra-monitor-state';
 
 export class CassandraChamberLog implements ChamberStateRepository {
@@ -201,6 +202,7 @@ export class CassandraChamberLog implements ChamberStateRepository {
           params: [...pk, KIND_OUTBOX, input.sequence, outboxItem(i), e.subject, e.msgId, Buffer.from(e.payload, 'utf8'), this.runTtl],
         })),
         ...monitorStateStatement(this.s.ks, chamber, input),
+        ...chamberMemoryStatement(this.s.ks, chamber, input),
       ];
       for (let attempt = 0; attempt < COMMIT_ATTEMPTS; attempt++) {
         // One partition, so the batch is a single Paxos round: all of it or nothing.

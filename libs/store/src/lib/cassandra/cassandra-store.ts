@@ -8,6 +8,7 @@ import {
   type OutboxRepository,
   type StrategyRepository,
   type MonitorStateRepository,
+  type ChamberMemoryRepository,
   type TraceRepository,
   type UChartRepository,
 } from '@defender/contracts';
@@ -15,6 +16,7 @@ import { DEFAULT_TRACE_POOL_BYTES, TraceBufferPool, type TraceBufferPoolStats } 
 import { MAX_TRACE_CHUNK_BYTES } from '../codec/trace-codec';
 import { mapCassandraError } from './errors';
 import { migrateCassandra } from './migrations';
+import { CassandraChamberMemory } from './cassandra-chamber-memory';
 import { CassandraMonitorState } from './cassandra-monitor-state';
 import { RequestGate } from './request-gate';
 import {
@@ -57,6 +59,7 @@ export class CassandraStore implements DefenderStore {
   readonly outbox: OutboxRepository;
   readonly strategies: StrategyRepository;
   readonly monitorState: MonitorStateRepository;
+  readonly chamberMemory: ChamberMemoryRepository;
   /** Keyspace in use. */
   readonly keyspace: string;
   /** The reusable buffers trace reads fill (releaseTraceMemory gives them back). */
@@ -84,6 +87,7 @@ export class CassandraStore implements DefenderStore {
     this.uchart = new CassandraUChart(session, reads);
     this.strategies = new CassandraStrategies(session);
     this.monitorState = new CassandraMonitorState(session);
+    this.chamberMemory = new CassandraChamberMemory(session);
   }
 
   /**

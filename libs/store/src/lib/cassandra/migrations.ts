@@ -92,6 +92,7 @@ export const CASSANDRA_MIGRATIONS: readonly CassandraMigration[] = [
     name: 'the chamber monitor state per recipe',
     // chamber_log gains kind 4 rows (seq 0, item = recipe: schema_version, body = the state's JSON,
     // run_id, committed_at and state_seq, the sequence of the run whose commit wrote it; issue 48).
+    // The chamber memory's kind 5 rows (seq 0, item '') use the same columns: no migration of their own.
     statements: [`ALTER TABLE {ks}.chamber_log ADD IF NOT EXISTS state_seq bigint`],
   },
 ];

@@ -100,6 +100,20 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
         PRIMARY KEY (tool_id, chamber_id, recipe)) WITHOUT ROWID;
     `,
   },
+  {
+    id: 5,
+    name: 'the chamber memory',
+    // One row per chamber, replaced by each commit that carries one (issue 48: the alarm flags of its
+    // newest judged runs). Chambers judged before it have none: their first run rebuilds it from
+    // their history.
+    sql: `
+      CREATE TABLE chamber_memory (
+        tool_id TEXT NOT NULL, chamber_id TEXT NOT NULL,
+        seq INTEGER NOT NULL, run_id TEXT NOT NULL, committed_at INTEGER NOT NULL,
+        schema_version INTEGER NOT NULL, body TEXT NOT NULL,
+        PRIMARY KEY (tool_id, chamber_id)) WITHOUT ROWID;
+    `,
+  },
 ];
 
 export function sqliteMigrationChecksum(m: SqliteMigration): string {

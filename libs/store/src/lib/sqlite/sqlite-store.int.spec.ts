@@ -325,6 +325,25 @@ describe('SQLite store: files shared by processes', () => {
     }
   });
 
+  it('migration 5 on a file of the previous release: a chamber has no memory until a commit carries one', async () => {
+    const file = newFile();
+    const ch = freshChamber();
+    const legacy = new Database(file);
+    migrateSqlite(legacy, SQLITE_MIGRATIONS.slice(0, 4));
+    legacy.prepare('INSERT INTO chamber_state (tool_id, chamber_id, owner_epoch, hwm, owner_id, state_updated_at) VALUES (?, ?, 1, 5, ?, 0)').run(ch.toolId, ch.chamberId, 'defender-1');
+    legacy.close();
+
+    const store = await SqliteStore.open({ filename: file });
+    try {
+      expect(await store.chamberMemory.get(ch)).toBeUndefined();
+      const memory = { recentAlarms: [false, true], fromFirstRun: false };
+      await store.chamberState.commitRun(commit(ch, 1, 6, { chamberMemory: memory }));
+      expect(await store.chamberMemory.get(ch)).toMatchObject({ sequence: 6, memory });
+    } finally {
+      await store.close();
+    }
+  });
+
   it('a path that cannot be opened as a database is a StoreUnavailableError', async () => {
     await expect(SqliteStore.open({ filename: dir })).rejects.toBeInstanceOf(StoreUnavailableError);
   });

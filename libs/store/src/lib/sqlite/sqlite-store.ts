@@ -6,6 +6,7 @@ import {
   type ChamberStateRepository,
   type DefenderStore,
   type MonitorStateRepository,
+  type ChamberMemoryRepository,
   type OutboxRepository,
   type StrategyRepository,
   type TraceRepository,
@@ -13,6 +14,7 @@ import {
 } from '@defender/contracts';
 import { DEFAULT_TRACE_POOL_BYTES, TraceBufferPool, type TraceBufferPoolStats } from '../codec/trace-buffer-pool';
 import { MigrationError } from '../migration-error';
+import { SqliteChamberMemory } from './sqlite-chamber-memory';
 import { SqliteMonitorState } from './sqlite-monitor-state';
 import { migrateSqlite } from './migrations';
 import {
@@ -49,6 +51,7 @@ export class SqliteStore implements DefenderStore {
   readonly outbox: OutboxRepository;
   readonly strategies: StrategyRepository;
   readonly monitorState: MonitorStateRepository;
+  readonly chamberMemory: ChamberMemoryRepository;
   /** `wal` for a file, `memory` for `:memory:`. */
   readonly journalMode: string;
   /** The reusable buffers trace reads fill (releaseTraceMemory gives them back). */
@@ -70,6 +73,7 @@ export class SqliteStore implements DefenderStore {
     this.uchart = new SqliteUChart(conn, log);
     this.strategies = new SqliteStrategies(conn);
     this.monitorState = new SqliteMonitorState(conn);
+    this.chamberMemory = new SqliteChamberMemory(conn);
   }
 
   /**

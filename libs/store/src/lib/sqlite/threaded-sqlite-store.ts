@@ -16,6 +16,7 @@ import {
   type SampleArray,
   type StrategyRepository,
   type MonitorStateRepository,
+  type ChamberMemoryRepository,
   type TraceRecord,
   type TraceRepository,
   type UChartRepository,
@@ -146,6 +147,7 @@ export class ThreadedSqliteStore implements DefenderStore {
   readonly outbox: OutboxRepository;
   readonly strategies: StrategyRepository;
   readonly monitorState: MonitorStateRepository;
+  readonly chamberMemory: ChamberMemoryRepository;
 
   private readonly pending = new Map<number, Pending>();
   private nextId = 1;
@@ -174,6 +176,7 @@ export class ThreadedSqliteStore implements DefenderStore {
     this.outbox = this.repository('outbox');
     this.strategies = this.repository('strategies');
     this.monitorState = this.repository('monitorState');
+    this.chamberMemory = this.repository('chamberMemory');
     worker.on('message', (msg: FromThread) => this.onMessage(msg));
     worker.on('error', (err) => this.fail('the thread threw', err));
     worker.on('messageerror', (err) => this.fail('a reply could not be decoded', err));
