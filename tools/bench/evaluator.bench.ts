@@ -11,7 +11,7 @@
 // judged runs, no docs).
 import { writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector';
-import type { ChamberRef, LimitSetRecord, MonitorState, RunNotification, RunPointSet, TraceRecord } from '@defender/contracts';
+import type { ChamberMemory, ChamberRef, LimitSetRecord, MonitorState, RunNotification, RunPointSet, TraceRecord } from '@defender/contracts';
 import { synthesizeTrace } from '@defender/fab-sim';
 import { createRunEvaluator, evaluateWithHistory, withoutBaselineData } from '@defender/pipeline';
 import { envInt, handleBenchCommandLine } from './cli';
@@ -51,6 +51,8 @@ interface ChamberState {
   readonly limits: Map<string, LimitSetRecord>;
   /** The monitor state of the chamber's recipe, as the store keeps it between runs. */
   monitorState?: MonitorState;
+  /** The chamber's memory (its runs' alarms), as the store keeps it between runs. */
+  chamberMemory?: ChamberMemory;
   sequence: number;
 }
 
@@ -99,9 +101,10 @@ function runOnce(st: ChamberState, runIndex: number): Timed {
   const cpu0 = process.cpuUsage();
   const t0 = performance.now();
   const limits = stored.map((s): LimitSetRecord => ({ ...s.record, params: JSON.parse(s.params) as LimitSetRecord['params'] }));
-  const monitorState = st.monitorState;
+  const { monitorState, chamberMemory } = st;
   let historyRuns = 0;
-  const evaluation = evaluateWithHistory(evaluator, { chamber: st.ref, sequence, notification, trace, limits, strategy: undefined, now, ...(monitorState ? { monitorState } : {}) }, (limit, allPoints) => {
+  const input = { chamber: st.ref, sequence, notification, trace, limits, strategy: undefined, now, ...(monitorState ? { monitorState } : {}), ...(chamberMemory ? { chamberMemory } : {}) };
+  const evaluation = evaluateWithHistory(evaluator, input, (limit, allPoints) => {
     const newest = st.sets.slice(-limit);
     historyRuns += newest.length;
     return allPoints ? newest : newest.map(withoutBaselineData);
@@ -110,6 +113,7 @@ function runOnce(st: ChamberState, runIndex: number): Timed {
   const cpu = process.cpuUsage(cpu0);
   for (const ls of evaluation.newLimitSets) st.limits.set(ls.indicatorKey, ls);
   if (evaluation.monitorState) st.monitorState = evaluation.monitorState;
+  st.chamberMemory = evaluation.chamberMemory;
   st.sets.push({ ...st.ref, sequence, runId: notification.runId, epoch: 1, committedAt: now, recipe: st.recipe, points: evaluation.points });
   // Bounded: a defender reads at most the full history (110 runs for the default strategy).
   if (st.sets.length > 160) st.sets.splice(0, 40);
@@ -183,11 +187,11 @@ async function main(): Promise<void> {
       'Run evaluator: cost per run on the whole-fab replay\'s chambers',
       'npm run bench:evaluator',
       [
-        `${states.length} chambers taken evenly from the 5,000-chamber fab of bench:fab (tools/fab-sim, seed 1), the default strategy: ${PHASE_ONE_RUNS} runs each first (the default strategy's Phase I; the run that completes it fits the model) and ${JUDGED} more (the Phase I extension, a refit on 90 unalarmed runs, falls among them), through the product's RunEvaluator in process (no store, no NATS: the evaluation's own cost, with the limit sets parsed from their stored JSON on every run, as a defender's store read hands them out, and the recipe's monitor state carried from run to run as the store keeps it), history read as a defender reads it (\`evaluateWithHistory\`: the steady state's runs without what only a baseline fit reads, the full history when a run asks for it). Trace synthesis is outside the clock. ${unfitted} chamber(s) had no model after Phase I. ${seconds.toFixed(0)} s in total.`,
+        `${states.length} chambers taken evenly from the 5,000-chamber fab of bench:fab (tools/fab-sim, seed 1), the default strategy: ${PHASE_ONE_RUNS} runs each first (the default strategy's Phase I; the run that completes it fits the model) and ${JUDGED} more (the Phase I extension, a refit on 90 unalarmed runs, falls among them), through the product's RunEvaluator in process (no store, no NATS: the evaluation's own cost, with the limit sets parsed from their stored JSON on every run, as a defender's store read hands them out, and the recipe's monitor state and the chamber's memory carried from run to run as the store keeps them), history read as a defender reads it (\`evaluateWithHistory\`: the steady state's runs without what only a baseline fit reads, the full history when a run asks for it). Trace synthesis is outside the clock. ${unfitted} chamber(s) had no model after Phase I. ${seconds.toFixed(0)} s in total.`,
         '',
         table(header, rows),
         '',
-        `History read per judged run: ${historyPerJudged.toFixed(1)} committed runs (the monitor's memory comes from the recipe's state record; the escalation rule still reads the newest runs' alarm flags).`,
+        `History read per judged run: ${historyPerJudged.toFixed(1)} committed runs (the monitor's memory comes from the recipe's state record, the escalation rule's from the chamber's memory record; a run reads history only to fit: Phase I completing, the Phase I extension).`,
         '',
         'Wall-clock per run (`performance.now`), CPU per run from `process.cpuUsage` (the process\'s threads, GC included).',
       ].join('\n'),

@@ -28,8 +28,11 @@ export {
 export { escalationReasons, evaluate, type Action, type Evaluation, type InvolvedPoint, type SkippedReading, type Violation } from './lib/evaluate';
 export { indicatorKey, readingsFromTrace, type AlarmContext, type NewRun, type Reading } from './lib/readings';
 export {
+  escalationHistoryRuns,
   historyShortfall,
   maybeEstablishBaseline,
+  recentAlarmsOf,
+  steadyChartRuns,
   phaseOneSamples,
   requiredHistoryRuns,
   steadyHistoryRuns,

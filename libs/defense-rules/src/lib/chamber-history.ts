@@ -44,6 +44,40 @@ export interface RunRecord {
 export interface ChamberHistory {
   readonly runs: readonly RunRecord[];
   readonly limits: Readonly<Record<string, FrozenLimits>>;
+  /**
+   * Whether each of the chamber's judged runs before this one raised an alarm, oldest first, as the
+   * chamber remembers them (at least as many as the escalation rules count, or all there have been):
+   * what the escalation rules count. Absent: the `alarmed` flags of `runs`.
+   */
+  readonly recentAlarms?: readonly boolean[];
+}
+
+/**
+ * The alarm flags the escalation rules of `strategy` count for `history`: its remembered ones, else
+ * those of its newest runs that the rules reach (no run further back is decoded).
+ */
+export function recentAlarmsOf(history: ChamberHistory, strategy: DefenseStrategy): readonly boolean[] {
+  if (history.recentAlarms) return history.recentAlarms;
+  const window = escalationHistoryRuns(strategy);
+  return window === 0 ? [] : history.runs.slice(-window).map((r) => r.alarmed);
+}
+
+/** Judged runs before the current one that the escalation rules of `strategy` count (0: none). */
+export function escalationHistoryRuns(strategy: DefenseStrategy): number {
+  let n = 0;
+  for (const e of strategy.escalation) n = Math.max(n, e.withinRuns - 1);
+  return n;
+}
+
+/**
+ * How many recent runs the charts of `strategy` read in a chamber's steady state (the longest
+ * run-rule window; 0 without rules): {@link steadyHistoryRuns} without the escalation rules, for a
+ * chamber that remembers its runs' alarms ({@link ChamberHistory.recentAlarms}).
+ */
+export function steadyChartRuns(strategy: DefenseStrategy): number {
+  let n = 0;
+  for (const ind of strategy.indicators) for (const r of ind.rules) n = Math.max(n, ruleWindow(r));
+  return n;
 }
 
 /** How many recent runs {@link evaluate} and {@link phaseOneSamples} read at most (excluding CUSUM excursions, which need their run). */
@@ -88,9 +122,9 @@ export function historyShortfall(
   readings: readonly Reading[],
   strategy: DefenseStrategy,
 ): string | undefined {
-  let escalation = 1;
-  for (const e of strategy.escalation) escalation = Math.max(escalation, e.withinRuns);
-  if (history.runs.length < escalation - 1) return `escalation reads ${escalation - 1} earlier runs, ${history.runs.length} read`;
+  // Escalation counts the remembered alarms when the chamber remembers them (they cover its rules).
+  const escalation = escalationHistoryRuns(strategy);
+  if (history.recentAlarms === undefined && history.runs.length < escalation) return `escalation reads ${escalation} earlier runs, ${history.runs.length} read`;
   const configs = new Map(strategy.indicators.map((c) => [c.id, c]));
   for (const reading of readings) {
     const cfg = configs.get(reading.indicatorId);

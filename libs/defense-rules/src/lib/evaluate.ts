@@ -18,7 +18,7 @@ import {
   type StatisticName,
   type WindowSpec,
 } from '@defender/uchart';
-import type { ChamberHistory, ChartPoint, RunRecord } from './chamber-history';
+import { recentAlarmsOf, type ChamberHistory, type ChartPoint, type RunRecord } from './chamber-history';
 import type { AlarmContext, NewRun } from './readings';
 import { checkRule, describeRule, ruleWindow, type ZonedPoint } from './rules';
 import type { ActionType, DefenseStrategy } from './strategy';
@@ -334,7 +334,7 @@ export function evaluate(history: ChamberHistory, newRun: NewRun, strategy: Defe
       ),
     ];
     if (holding.length > 0) reasons.push(`violation with action HOLD_CHAMBER: ${holding.join(', ')}`);
-    reasons.push(...escalationReasons(history.runs, strategy.escalation));
+    reasons.push(...escalationReasons(recentAlarmsOf(history, strategy), strategy.escalation));
     if (reasons.length > 0) actions.push({ type: 'HOLD_CHAMBER', reasons });
   }
   return {
@@ -348,13 +348,14 @@ export function evaluate(history: ChamberHistory, newRun: NewRun, strategy: Defe
 
 /**
  * The escalation rules met by a run that alarmed: for each rule, this run and the alarmed runs among
- * the `withinRuns - 1` before it (`runs` oldest first) reach `alarms`. One reason per rule met.
+ * the `withinRuns - 1` before it (`recentAlarms`: the alarm flags of the chamber's judged runs before
+ * it, oldest first) reach `alarms`. One reason per rule met.
  */
-export function escalationReasons(runs: readonly RunRecord[], escalation: DefenseStrategy['escalation']): string[] {
+export function escalationReasons(recentAlarms: readonly boolean[], escalation: DefenseStrategy['escalation']): string[] {
   const reasons: string[] = [];
   for (const e of escalation) {
     let count = 1;
-    for (let i = runs.length - 1, seen = 1; i >= 0 && seen < e.withinRuns; i--, seen++) if (runs[i].alarmed) count++;
+    for (let i = recentAlarms.length - 1, seen = 1; i >= 0 && seen < e.withinRuns; i--, seen++) if (recentAlarms[i]) count++;
     if (count >= e.alarms)
       reasons.push(`escalation: ${count} alarmed runs in the last ${e.withinRuns} (threshold ${e.alarms})`);
   }

@@ -12,6 +12,7 @@ import type {
   UChartPoint,
   LimitSetRecord,
   MonitorState,
+  ChamberMemory,
 } from '@defender/contracts';
 
 /** One stored notification (the stream's view). */
@@ -56,7 +57,7 @@ export interface EventSink {
 }
 
 /** The parts of the store the pipeline uses. */
-export type PipelineStore = Pick<DefenderStore, 'chamberState' | 'uchart' | 'traces' | 'alarms' | 'outbox' | 'strategies' | 'chamberMetadata' | 'monitorState'>;
+export type PipelineStore = Pick<DefenderStore, 'chamberState' | 'uchart' | 'traces' | 'alarms' | 'outbox' | 'strategies' | 'chamberMetadata' | 'monitorState' | 'chamberMemory'>;
 
 /**
  * The chamber's committed U-chart history, through the defender's LRU cache (a miss reads the
@@ -90,6 +91,11 @@ export interface RunEvaluation {
    * (`CommitRunInput.monitorState`); absent when the run leaves the stored state as it is.
    */
   readonly monitorState?: MonitorState;
+  /**
+   * The chamber's memory after this run (`CommitRunInput.chamberMemory`): present when the run is a
+   * judged run (it has points).
+   */
+  readonly chamberMemory?: ChamberMemory;
 }
 
 /**
@@ -147,6 +153,12 @@ export interface EvaluationInput {
    * the state it returns is committed with the run.
    */
   readonly monitorState?: MonitorState;
+  /**
+   * The chamber's memory as the commit at its high-water mark left it (`ChamberMemoryRepository.get`,
+   * written by that very commit; else absent). Without it the escalation rules count the alarmed runs
+   * of `history`, and the memory returned starts from them.
+   */
+  readonly chamberMemory?: ChamberMemory;
 }
 
 /** Turns a run into U-chart points, alarms and a hold (U-chart engine + defense rules). */
@@ -155,9 +167,11 @@ export interface RunEvaluator {
    * How many committed runs of history to read for a run judged by `strategy` (a stored document, or
    * undefined for the default), found under `strategyScope` when given (see
    * {@link EvaluationInput.strategyScope}): enough in a chamber's steady state; pass it as
-   * {@link EvaluationInput.historyLimit} so that a run that needs more says so.
+   * {@link EvaluationInput.historyLimit} so that a run that needs more says so. With the chamber's
+   * `memory` (as {@link EvaluationInput.chamberMemory}), the escalation rules it covers read none:
+   * 0 when nothing else does (read no history).
    */
-  historyRuns(strategy: unknown, strategyScope?: StrategyScopeInfo): number;
+  historyRuns(strategy: unknown, strategyScope?: StrategyScopeInfo, memory?: ChamberMemory): number;
   /**
    * The most committed runs an evaluation by `strategy` reads (Phase I, the monitor's Phase I
    * extension): what {@link MoreHistoryNeeded.runs} asks for when `historyRuns` was not enough.

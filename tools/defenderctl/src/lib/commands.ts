@@ -1,7 +1,7 @@
 import type { NatsConnection } from '@nats-io/nats-core';
 import { DeliverPolicy, jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { Kvm, type KV } from '@nats-io/kv';
-import { parseChamberKey, type AssignmentMap, type DefenderStore, type MonitorStateRecord } from '@defender/contracts';
+import { parseChamberKey, type AssignmentMap, type ChamberMemoryRecord, type DefenderStore, type MonitorStateRecord } from '@defender/contracts';
 import { AssignmentMapBucket, HeartbeatBucket, isStreamNotFound, StreamMissingError, STREAMS } from '@defender/nats-kv';
 import { rebaselineRecords } from '@defender/pipeline';
 import { openStore } from '@defender/store';
@@ -282,14 +282,16 @@ export async function explainChamber(nc: NatsConnection, t: Target, key: string,
   const store = await tryStore(t, note);
   let weight: { value: number; source: string } | undefined;
   let monitor: MonitorStateRecord[] = [];
+  let memory: ChamberMemoryRecord | undefined;
   try {
-    const [m, states] = await Promise.all([store?.chamberMetadata.get(ref), store?.monitorState.list(ref)]);
+    const [m, states, remembered] = await Promise.all([store?.chamberMetadata.get(ref), store?.monitorState.list(ref), store?.chamberMemory.get(ref)]);
     if (m) weight = { value: m.weight, source: `${m.svidCount} SVIDs x ${m.collectionFreqHz} Hz x ${m.contextDurationSeconds} s, ${m.source}` };
     monitor = states ?? [];
+    memory = remembered;
   } finally {
     await store?.close();
   }
-  return explain(key, history, { weight, alive: new Map(st.defenders.map((d) => [d.defenderId, d.alive])), monitor, weightUnit: mapWeightUnit(st.controllers) });
+  return explain(key, history, { weight, alive: new Map(st.defenders.map((d) => [d.defenderId, d.alive])), monitor, memory, weightUnit: mapWeightUnit(st.controllers) });
 }
 
 /**

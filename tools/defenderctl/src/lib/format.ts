@@ -120,6 +120,7 @@ export function formatExplain(e: Explanation): string {
   out.push('monitor:');
   if (e.monitor.length === 0) out.push(e.weight === null ? '  - (store not reachable)' : '  no monitor state stored (no run judged by the chamber monitor yet)');
   for (const m of e.monitor) out.push(`  - ${m.text}`);
+  if (e.memory !== null) out.push(`  - the chamber ${e.memory}`);
   return out.join('\n');
 }
 

@@ -67,6 +67,16 @@ describe('explain', () => {
     expect(explain('A:1', history).monitor).toEqual([]);
   });
 
+  it("says what the chamber remembers of its runs' alarms, from the store's chamber memory record", () => {
+    const at = new Date(Date.UTC(2026, 0, 1));
+    const e = explain('A:1', history, { memory: { toolId: 'A', chamberId: '1', sequence: 41, runId: 'r41', committedAt: at, memory: { recentAlarms: [false, true, false, false, true, true], fromFirstRun: false } } });
+    expect(e.memory).toBe('remembers the alarms of its newest 6 judged run(s) (6): 3 of the newest 5 alarmed, 010011 oldest first (memory of run r41, sequence 41)');
+    expect(formatExplain(e)).toContain('\n  - the chamber remembers the alarms of its newest 6');
+    const young = explain('A:1', history, { memory: { toolId: 'A', chamberId: '1', sequence: 2, runId: 'r2', committedAt: at, memory: { recentAlarms: [false, false], fromFirstRun: true } } });
+    expect(young.memory).toMatch(/^remembers the alarms of every judged run since its first \(2\): 0 of the newest 2 alarmed/);
+    expect(explain('A:1', history).memory).toBeNull();
+  });
+
   it('warns when the owner is not heartbeating', () => {
     expect(explain('A:1', history, { alive: new Map([['defender-2', false]]) }).reasons.at(-1)).toMatch(/defender-2 is not heartbeating/);
   });

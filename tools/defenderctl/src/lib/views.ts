@@ -1,4 +1,4 @@
-import type { AssignmentMap, Heartbeat, MonitorStateRecord } from '@defender/contracts';
+import type { AssignmentMap, ChamberMemoryRecord, Heartbeat, MonitorStateRecord } from '@defender/contracts';
 
 /** What the map's weights are: `load` (expected CPU µs per hour, ADR 0008) or `samples` (samples per run); null when no controller says. */
 export type MapWeightUnit = 'load' | 'samples' | null;
@@ -165,6 +165,8 @@ export interface Explanation {
   readonly reasons: readonly string[];
   /** The chamber monitor's state per recipe (the store's monitor state records); empty when the store is not reachable. */
   readonly monitor: readonly MonitorLine[];
+  /** What the chamber remembers of its runs (the store's chamber memory record), in words; null when none is stored or the store is not reachable. */
+  readonly memory: string | null;
 }
 
 /** One recipe's chamber monitor in `explain`. */
@@ -188,6 +190,15 @@ export function monitorLine(r: MonitorStateRecord): MonitorLine {
       ? `recipe ${r.recipe}: Phase I, ${runs} run(s) collected for model v${s.modelVersion} (state of run ${r.runId}, sequence ${r.sequence})`
       : `recipe ${r.recipe}: judged by model v${s.modelVersion}, ${runs} run(s) judged by it; the centre follows ${Object.keys(s.levelOffsets).length} SVID level(s)${s.mewma ? `, MEWMA on ${s.mewma.length} component(s)` : ''} (state of run ${r.runId}, sequence ${r.sequence})`;
   return { recipe: r.recipe, phase: s.phase, modelVersion: s.modelVersion, runs, sequence: r.sequence, runId: r.runId, text };
+}
+
+/** What a chamber's memory record says, in words: its runs' alarms as the escalation rules count them. */
+export function memoryLine(r: ChamberMemoryRecord): string {
+  const flags = r.memory.recentAlarms;
+  const newest = flags.slice(-5);
+  const alarmed = newest.filter(Boolean).length;
+  const span = r.memory.fromFirstRun ? 'every judged run since its first' : `its newest ${flags.length} judged run(s)`;
+  return `remembers the alarms of ${span} (${flags.length}): ${alarmed} of the newest ${newest.length} alarmed, ${flags.map((a) => (a ? '1' : '0')).join('') || '-'} oldest first (memory of run ${r.runId}, sequence ${r.sequence})`;
 }
 
 const TRIGGER_WHY: Readonly<Record<string, string>> = {
@@ -215,6 +226,7 @@ export function explain(
     strategy?: string;
     tolerance?: number;
     monitor?: readonly MonitorStateRecord[];
+    memory?: ChamberMemoryRecord | undefined;
     /** What the map's weights are (the controllers' `balanceBy`). */
     weightUnit?: MapWeightUnit;
   } = {},
@@ -267,5 +279,6 @@ export function explain(
     historyFrom: history[0]?.version ?? null,
     reasons,
     monitor: (opts.monitor ?? []).map(monitorLine),
+    memory: opts.memory ? memoryLine(opts.memory) : null,
   };
 }

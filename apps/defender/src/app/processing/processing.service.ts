@@ -362,6 +362,7 @@ export class ProcessingService implements ChamberWork, OnApplicationBootstrap, O
         get: timed('read', (c: ChamberRef, recipe: string) => s.monitorState.get(c, recipe)),
         list: (c: ChamberRef) => s.monitorState.list(c),
       },
+      chamberMemory: { get: timed('read', (c: ChamberRef) => s.chamberMemory.get(c)) },
     };
   }
 

@@ -52,6 +52,8 @@ describe('detectors and their dispatcher', () => {
       history: r.input.history,
       limits: r.input.limits,
       monitorState: r.input.monitorState,
+      recentAlarms: r.input.chamberMemory?.recentAlarms,
+      historyLean: false,
       now: r.input.now,
       historyLimited: false,
     };

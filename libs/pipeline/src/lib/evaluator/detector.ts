@@ -23,6 +23,12 @@ export interface DetectorInput {
   readonly limits: readonly LimitSetRecord[];
   /** The recipe's stored monitor state, if one is stored. */
   readonly monitorState: MonitorState | undefined;
+  /**
+   * The alarm flags of the chamber's judged runs before this one, oldest first, from its memory
+   * (contracts `ChamberMemory`), covering the strategy's escalation rules; undefined: the escalation
+   * rules count the alarmed runs of `history`.
+   */
+  readonly recentAlarms: readonly boolean[] | undefined;
   /** What the run's records are stamped with. */
   readonly now: Date;
   /**
@@ -30,6 +36,13 @@ export interface DetectorInput {
    * run answers {@link OlderRunsNeeded} instead of judging it.
    */
   readonly historyLimited: boolean;
+  /**
+   * `history` was read for the steady state (a limit below the full history's, however many runs it
+   * found): its runs may lack the points only a baseline fit reads (`POINT_FLAGS.BASELINE_DATA`), so a
+   * detector that would fit answers {@link OlderRunsNeeded} (the full history comes with every point).
+   * True whenever `historyLimited` is.
+   */
+  readonly historyLean: boolean;
 }
 
 /**

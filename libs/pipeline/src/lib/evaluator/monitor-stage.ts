@@ -119,15 +119,19 @@ export function runMonitorStage(
   // What the previous run of the recipe carried: the stored state, else an earlier release's points.
   const memory = args.state ? memoryOfState(args.state) : memoryOfHistory(args.history, args.recipe, modelKey, args.keyPrefix, decoded);
   const limited = args.historyLimited;
+  // A fit reads the indicators' values of its runs, which a read for the steady state may lack
+  // (POINT_FLAGS.BASELINE_DATA), even one that found fewer runs than its limit: only ever fitted on the full history.
+  const lean = args.historyLean;
   if (limited && memory.source === 'none') return olderRunsNeeded('no earlier run of the recipe in the history read');
   const minRuns = pending?.minRuns ?? cfg.baseline.minRuns;
   const collectingVersion = pending?.version ?? 1;
   const phaseBefore = memory.phaseOneRuns(collectingVersion);
   let newLimitSets: LimitSetRecord[] = [];
-  if (!model && !unreadable && limited) {
+  if (!model && !unreadable && lean) {
     if (pending) return olderRunsNeeded('the model is re-baselined');
-    if (phaseBefore === undefined) return olderRunsNeeded('the earlier run does not count its Phase I runs');
-    if (phaseBefore + 1 >= minRuns) return olderRunsNeeded(`Phase I may complete (run ${phaseBefore + 1} of ${minRuns})`);
+    if (phaseBefore === undefined) {
+      if (limited) return olderRunsNeeded('the earlier run does not count its Phase I runs');
+    } else if (phaseBefore + 1 >= minRuns) return olderRunsNeeded(`Phase I may complete (run ${phaseBefore + 1} of ${minRuns})`);
   }
   // This run's Phase I count when it is not judged (the runs of the phase, as far as they are read, without the count).
   let phaseRuns = phaseBefore === undefined ? 1 : phaseBefore + 1;
@@ -148,7 +152,7 @@ export function runMonitorStage(
     if (phase.length + 1 >= minRuns) {
       // A fit reads the indicators' values of its runs, which a history read for the steady state may
       // lack (POINT_FLAGS.BASELINE_DATA): only ever fitted on the full history.
-      if (limited) return olderRunsNeeded(`Phase I completes (run ${phase.length + 1} of ${minRuns})`);
+      if (lean) return olderRunsNeeded(`Phase I completes (run ${phase.length + 1} of ${minRuns})`);
       const keys = [...values.keys()];
       const index = new Map(keys.map((k, j) => [k, j]));
       const rows: number[][] = [];
@@ -191,7 +195,7 @@ export function runMonitorStage(
     const due = judged === undefined || (current.baselineRunIds.length + judged >= extendTo && (checkAt === undefined || judged >= checkAt));
     if (!due) extensionCheckAt = checkAt;
     else {
-      if (limited) return olderRunsNeeded(judged === undefined ? 'the earlier run does not count its judged runs' : `the Phase I extension may be due (${current.baselineRunIds.length} + ${judged} of ${extendTo} runs)`);
+      if (lean) return olderRunsNeeded(judged === undefined ? 'the earlier run does not count its judged runs' : `the Phase I extension may be due (${current.baselineRunIds.length} + ${judged} of ${extendTo} runs)`);
       const phaseOne = new Set(current.baselineRunIds);
       // Runs of the recipe after the model's last Phase I run were judged by it (a newer version would
       // be the current model). Counting the ones without an alarm needs no decoding when the history

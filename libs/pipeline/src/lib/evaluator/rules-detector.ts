@@ -66,7 +66,7 @@ export const rulesDetector: Detector<RulesVerdict> = {
         skipped.push({ indicatorKey: key, reason: `unreadable-limits: ${decoded.detail}` });
       }
     }
-    const history: ChamberHistory = { runs: decodeHistory(input.history, keys), limits };
+    const history: ChamberHistory = { runs: decodeHistory(input.history, keys), limits, ...(input.recentAlarms ? { recentAlarms: input.recentAlarms } : {}) };
     // A history read with a limit that it reaches may lack runs this one needs: ask for all of them.
     if (input.historyLimited) {
       const shortfall = pending.size > 0 ? 'an indicator is re-baselined' : historyShortfall(history, readings, strategy);

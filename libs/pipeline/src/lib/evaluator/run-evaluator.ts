@@ -1,5 +1,17 @@
-import { chamberKey, RECORD_LIMITS, type ChamberRef, type RunPointSet, type StrategyScopeInfo, type TraceRecord, type UChartPoint } from '@defender/contracts';
-import { escalationReasons, StrategyValidationError } from '@defender/defense-rules';
+import {
+  chamberKey,
+  CHAMBER_MEMORY_LIMITS,
+  memoryCovers,
+  RECORD_LIMITS,
+  rememberRun,
+  type ChamberMemory,
+  type ChamberRef,
+  type RunPointSet,
+  type StrategyScopeInfo,
+  type TraceRecord,
+  type UChartPoint,
+} from '@defender/contracts';
+import { escalationHistoryRuns, escalationReasons, recentAlarmsOf, StrategyValidationError, type RunRecord } from '@defender/defense-rules';
 import { createTrace, IndicatorCalculator, TraceValidationError, type Trace } from '@defender/uchart';
 import { needsMoreHistory, type EvaluationInput, type MoreHistoryNeeded, type RunEvaluation, type RunEvaluator } from '../ports';
 import { holdFor, holdIdOf, runAlarm, type RunIdentity } from './alarms';
@@ -89,10 +101,12 @@ class DefenseRunEvaluator implements RunEvaluator {
     this.strategies = new StrategyCache(cacheSize);
   }
 
-  historyRuns(strategyDoc: unknown, strategyScope?: StrategyScopeInfo): number {
+  historyRuns(strategyDoc: unknown, strategyScope?: StrategyScopeInfo, memory?: ChamberMemory): number {
     const stored = this.strategies.get(strategyDoc);
     const keyed = strategyScope !== undefined;
-    return Math.min(steadyRuns(stored, keyed) + this.steadyExtraHistoryRuns, this.fullRuns(stored, keyed));
+    const steady = steadyRuns(stored, keyed, memory);
+    // A chamber whose memory answers its escalation rules, judged without run-rule charts, reads no history.
+    return steady === 0 ? 0 : Math.min(steady + this.steadyExtraHistoryRuns, this.fullRuns(stored, keyed));
   }
 
   fullHistoryRuns(strategyDoc: unknown, strategyScope?: StrategyScopeInfo): number {
@@ -124,7 +138,11 @@ class DefenseRunEvaluator implements RunEvaluator {
 
     // A history read with a limit that it reaches may lack runs this one needs: a detector asks for all of them.
     const full = this.fullRuns(stored, input.strategyScope !== undefined);
-    const historyLimited = input.historyLimit !== undefined && input.historyLimit < full && input.history.length >= input.historyLimit;
+    const historyLean = input.historyLimit !== undefined && input.historyLimit < full;
+    const historyLimited = historyLean && input.history.length >= (input.historyLimit as number);
+    // The escalation rules count the chamber's remembered alarms when its memory covers them, else the history's.
+    const memory = input.chamberMemory;
+    const recentAlarms = memory && memoryCovers(memory, escalationHistoryRuns(strategy)) ? memory.recentAlarms : undefined;
     const detectorInput: DetectorInput = {
       run,
       strategy,
@@ -133,8 +151,10 @@ class DefenseRunEvaluator implements RunEvaluator {
       history: input.history,
       limits: input.limits,
       monitorState: input.monitorState,
+      recentAlarms,
       now: input.now,
       historyLimited,
+      historyLean,
     };
     // The strategy's detectors, each a pure step; this evaluator combines their verdicts. A detector
     // that may need older runs than the ones read judges nothing: the caller reads more.
@@ -146,7 +166,7 @@ class DefenseRunEvaluator implements RunEvaluator {
     let hold = holdFor(rules.evaluation.actions, rules.evaluation.violations, run);
     if (!hold && monitor?.alarmed) {
       // The legacy rules did not alarm (else their escalation already counted this run).
-      const reasons = [...(monitor.action === 'HOLD_CHAMBER' ? ['monitor violation with action HOLD_CHAMBER'] : []), ...escalationReasons(rules.history.runs, strategy.escalation)];
+      const reasons = [...(monitor.action === 'HOLD_CHAMBER' ? ['monitor violation with action HOLD_CHAMBER'] : []), ...escalationReasons(recentAlarmsOf(rules.history, strategy), strategy.escalation)];
       if (reasons.length > 0) {
         hold = {
           holdId: holdIdOf(chamber, input.sequence),
@@ -166,6 +186,11 @@ class DefenseRunEvaluator implements RunEvaluator {
       run,
       monitor ? { modelKey: monitor.modelKey, action: monitor.action, t2: monitor.t2, spe: monitor.spe, modelVersion: monitor.modelVersion } : undefined,
     );
+    // A run with points is a judged run of the chamber: its memory remembers whether it alarmed. Without
+    // a stored memory (a chamber judged before it was kept, or after a commit that did not carry it) it
+    // starts from the alarm flags of the history read.
+    const complete = input.historyLimit === undefined || input.history.length < input.historyLimit;
+    const before = memory ?? memoryOfHistory(rules.history.runs, escalationHistoryRuns(strategy), complete);
     return {
       points,
       alarms: alarm ? [alarm] : [],
@@ -173,8 +198,19 @@ class DefenseRunEvaluator implements RunEvaluator {
       newLimitSets: [...rules.newLimitSets, ...(monitor?.newLimitSets ?? [])],
       skipped: [...rules.skipped, ...(monitor?.skipped ?? [])],
       ...(monitor?.state ? { monitorState: monitor.state } : {}),
+      ...(points.length > 0 ? { chamberMemory: rememberRun(before, alarmed) } : {}),
     };
   }
+}
+
+/**
+ * A chamber's memory as the history read shows it: the alarm flags of its newest `window` judged runs
+ * (what the escalation rules read of it: no run further back is decoded), from its first run when
+ * those are all the runs of a read that holds every committed run (`complete`).
+ */
+function memoryOfHistory(runs: readonly RunRecord[], window: number, complete: boolean): ChamberMemory {
+  const kept = window === 0 ? [] : runs.slice(-Math.min(window, CHAMBER_MEMORY_LIMITS.recentAlarms));
+  return { recentAlarms: kept.map((r) => r.alarmed), fromFirstRun: complete && kept.length === runs.length };
 }
 
 /**
@@ -221,11 +257,13 @@ export function evaluateWithHistory(
   input: Omit<EvaluationInput, 'history' | 'historyLimit'>,
   read: (limit: number, allPoints: boolean) => readonly RunPointSet[],
 ): RunEvaluation {
-  const limit = Math.max(1, evaluator.historyRuns(input.strategy, input.strategyScope));
+  const limit = evaluator.historyRuns(input.strategy, input.strategyScope, input.chamberMemory);
   // As a worker reads: the steady state's runs may lack what only a baseline fit reads, unless they are the full history.
   const allPoints = limit >= evaluator.fullHistoryRuns(input.strategy, input.strategyScope);
-  const first = evaluator.evaluate({ ...input, history: read(limit, allPoints), historyLimit: limit });
+  const first = evaluator.evaluate({ ...input, history: limit === 0 ? [] : read(limit, allPoints), historyLimit: limit });
   if (!needsMoreHistory(first)) return first;
   // Read with the limit the evaluator asked for, the run is judged: it asks no further.
-  return evaluator.evaluate({ ...input, history: read(first.runs, true) });
+  const second = evaluator.evaluate({ ...input, history: read(first.runs, true), historyLimit: first.runs });
+  if (needsMoreHistory(second)) throw new Error(`the evaluator asked for more history again after ${first.runs} runs: ${second.reason}`);
+  return second;
 }

@@ -1,6 +1,8 @@
-import { strategyScopeConflicts, type StrategyScopeInfo } from '@defender/contracts';
+import { memoryCovers, strategyScopeConflicts, type ChamberMemory, type StrategyScopeInfo } from '@defender/contracts';
 import {
   DEFAULT_STRATEGY,
+  escalationHistoryRuns,
+  steadyChartRuns,
   requiredHistoryRuns,
   resolveStrategy,
   steadyHistoryRuns,
@@ -100,9 +102,20 @@ export function scopeIssues(stored: StoredStrategy, strategyScope: StrategyScope
  * for the same strategies as {@link requiredRuns}: the history read first; an evaluation that needs
  * more (Phase I, the monitor's extension, a chart reaching further back) asks for {@link requiredRuns}.
  */
-export function steadyRuns(stored: StoredStrategy, keyed = false): number {
-  if (stored.kind !== 'valid') return steadyHistoryRuns(DEFAULT_STRATEGY);
-  const own = steadyHistoryRuns(stored.strategy);
+export function steadyRuns(stored: StoredStrategy, keyed = false, memory?: ChamberMemory): number {
+  const need = (s: DefenseStrategy): number => (memory === undefined ? steadyHistoryRuns(s) : steadyRunsRemembering(s, memory));
+  if (stored.kind !== 'valid') return need(DEFAULT_STRATEGY);
+  const own = need(stored.strategy);
   const { chamber, recipe } = stored.strategy.scope;
-  return keyed || (chamber === undefined && recipe === undefined) ? own : Math.max(own, steadyHistoryRuns(DEFAULT_STRATEGY));
+  return keyed || (chamber === undefined && recipe === undefined) ? own : Math.max(own, need(DEFAULT_STRATEGY));
+}
+
+/**
+ * Runs of history `strategy` reads in the steady state of a chamber that remembers its runs' alarms
+ * (`memory`): its charts' windows, and its escalation windows only where the memory does not cover
+ * them (0: the run reads no history).
+ */
+export function steadyRunsRemembering(strategy: DefenseStrategy, memory: ChamberMemory): number {
+  const escalation = escalationHistoryRuns(strategy);
+  return Math.max(steadyChartRuns(strategy), memoryCovers(memory, escalation) ? 0 : escalation + 1);
 }

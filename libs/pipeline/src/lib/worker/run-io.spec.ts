@@ -184,6 +184,31 @@ describe('RunIO writes', () => {
     expect(store.monitorStates.get(recipe)?.state).toEqual(after);
   });
 
+  it("reads the chamber's memory when the commit at the mark wrote it (then no history for a strategy it answers), and commits the evaluation's memory with the run", async () => {
+    const { store, cache, io } = setup();
+    store.traces.set('r1', traceOf('r1'));
+    const memory = { recentAlarms: [false, true], fromFirstRun: true };
+    store.chamberMemory = { ...chamber, sequence: 2, runId: 'r0', committedAt: new Date(0), memory };
+    const reads = io.readRun(run('r1'), 2);
+    expect(await reads.chamberMemory).toEqual(memory);
+    expect(await reads.history).toEqual({ runs: [], limit: 0 });
+    expect(cache.reads).toEqual([]);
+    // Behind the mark (a dead letter, a skipped duplicate or an earlier release committed after it): not
+    // the chamber's memory; the history counts, as much as the steady state reads.
+    const behind = io.readRun(run('r1'), 3);
+    expect(await behind.chamberMemory).toBeUndefined();
+    expect((await behind.history).limit).toBe(10);
+    expect(cache.reads.map((r) => r.limit)).toEqual([10]);
+    const after = { recentAlarms: [false, true, false], fromFirstRun: true };
+    await io.commit({ sequence: 3, runId: 'r1', committedAt: new Date(0), evaluation: { ...evaluation, chamberMemory: after }, events: [] });
+    expect(store.chamberMemory).toMatchObject({ sequence: 3, runId: 'r1', memory: after });
+    // A dead letter carries none: the stored memory stays behind the mark.
+    await io.deadLetter({ subject, sequence: 4, streamSequence: 4, data: Buffer.from('{}'), storedAt: new Date(0) }, { reason: 'invalid-trace', detail: 'no samples', runId: 'r2', attempts: 1 });
+    expect(store.state.highWaterMark).toBe(4);
+    expect(store.chamberMemory).toMatchObject({ sequence: 3 });
+    expect(await io.readRun(run('r3'), 4).chamberMemory).toBeUndefined();
+  });
+
   it('a run id applied at another sequence is not recorded again: only the mark moves', async () => {
     const { store, cache, io } = setup();
     await io.commit({ sequence: 3, runId: 'r1', committedAt: new Date(0), evaluation, events });

@@ -4,6 +4,7 @@ import {
   InvalidRecordError,
   strategyScopesForRun,
   TraceNotFoundError,
+  type ChamberMemory,
   type ChamberMetadata,
   type ChamberRef,
   type CommitRunResult,
@@ -72,7 +73,7 @@ export interface TraceRead {
 export interface RunReads {
   /** The strategy that judges the run (undefined: the built-in default). */
   readonly strategy: Promise<RunStrategy | undefined>;
-  /** The history the strategy needs in the steady state. */
+  /** The history the strategy needs in the steady state (none when the chamber's memory is all it needs). */
   readonly history: Promise<HistoryRead>;
   /** The chamber's current limit set per indicator. */
   readonly limits: Promise<LimitSetRecord[]>;
@@ -82,6 +83,11 @@ export interface RunReads {
   readonly applied: Promise<number | undefined>;
   /** The chamber monitor's state for the run's recipe (what its previous run left), if one is stored. */
   readonly monitorState: Promise<MonitorState | undefined>;
+  /**
+   * The chamber's memory, if the commit at the high-water mark wrote it (one that did not — a dead
+   * letter, a skipped duplicate, an earlier release — leaves it behind the mark: the history counts).
+   */
+  readonly chamberMemory: Promise<ChamberMemory | undefined>;
 }
 
 /** A run's results as the commit stores them. */
@@ -90,7 +96,7 @@ export interface RunCommit {
   readonly runId: string;
   readonly recipe?: string;
   readonly committedAt: Date;
-  readonly evaluation: Pick<RunEvaluation, 'points' | 'alarms' | 'hold' | 'newLimitSets' | 'monitorState'>;
+  readonly evaluation: Pick<RunEvaluation, 'points' | 'alarms' | 'hold' | 'newLimitSets' | 'monitorState' | 'chamberMemory'>;
   readonly events: readonly OutboxEventInput[];
 }
 
@@ -116,9 +122,16 @@ export class RunIO {
   readRun(n: RunNotification, highWaterMark: number): RunReads {
     const { chamber } = this.ctx;
     const strategy = handled(this.strategyFor(n));
+    const chamberMemory = handled(
+      this.retry('chamber memory', async () => {
+        const rec = await this.deps.store.chamberMemory.get(chamber);
+        return rec !== undefined && rec.sequence === highWaterMark ? rec.memory : undefined;
+      }),
+    );
     return {
       strategy,
-      history: handled(strategy.then((s) => this.history(s, highWaterMark))),
+      chamberMemory,
+      history: handled(Promise.all([strategy, chamberMemory]).then(([s, memory]) => this.history(s, highWaterMark, undefined, memory))),
       limits: handled(this.retry('limits', () => this.deps.store.uchart.currentLimitSets(chamber))),
       metadata: handled(this.retry('metadata', () => this.deps.store.chamberMetadata.get(chamber))),
       trace: handled(this.readTrace(n)),
@@ -129,12 +142,14 @@ export class RunIO {
 
   /**
    * The newest committed runs of the chamber, `limit` of them (default: what the strategy needs in the
-   * steady state). A read for the steady state may lack the points only a baseline fit reads: an
-   * evaluation that may fit asks for the full history (`MoreHistoryNeeded`), read with every point.
+   * steady state, given the chamber's `memory`; none read when that is 0). A read for the steady state
+   * may lack the points only a baseline fit reads: an evaluation that may fit asks for the full history
+   * (`MoreHistoryNeeded`), read with every point.
    */
-  async history(strategy: RunStrategy | undefined, highWaterMark: number, limit?: number): Promise<HistoryRead> {
+  async history(strategy: RunStrategy | undefined, highWaterMark: number, limit?: number, memory?: ChamberMemory): Promise<HistoryRead> {
     const doc = strategy?.record.document;
-    const runs = limit ?? Math.max(1, this.deps.evaluator.historyRuns(doc, strategy?.scope));
+    const runs = limit ?? this.deps.evaluator.historyRuns(doc, strategy?.scope, memory);
+    if (runs === 0) return { runs: [], limit: 0 };
     const allPoints = limit !== undefined || runs >= this.deps.evaluator.fullHistoryRuns(doc, strategy?.scope);
     return { runs: await this.retry('history', () => this.deps.cache.history(this.ctx.chamber, { limit: runs, highWaterMark, allPoints })), limit: runs };
   }
@@ -180,6 +195,7 @@ export class RunIO {
         ...(evaluation.hold ? { hold: evaluation.hold } : {}),
         events: run.events,
         ...(evaluation.monitorState ? { monitorState: evaluation.monitorState } : {}),
+        ...(evaluation.chamberMemory ? { chamberMemory: evaluation.chamberMemory } : {}),
       }),
     );
     this.deps.observer?.stage?.('commit', this.deps.monotonic() - t0);

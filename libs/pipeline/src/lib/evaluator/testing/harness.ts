@@ -5,9 +5,13 @@
  * encode -> decode) before the next run reads it.
  */
 import {
+  CHAMBER_MEMORY_SCHEMA_VERSION,
+  decodeChamberMemory,
+  encodeChamberMemory,
   encodeMonitorState,
   validateCommitRunInput,
   validateLimitSet,
+  type ChamberMemory,
   type ChamberRef,
   type LimitSetRecord,
   type MonitorState,
@@ -94,11 +98,20 @@ export class SimulatedChamber {
   private readonly limitSets = new Map<string, LimitSetRecord>();
   /** The monitor state per recipe, as the store's `monitorState` would return it (JSON round trip). */
   private readonly states = new Map<string, MonitorState>();
+  /**
+   * The chamber's memory as a worker reads it: the one the commit at the mark wrote (JSON round trip),
+   * none after a commit that carried none (a dead letter).
+   */
+  private memory: ChamberMemory | undefined;
+  /** Whether runs carry the chamber's memory (else, as before it was kept: the history counts). */
+  rememberAlarms = true;
   private sequence = 0;
   /** Runs that asked for more history than the steady state's (MoreHistoryNeeded) and were judged again. */
   longReads = 0;
   /** Points a first (steady-state) read left out, as the defender's history cache does. */
   leftOut = 0;
+  /** Committed runs read, over every run processed (a run that reads no history adds none). */
+  runsRead = 0;
 
   constructor(
     private readonly evaluator: RunEvaluator,
@@ -141,22 +154,25 @@ export class SimulatedChamber {
       strategy: strategy === undefined ? undefined : JSON.parse(JSON.stringify(strategy)),
       ...(strategyScope ? { strategyScope } : {}),
       ...(this.states.has(recipe) ? { monitorState: this.states.get(recipe) as MonitorState } : {}),
+      ...(this.memory && this.rememberAlarms ? { chamberMemory: this.memory } : {}),
       now,
     };
     // As a worker does: the steady state's history first, more when the run asks for it. The first read,
     // when shorter than the full history, lacks what the defender's history cache leaves out (the
     // points only a baseline fit reads); the full history comes with every point.
-    let read: Pick<EvaluationInput, 'history' | 'historyLimit'> = { history: [] };
-    let reads = 0;
+    const steadyLimit = this.evaluator.historyRuns(base.strategy, strategyScope, base.chamberMemory);
+    let read: Pick<EvaluationInput, 'history' | 'historyLimit'> = { history: [], historyLimit: steadyLimit };
+    let long = false;
     const evaluation = evaluateWithHistory(this.evaluator, base, (limit, allPoints) => {
-      reads++;
+      if (limit > steadyLimit) long = true;
       const newest = this.sets.slice(-limit);
+      this.runsRead += newest.length;
       const lean = allPoints ? newest : newest.map(withoutBaselineData);
       for (let i = 0; i < lean.length; i++) this.leftOut += (newest[i] as RunPointSet).points.length - (lean[i] as RunPointSet).points.length;
       read = { history: lean, historyLimit: limit };
       return read.history;
     });
-    if (reads > 1) this.longReads++;
+    if (long) this.longReads++;
     const input: EvaluationInput = { ...base, ...read };
     const deadLettered = evaluation.points.length === 0 && evaluation.skipped.length > 0;
     const set: RunPointSet = {
@@ -181,11 +197,16 @@ export class SimulatedChamber {
       ...(deadLettered ? {} : { alarms: evaluation.alarms }),
       ...(evaluation.hold && !deadLettered ? { hold: evaluation.hold } : {}),
       ...(evaluation.monitorState && !deadLettered ? { monitorState: evaluation.monitorState } : {}),
+      ...(evaluation.chamberMemory && !deadLettered ? { chamberMemory: evaluation.chamberMemory } : {}),
     });
     for (const ls of evaluation.newLimitSets) validateLimitSet(ls);
     if (!deadLettered) for (const ls of evaluation.newLimitSets) this.putLimitSet(ls);
     this.sets.push(reviveDates<RunPointSet>(JSON.stringify(set), 'committedAt'));
     if (evaluation.monitorState && !deadLettered) this.states.set(recipe, deepFreeze(JSON.parse(encodeMonitorState(evaluation.monitorState)) as MonitorState));
+    this.memory =
+      evaluation.chamberMemory && !deadLettered
+        ? deepFreeze(decodeChamberMemory(CHAMBER_MEMORY_SCHEMA_VERSION, encodeChamberMemory(evaluation.chamberMemory), { chamber: this.chamber, table: 'chamber_memory' }))
+        : undefined;
     return { sequence, evaluation, deadLettered, input };
   }
 }

@@ -19,6 +19,8 @@ import {
   type CommitRunResult,
   type LimitSetRecord,
   type MonitorStateRecord,
+  type ChamberMemory,
+  type ChamberMemoryRecord,
   type OutboxEntry,
   type RunObservation,
   type RunPointSet,
@@ -157,7 +159,7 @@ export class FakeSink implements EventSink {
 
 const unused = (): Promise<never> => Promise.reject(new Error('not used by the worker'));
 
-type StoreOp = 'claim' | 'commitRun' | 'appliedRun' | 'bindStream' | 'pending' | 'markPublished' | 'latest' | 'currentLimitSets' | 'putLimitSet' | 'metadata' | 'trace' | 'recordObservation' | 'monitorState';
+type StoreOp = 'claim' | 'commitRun' | 'appliedRun' | 'bindStream' | 'pending' | 'markPublished' | 'latest' | 'currentLimitSets' | 'putLimitSet' | 'metadata' | 'trace' | 'recordObservation' | 'monitorState' | 'chamberMemory';
 
 /**
  * One chamber's store as the store contract describes it: the owner epoch fences every write
@@ -178,6 +180,8 @@ export class FakeStore {
   readonly observations: RunObservation[] = [];
   /** The monitor state per recipe, written by commits that carry one. */
   readonly monitorStates = new Map<string, MonitorStateRecord>();
+  /** The chamber's memory, written by commits that carry one. */
+  chamberMemory: ChamberMemoryRecord | undefined;
   /** Calls per operation. */
   readonly calls = new Map<StoreOp, number>();
   readonly before: Partial<Record<StoreOp, Hook>> = {};
@@ -284,6 +288,12 @@ export class FakeStore {
       },
       list: unused,
     },
+    chamberMemory: {
+      get: async () => {
+        await this.enter('chamberMemory');
+        return this.chamberMemory;
+      },
+    },
   };
 
   private commit(input: CommitRunInput): CommitRunResult {
@@ -303,6 +313,9 @@ export class FakeStore {
     for (const [index, e] of (input.events ?? []).entries()) this.outbox.push({ ...e, ...chamber, sequence: input.sequence, index });
     if (input.monitorState && input.recipe) {
       this.monitorStates.set(input.recipe, { ...chamber, recipe: input.recipe, sequence: input.sequence, runId: input.runId, committedAt: input.committedAt, state: input.monitorState });
+    }
+    if (input.chamberMemory) {
+      this.chamberMemory = { ...chamber, sequence: input.sequence, runId: input.runId, committedAt: input.committedAt, memory: input.chamberMemory };
     }
     this.state = { ...this.state, ownerEpoch: input.epoch, ownerId: input.ownerId, highWaterMark: input.sequence };
     return { outcome: 'applied', state: this.state };
@@ -340,6 +353,8 @@ export class FakeEvaluator implements RunEvaluator {
   readonly holdOn = new Set<string>();
   readonly inputs: EvaluationInput[] = [];
   steadyRuns = 10;
+  /** The steady state's runs for a chamber with a memory (the escalation rules answered by it). */
+  steadyRunsRemembering = 0;
   fullRuns = 30;
   judge: (input: EvaluationInput) => RunEvaluation | MoreHistoryNeeded = (input) => {
     const runId = input.notification.runId;
@@ -352,8 +367,8 @@ export class FakeEvaluator implements RunEvaluator {
       : [];
     return { points: [{ indicatorKey: 'k', value, flags: 0 }], alarms, ...(this.holdOn.has(runId) ? { hold: { holdId: `h-${runId}`, ruleId: 'esc', reason: 'escalation' } } : {}), newLimitSets: [], skipped: [] };
   };
-  historyRuns(): number {
-    return this.steadyRuns;
+  historyRuns(_strategy: unknown, _scope?: unknown, memory?: ChamberMemory): number {
+    return memory ? this.steadyRunsRemembering : this.steadyRuns;
   }
   fullHistoryRuns(): number {
     return this.fullRuns;
