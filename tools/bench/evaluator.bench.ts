@@ -162,6 +162,7 @@ async function main(): Promise<void> {
   const refits = all.filter((t) => t.fitted === 'extended');
   const judged = all.filter((t) => t.judged && !t.fitted);
   const historyPerJudged = judged.reduce((a, t) => a + t.historyRuns, 0) / Math.max(1, judged.length);
+  const readingNone = judged.filter((t) => t.historyRuns === 0).length;
   if (session && PROFILE) {
     const { profile } = await post<{ profile: CpuProfile }>(session, 'Profiler.stop');
     writeFileSync(PROFILE, JSON.stringify(profile));
@@ -191,7 +192,7 @@ async function main(): Promise<void> {
         '',
         table(header, rows),
         '',
-        `History read per judged run: ${historyPerJudged.toFixed(1)} committed runs (the monitor's memory comes from the recipe's state record, the escalation rule's from the chamber's memory record; a run reads history only to fit: Phase I completing, the Phase I extension).`,
+        `History read per judged run: ${historyPerJudged.toFixed(1)} committed runs; ${readingNone} of the ${judged.length} judged runs (${((100 * readingNone) / Math.max(1, judged.length)).toFixed(1)} %) read none (the monitor's memory comes from the recipe's state record, the escalation rule's from the chamber's memory record; a judged run reads history only where the Phase I extension may be due, until it is fitted).`,
         '',
         'Wall-clock per run (`performance.now`), CPU per run from `process.cpuUsage` (the process\'s threads, GC included).',
       ].join('\n'),
