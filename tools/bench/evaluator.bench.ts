@@ -192,7 +192,7 @@ async function main(): Promise<void> {
         '',
         table(header, rows),
         '',
-        `History read per judged run: ${historyPerJudged.toFixed(1)} committed runs; ${readingNone} of the ${judged.length} judged runs (${((100 * readingNone) / Math.max(1, judged.length)).toFixed(1)} %) read none (the monitor's memory comes from the recipe's state record, the escalation rule's from the chamber's memory record; a judged run reads history only where the Phase I extension may be due, until it is fitted).`,
+        `History read per judged run: ${historyPerJudged.toFixed(1)} committed runs; ${readingNone} of the ${judged.length} judged runs (${((100 * readingNone) / Math.max(1, judged.length)).toFixed(1)} %) read none (the monitor's memory comes from the recipe's state record, the escalation rule's from the chamber's memory record; the runs that fit read it: Phase I completing, the extension's refit, which the recipe's state says exactly when it is due).`,
         '',
         'Wall-clock per run (`performance.now`), CPU per run from `process.cpuUsage` (the process\'s threads, GC included).',
       ].join('\n'),

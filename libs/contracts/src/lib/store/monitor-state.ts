@@ -30,7 +30,8 @@ export interface MonitorJudging {
   readonly judgedRuns: number;
   /**
    * The judged-run count before which the Phase I extension cannot be due (each judged run adds at
-   * most one usable run), or null when it may be due now.
+   * most one usable run, one the monitor alarmed none), or null when it may be due now (a state written
+   * before the bound was kept from the fit on) or never will (no extension).
    */
   readonly extensionCheckAt: number | null;
   /** MEWMA vector after the run (standardised scores), or null without a MEWMA chart. */

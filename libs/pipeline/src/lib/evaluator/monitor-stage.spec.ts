@@ -203,6 +203,25 @@ describe('chamber monitor in the run evaluator', () => {
     expect(steady.runsRead).toBeLessThan(whole.runsRead / 10);
   });
 
+  it('a chamber of one recipe reads its whole history only where Phase I completes and where the extension is fitted, alarms or not', () => {
+    const rand = seededRandom(31);
+    const extending = { ...doc, monitor: { baseline: { minRuns: 30, extendTo: 50 }, mewma: false } };
+    const { steady, longAt, step } = wholeAndSteady();
+    // Alarmed runs are no usable runs for the extension: each one moves its due run one later.
+    const faults = new Set([35, 41, 42, 60]);
+    const refits: number[] = [];
+    const version = () => Math.max(0, ...steady.limits.filter((l) => l.chartType === MONITOR_CHART_TYPE).map((l) => l.version));
+    for (let i = 0; i < 90; i++) {
+      const before = version();
+      step(i, run(i, rand, faults.has(i) ? { pressureStep: 3 } : undefined), 'R1', extending);
+      if (before === 1 && version() === 2) refits.push(i);
+    }
+    expect(steady.limits.filter((l) => l.chartType === MONITOR_CHART_TYPE).map((l) => l.version)).toEqual([2]);
+    // Phase I completes at run 29, the extension is fitted on 50 unalarmed runs: no check before it.
+    expect(refits[0]).toBeGreaterThan(29 + 20);
+    expect(longAt).toEqual([29, refits[0]]);
+  });
+
   it('a chamber whose judged runs keep alarming reads its whole history only where a check of the extension is due, judging every run as with it', () => {
     const rand = seededRandom(29);
     const extending = { ...doc, monitor: { baseline: { minRuns: 30, extendTo: 60 }, mewma: false } };

@@ -282,7 +282,7 @@ export function runMonitorStage(
     phase: 'judging',
     modelVersion: judgedModel.version,
     judgedRuns: judgedBefore + 1,
-    extensionCheckAt: extensionCheckAt !== undefined && !fittedNow ? extensionCheckAt : null,
+    extensionCheckAt: nextExtensionCheck(judgedModel, fittedNow ? undefined : extensionCheckAt, fittedNow, score.violations.length > 0, extendTo),
     mewma: score.mewmaState && score.mewmaState.length > 0 ? [...score.mewmaState] : null,
     levelOffsets,
   };
@@ -298,6 +298,21 @@ export function runMonitorStage(
     spe: score.spe,
     state,
   };
+}
+
+/**
+ * The extension's bound after a run judged by `model` (the judged-run count before which the Phase I
+ * extension cannot be due; null: it may be due now, or it never will). A model fitted by this run starts
+ * it where its Phase I and its judged runs, the fitting run counted once, could first reach `extendTo`;
+ * a run the monitor alarmed is no usable run, so it moves the bound one run later. Exact for a chamber
+ * of one recipe: the extension is checked (the full history read) once, when it is due.
+ */
+function nextExtensionCheck(model: MonitorModel, bound: number | undefined, fittedNow: boolean, alarmed: boolean, extendTo: number | false): number | null {
+  const baseline = model.baselineRunIds.length;
+  if (extendTo === false || baseline >= extendTo) return null;
+  const start = fittedNow ? extendTo - baseline + 1 : bound;
+  if (start === undefined) return null;
+  return alarmed ? start + 1 : start;
 }
 
 /** UChartPoint of a monitor point with its flags. */
