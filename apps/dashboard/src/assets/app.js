@@ -310,6 +310,7 @@
         <span><span class="muted">owner</span> <b data-testid="chamber-owner">${esc(d.owner || '—')}</b>${d.lastMovedAt ? ` <span class="muted">since ${time(d.lastMovedAt)}</span>` : ''}</span>
         <span><span class="muted">samples per run</span> ${meta ? `${compact(meta.weight)} <span class="muted">(${meta.svidCount} SVIDs × ${meta.collectionFreqHz} Hz × ${meta.contextDurationSeconds} s)</span>` : '—'}</span>
         <span><span class="muted">runs applied</span> ${d.state ? `up to seq ${d.state.highWaterMark} <span class="muted">(epoch ${d.state.ownerEpoch}, ${esc(d.state.ownerId)})</span>` : '—'}</span>
+        ${render.memoryFact(d.memory)}
         ${d.state && d.state.stream && d.state.stream.status === 'mismatch' ? `<span class="hold" data-testid="chamber-stream-mismatch">PAUSED: the notification stream was recreated; its owner re-bases the chamber onto it</span>` : ''}
         ${d.hold ? `<span class="hold" data-testid="chamber-hold">ON HOLD: ${esc(d.hold.reason)}</span>` : ''}
       </div>

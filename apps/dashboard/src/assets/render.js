@@ -352,10 +352,22 @@
     if (unit === 'samples') return `${compactNumber(value)} samples/run`;
     return `${compactNumber(value)} (map weight)`;
   }
+  /**
+   * What the chamber remembers of its newest judged runs (the detail's `memory`): one mark per run,
+   * oldest first, filled where it alarmed; the escalation rules ("3 alarmed runs within 5") count these.
+   */
+  function memoryFact(memory) {
+    if (!memory) return '';
+    const runs = memory.recentAlarms.slice(-20);
+    const marks = runs.map((a) => (a ? '●' : '○')).join('');
+    const alarmed = memory.recentAlarms.slice(-5).filter(Boolean).length;
+    const span = memory.fromFirstRun ? 'every judged run so far' : `the newest ${memory.recentAlarms.length} judged runs`;
+    return `<span data-testid="chamber-memory" data-alarmed-recent="${alarmed}" title="${esc(`the chamber remembers ${span}; ● alarmed, ○ not, oldest first (memory of run ${memory.runId}, sequence ${memory.sequence})`)}"><span class="muted">newest runs</span> <span class="run-marks">${marks || '—'}</span> <span class="muted">(${alarmed} of the last ${Math.min(5, memory.recentAlarms.length)} alarmed)</span></span>`;
+  }
   /** The name of the map's weight figure. */
   function weightName(unit) {
     return unit === 'load' ? 'expected load' : unit === 'samples' ? 'samples per run' : 'map weight';
   }
 
-  window.DefenderRender = { esc, fmt, time, yTicks, chartSvg, monitorSvg, monitorCard, runAlarmCard, alarmRow, miniRow, chamberAlarmRow, clusterStateFact, mapWeightUnit, weightText, weightName };
+  window.DefenderRender = { esc, fmt, time, yTicks, chartSvg, monitorSvg, monitorCard, runAlarmCard, alarmRow, miniRow, chamberAlarmRow, clusterStateFact, mapWeightUnit, weightText, weightName, memoryFact };
 })();

@@ -17,6 +17,7 @@ export interface PageRender {
   mapWeightUnit(cluster: unknown): 'load' | 'samples' | null;
   weightText(value: number | null, unit: 'load' | 'samples' | null): string;
   weightName(unit: 'load' | 'samples' | null): string;
+  memoryFact(memory: unknown): string;
 }
 
 /** Runs `assets/render.js` as the browser does (one script that sets `window.DefenderRender`) in a fresh context. */

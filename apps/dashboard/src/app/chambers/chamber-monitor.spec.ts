@@ -86,14 +86,15 @@ describe('the chamber monitor on the chamber page (evaluator records in a real S
     dir = mkdtempSync(join(tmpdir(), 'dashboard-monitor-'));
     store = await SqliteStore.open({ filename: join(dir, 'd.db') });
     await store.chamberState.claim(chamber, 1, 'defender-0', new Date(T0));
-    // What ChamberWorker does per run: history, limits and the recipe's monitor state from the store,
-    // evaluate, limits then the run (with the state after it).
+    // What ChamberWorker does per run: history, limits, the recipe's monitor state and the chamber's
+    // memory from the store, evaluate, limits then the run (with the state and the memory after it).
     const evaluator = createRunEvaluator();
     const g = new Gaussian(rng(7));
     for (let sequence = 1; sequence <= RUNS; sequence++) {
       const now = new Date(T0 + sequence * 60_000);
       const trace = traceOf(`run-${sequence}`, g, sequence === FAULTY);
       const stored = await store.monitorState.get(chamber, RECIPE);
+      const remembered = await store.chamberMemory.get(chamber);
       const evaluation = evaluator.evaluate({
         chamber,
         sequence,
@@ -104,6 +105,7 @@ describe('the chamber monitor on the chamber page (evaluator records in a real S
         strategy,
         now,
         ...(stored ? { monitorState: stored.state } : {}),
+        ...(remembered?.sequence === sequence - 1 ? { chamberMemory: remembered.memory } : {}),
       });
       for (const ls of evaluation.newLimitSets) await store.uchart.putLimitSet(ls);
       await store.chamberState.commitRun({
@@ -118,6 +120,7 @@ describe('the chamber monitor on the chamber page (evaluator records in a real S
         alarms: evaluation.alarms,
         ...(evaluation.hold ? { hold: evaluation.hold } : {}),
         ...(evaluation.monitorState ? { monitorState: evaluation.monitorState } : {}),
+        ...(evaluation.chamberMemory ? { chamberMemory: evaluation.chamberMemory } : {}),
       });
       if (sequence === FAULTY) {
         const alarm = evaluation.alarms.find((a: AlarmInput) => a.ruleId === 'RUN');
@@ -163,6 +166,13 @@ describe('the chamber monitor on the chamber page (evaluator records in a real S
     expect(m.alarmedRuns).toBe(m.points.filter((p) => p.runAlarmed).length);
     // What the monitor remembers of the recipe, from the store's state record: judging since Phase I completed.
     expect(m.state).toMatchObject({ phase: 'judging', modelVersion: 1, runs: RUNS - PHASE_I + 1, sequence: RUNS, runId: `run-${RUNS}` });
+    // What the chamber remembers of its runs, from the store's chamber memory record: every run so far, the faulty one alarmed.
+    expect(detail.memory).toMatchObject({ fromFirstRun: true, sequence: RUNS, runId: `run-${RUNS}` });
+    expect(detail.memory!.recentAlarms).toEqual(m.points.map((p) => p.runAlarmed));
+    const head = render.memoryFact(detail.memory);
+    expect(byTestId(head, 'chamber-memory')).toEqual([expect.objectContaining({ 'data-alarmed-recent': String(m.points.slice(-5).filter((p) => p.runAlarmed).length) })]);
+    expect(textOf(head)).toContain(m.points.slice(-20).map((p) => (p.runAlarmed ? '●' : '○')).join(''));
+    expect(render.memoryFact(null)).toBe('');
     // The model is not a U-chart; the monitor's indicators without a violation are not either.
     expect(detail.charts.some((c) => c.indicatorKey === 'R1|m:model')).toBe(false);
     expect(detail.charts.every((c) => c.monitor === null || c.violations > 0)).toBe(true);

@@ -39,6 +39,11 @@ export interface ChamberDetail {
     stream: { id: string | null; offset: number; status: 'bound' | 'unbound' | 'mismatch' | 'unknown' };
   } | null;
   readonly hold: { holdId: string; ruleId: string; reason: string; runId: string; sequence: number; heldAt: string } | null;
+  /**
+   * What the chamber remembers of its runs (the store's chamber memory record): whether each of its
+   * newest judged runs alarmed, oldest first, as the escalation rules count them; null before its first.
+   */
+  readonly memory: { recentAlarms: boolean[]; fromFirstRun: boolean; sequence: number; runId: string; committedAt: string } | null;
   readonly runs: number;
   /** The chamber monitor of each recipe that has one (T², SPE over the runs, the model's limits). */
   readonly monitors: readonly MonitorView[];
@@ -118,7 +123,7 @@ export class ChamberService {
     }
     const db = await this.db();
     const runs = Math.min(1000, Math.max(1, opts.runs ?? this.config.CHART_RUNS));
-    const [history, limits, alarms, hold, state, metadata, monitorStates] = await Promise.all([
+    const [history, limits, alarms, hold, state, metadata, monitorStates, memory] = await Promise.all([
       db.uchart.history(ref, { limit: runs }),
       db.uchart.currentLimitSets(ref),
       db.alarms.list(ref, { limit: 50 }),
@@ -126,6 +131,7 @@ export class ChamberService {
       db.chamberState.get(ref),
       db.chamberMetadata.get(ref),
       db.monitorState.list(ref),
+      db.chamberMemory.get(ref),
     ]);
     const all = opts.includeConstant ?? false;
     const { charts, hiddenConstant, hiddenMonitored } = buildCharts(history, limits, { includeConstant: all, includeMonitored: all, maxMonitored: MONITORED_CHARTS });
@@ -149,6 +155,9 @@ export class ChamberService {
           }
         : null,
       hold: hold ? { holdId: hold.holdId, ruleId: hold.ruleId, reason: hold.reason, runId: hold.runId, sequence: hold.sequence, heldAt: hold.heldAt.toISOString() } : null,
+      memory: memory
+        ? { recentAlarms: [...memory.memory.recentAlarms], fromFirstRun: memory.memory.fromFirstRun, sequence: memory.sequence, runId: memory.runId, committedAt: memory.committedAt.toISOString() }
+        : null,
       runs: history.length,
       monitors,
       charts,
