@@ -354,24 +354,25 @@ function leaveOneOut(
   const t2 = new Array<number>(m);
   const spe = new Array<number>(m);
   for (let i = 0; i < m; i++) {
-    const fold = rankOneDowndate(d, scores.subarray(i * r, (i + 1) * r), sigma);
+    const w = scores.subarray(i * r, (i + 1) * r);
+    // Only the fold's k largest eigenvalues are solved for: the residual is what they leave of |w|^2.
+    const fold = rankOneDowndate(d, w, sigma, k);
+    let w2 = 0;
+    for (let a = 0; a < r; a++) w2 += w[a] * w[a];
     let t = 0;
-    let q = 0;
-    for (let a = 0; a < fold.values.length; a++) {
-      if (a < k) {
-        const l = fold.values[a] / (m - 2);
-        if (!(l > 1e-12 * lambda[0])) {
-          throw new DegenerateBaselineError(
-            `without run ${i + 1} the Phase I runs span fewer than ${k} components; retain fewer components`,
-          );
-        }
-        t += fold.projections[a] / l;
-      } else {
-        q += fold.projections[a];
+    let inModel = 0;
+    for (let a = 0; a < k; a++) {
+      const l = (fold.values[a] ?? 0) / (m - 2);
+      if (!(l > 1e-12 * lambda[0])) {
+        throw new DegenerateBaselineError(
+          `without run ${i + 1} the Phase I runs span fewer than ${k} components; retain fewer components`,
+        );
       }
+      t += fold.projections[a] / l;
+      inModel += fold.projections[a];
     }
     t2[i] = factor * t;
-    spe[i] = factor * q;
+    spe[i] = factor * Math.max(0, w2 - inModel);
   }
   return { t2, spe };
 }

@@ -86,4 +86,18 @@ describe('rankOneDowndate', () => {
       { seed: 424242, numRuns: 400 },
     );
   });
+
+  it('property: the `largest` largest eigenvalues alone are the first of the whole spectrum, projections and all (fast-check)', () => {
+    fc.assert(
+      fc.property(problem, fc.integer({ min: 1, max: 8 }), ({ d, w, sigma }, largest) => {
+        const all = rankOneDowndate(d, w, sigma);
+        const top = rankOneDowndate(d, w, sigma, largest);
+        const n = Math.min(largest, d.length);
+        expect(top.values.length).toBe(n);
+        expect(Array.from(top.values)).toEqual(Array.from(all.values.subarray(0, n)));
+        expect(Array.from(top.projections)).toEqual(Array.from(all.projections.subarray(0, n)));
+      }),
+      { seed: 515151, numRuns: 400 },
+    );
+  });
 });
