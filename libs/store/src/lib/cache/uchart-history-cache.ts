@@ -39,14 +39,18 @@ export interface UChartCacheStats {
 }
 
 /** One cached run: its encoded points in the arena, the rest here. */
-interface RunSlot extends ArenaSlot {
-  readonly seq: number;
+/** What the cache keeps of a run besides its encoded points (in its slot, or with a loaded run). */
+interface RunHeader {
   readonly runId: string;
   readonly epoch: number;
   readonly committedAtMs: number;
   /** Index of the recipe in the chamber's string table, or -1 for none. */
   readonly recipe: number;
   readonly flagsUnion: number;
+}
+
+interface RunSlot extends ArenaSlot, RunHeader {
+  readonly seq: number;
   /** Accounted bytes: the arena blocks plus {@link RUN_OVERHEAD_BYTES} and the run id. */
   readonly bytes: number;
 }
@@ -70,21 +74,28 @@ const RUN_OVERHEAD_BYTES = 160;
  * held across a run's awaits holds only buffers). `pointCount` and `flagsUnion` need no decoding.
  */
 class CachedRun implements RunPointSet {
+  readonly toolId: string;
+  readonly chamberId: string;
+  readonly runId: string;
+  readonly epoch: number;
+  readonly committedAt: Date;
   readonly recipe?: string;
+  readonly flagsUnion: number;
 
   constructor(
-    readonly toolId: string,
-    readonly chamberId: string,
+    chamber: ChamberRef,
     readonly sequence: number,
-    readonly runId: string,
-    readonly epoch: number,
-    readonly committedAt: Date,
-    recipe: string | null,
+    header: RunHeader,
     private readonly body: Buffer,
     private readonly strings: StringTable,
-    readonly flagsUnion: number,
   ) {
-    if (recipe !== null) this.recipe = recipe;
+    this.toolId = chamber.toolId;
+    this.chamberId = chamber.chamberId;
+    this.runId = header.runId;
+    this.epoch = header.epoch;
+    this.committedAt = new Date(header.committedAtMs);
+    if (header.recipe >= 0) this.recipe = strings.at(header.recipe);
+    this.flagsUnion = header.flagsUnion;
   }
 
   get points(): UChartPoint[] {
@@ -311,18 +322,7 @@ export class UChartHistoryCache {
     for (let i = from, off = 0; i < entry.runs.length; i++) {
       const r = entry.runs[i] as RunSlot;
       this.arena.read(r, buf, off);
-      runs[i - from] = new CachedRun(
-        chamber.toolId,
-        chamber.chamberId,
-        r.seq,
-        r.runId,
-        r.epoch,
-        new Date(r.committedAtMs),
-        r.recipe < 0 ? null : entry.strings.at(r.recipe),
-        buf.subarray(off, off + r.length),
-        entry.strings,
-        r.flagsUnion,
-      );
+      runs[i - from] = new CachedRun(chamber, r.seq, r, buf.subarray(off, off + r.length), entry.strings);
       off += r.length;
     }
     return runs;
@@ -402,20 +402,12 @@ export class UChartHistoryCache {
 const LOAD_PAGE_RUNS = 10;
 
 /** A run read by a load, its points encoded (not yet in the arena). */
-interface EncodedRun {
+interface EncodedRun extends RunHeader {
   readonly sequence: number;
-  readonly runId: string;
-  readonly epoch: number;
-  readonly committedAtMs: number;
-  readonly recipe: number;
   readonly body: Buffer;
-  readonly flagsUnion: number;
 }
 
 /** Loaded runs handed out without caching them (a chamber larger than the whole budget). */
 function uncached(chamber: ChamberRef, runs: readonly EncodedRun[], strings: StringTable): RunPointSet[] {
-  return runs.map(
-    (r) =>
-      new CachedRun(chamber.toolId, chamber.chamberId, r.sequence, r.runId, r.epoch, new Date(r.committedAtMs), r.recipe < 0 ? null : strings.at(r.recipe), r.body, strings, r.flagsUnion),
-  );
+  return runs.map((r) => new CachedRun(chamber, r.sequence, r, r.body, strings));
 }
