@@ -53,6 +53,8 @@ interface ChamberState {
   monitorState?: MonitorState;
   /** The chamber's memory (its runs' alarms), as the store keeps it between runs. */
   chamberMemory?: ChamberMemory;
+  /** Sample buffers per SVID, reused from run to run as a defender's trace pool reuses its buffers. */
+  readonly buffers: Float32Array[];
   sequence: number;
 }
 
@@ -71,7 +73,12 @@ interface Timed {
 function traceOf(st: ChamberState, runIndex: number): { trace: TraceRecord; notification: RunNotification; now: Date } {
   const runId = `r${runIndex}`;
   const startSeconds = 1_800_000_000 + runIndex * 3_600;
-  const trace = synthesizeTrace(st.spec, { runId, runIndex, startSeconds });
+  const allocate = (svid: number, length: number): Float32Array => {
+    let buffer = st.buffers[svid];
+    if (!buffer || buffer.length < length) st.buffers[svid] = buffer = new Float32Array(Math.ceil(length * 1.25));
+    return buffer.subarray(0, length);
+  };
+  const trace = synthesizeTrace(st.spec, { runId, runIndex, startSeconds, allocate });
   const at = new Date(startSeconds * 1000).toISOString();
   const notification: RunNotification = {
     schema: 1,
@@ -141,7 +148,7 @@ async function main(): Promise<void> {
   const states: ChamberState[] = [];
   for (let i = 0; i < CHAMBERS && i * step < fab.chambers.length; i++) {
     const spec = fab.chambers[i * step] as (typeof fab.chambers)[number];
-    states.push({ ref: { toolId: spec.toolId, chamberId: spec.chamberId }, recipe: spec.recipe.name, spec, sets: [], limits: new Map(), sequence: 0 });
+    states.push({ ref: { toolId: spec.toolId, chamberId: spec.chamberId }, recipe: spec.recipe.name, spec, sets: [], limits: new Map(), buffers: [], sequence: 0 });
   }
   const warm: Timed[] = [];
   for (let r = 0; r < PHASE_ONE_RUNS; r++) for (const st of states) warm.push(runOnce(st, r));
@@ -188,7 +195,7 @@ async function main(): Promise<void> {
       'Run evaluator: cost per run on the whole-fab replay\'s chambers',
       'npm run bench:evaluator',
       [
-        `${states.length} chambers taken evenly from the 5,000-chamber fab of bench:fab (tools/fab-sim, seed 1), the default strategy: ${PHASE_ONE_RUNS} runs each first (the default strategy's Phase I; the run that completes it fits the model) and ${JUDGED} more (the Phase I extension, a refit on 90 unalarmed runs, falls among them), through the product's RunEvaluator in process (no store, no NATS: the evaluation's own cost, with the limit sets parsed from their stored JSON on every run, as a defender's store read hands them out, and the recipe's monitor state and the chamber's memory carried from run to run as the store keeps them), history read as a defender reads it (\`evaluateWithHistory\`: the steady state's runs without what only a baseline fit reads, the full history when a run asks for it). Trace synthesis is outside the clock. ${unfitted} chamber(s) had no model after Phase I. ${seconds.toFixed(0)} s in total.`,
+        `${states.length} chambers taken evenly from the 5,000-chamber fab of bench:fab (tools/fab-sim, seed 1), the default strategy: ${PHASE_ONE_RUNS} runs each first (the default strategy's Phase I; the run that completes it fits the model) and ${JUDGED} more (the Phase I extension, a refit on 90 unalarmed runs, falls among them), through the product's RunEvaluator in process (no store, no NATS: the evaluation's own cost, with the limit sets parsed from their stored JSON on every run, as a defender's store read hands them out, and the recipe's monitor state and the chamber's memory carried from run to run as the store keeps them), history read as a defender reads it (\`evaluateWithHistory\`: the steady state's runs without what only a baseline fit reads, the full history when a run asks for it). Traces are synthesized outside the clock into sample buffers reused from run to run, as a defender's trace pool reuses its buffers, so the garbage collected in the timed runs is the evaluation's own. ${unfitted} chamber(s) had no model after Phase I. ${seconds.toFixed(0)} s in total.`,
         '',
         table(header, rows),
         '',

@@ -82,6 +82,22 @@ describe('synthesizeTrace', () => {
     expect(run(ch, 3).svids.get(name)).not.toEqual(run(ch, 4).svids.get(name));
   });
 
+  it('writes into the buffers a caller gives (reused from run to run, stale samples and all) exactly what it would allocate', () => {
+    const buffers: Float32Array[] = [];
+    const allocate = (svid: number, length: number): Float32Array => {
+      let b = buffers[svid];
+      if (!b || b.length < length) buffers[svid] = b = new Float32Array(2 * length).fill(NaN);
+      return b.subarray(0, length);
+    };
+    for (const k of [7, 2, 9]) {
+      const own = run(ch, k);
+      const into = synthesizeTrace(ch, { runId: `r${k}`, runIndex: k, startSeconds: 1_700_000_000 + k * 600, allocate });
+      expect([...into.svids.keys()]).toEqual([...own.svids.keys()]);
+      for (const [name, a] of own.svids) expect(into.svids.get(name)).toEqual(a);
+    }
+    expect(buffers.length).toBe(ch.svidCount);
+  });
+
   it('keeps setpoints and states constant within a step, at the same values in every run', () => {
     const a = run(ch, 1);
     const b = run(ch, 2);

@@ -75,6 +75,12 @@ export interface RunContext {
   readonly startSeconds: number;
   /** Excursion effects by sensor name (see `effectsFor`). */
   readonly effects?: RunEffects;
+  /**
+   * Where the samples of SVID `svid` (its index in the chamber) go, `length` of them (default: a new
+   * array each run). A caller that reuses buffers, as a defender's trace pool does, passes them here; the
+   * trace holds the arrays returned, every element written.
+   */
+  readonly allocate?: (svid: number, length: number) => Float32Array;
 }
 
 /** The samples of a run and where its steps start (endpoint-controlled steps vary from run to run). */
@@ -404,10 +410,11 @@ export function synthesizeTrace(ch: ChamberSpec, run: RunContext): TraceRecord {
   const steps: TraceStep[] = ch.recipe.steps.map((s, i) => ({ name: s.name, startIndex: layout.starts[i] ?? 0 }));
   const offsets = runOffsets(ch, run.runIndex, true);
   const svids = new Map<string, Float32Array>();
+  const allocate = run.allocate ?? ((_svid: number, length: number) => new Float32Array(length));
   for (let k = 0; k < ch.sensors.length; k++) {
     const sensor = ch.sensors[k];
     if (!sensor) continue;
-    const a = new Float32Array(n);
+    const a = allocate(k, n);
     fillSensor(ch, k, layout, run.runIndex, offsets[k] ?? 0, run.effects?.get(sensor.name), a);
     svids.set(sensor.name, a);
   }
@@ -415,7 +422,8 @@ export function synthesizeTrace(ch: ChamberSpec, run: RunContext): TraceRecord {
   const nSteps = ch.recipe.steps.length;
   for (let i = ch.sensors.length; i < ch.svidCount; i++) {
     const j = i - ch.sensors.length;
-    const a = new Float32Array(n);
+    const a = allocate(i, n);
+    if (run.allocate) a.fill(0);
     for (let s = 0; s < nSteps; s++) a.fill(sp[j * nSteps + s] ?? 0, layout.starts[s] ?? n, layout.starts[s + 1] ?? n);
     svids.set(svidName(ch, i), a);
   }
