@@ -91,6 +91,45 @@ export function runMonitorStage(
     } else model = decoded;
   }
 
+  const decoded = new DecodedHistory();
+  // What the previous run of the recipe carried: the stored state, else an earlier release's points.
+  const memory = args.state ? memoryOfState(args.state) : memoryOfHistory(args.history, args.recipe, modelKey, args.keyPrefix, decoded);
+  const limited = args.historyLimited;
+  // A fit reads the indicators' values of its runs, which a read for the steady state may lack
+  // (POINT_FLAGS.BASELINE_DATA), even one that found fewer runs than its limit: only ever fitted on the full history.
+  const lean = args.historyLean;
+  if (limited && memory.source === 'none') return olderRunsNeeded('no earlier run of the recipe in the history read');
+  const minRuns = pending?.minRuns ?? cfg.baseline.minRuns;
+  const collectingVersion = pending?.version ?? 1;
+  const phaseBefore = memory.phaseOneRuns(collectingVersion);
+  let newLimitSets: LimitSetRecord[] = [];
+  if (!model && !unreadable && lean) {
+    if (pending) return olderRunsNeeded('the model is re-baselined');
+    if (phaseBefore === undefined) {
+      if (limited) return olderRunsNeeded('the earlier run does not count its Phase I runs');
+    } else if (phaseBefore + 1 >= minRuns) return olderRunsNeeded(`Phase I may complete (run ${phaseBefore + 1} of ${minRuns})`);
+  }
+
+  // Phase I extension (below): whether it may be due for a model fitted before this run. Its usable runs
+  // are at most its Phase I runs and the runs it judged.
+  const extendTo = cfg.baseline.extendTo;
+  const extension =
+    model && extendTo !== false && model.baselineRunIds.length < extendTo
+      ? (() => {
+          const judged = memory.judgedRuns(model.version);
+          const checkAt = memory.extensionCheckAt(model.version);
+          const due = judged === undefined || (model.baselineRunIds.length + judged >= extendTo && (checkAt === undefined || judged >= checkAt));
+          return { judged, checkAt, due, extendTo };
+        })()
+      : undefined;
+  if (model && extension?.due && lean) {
+    return olderRunsNeeded(
+      extension.judged === undefined ? 'the earlier run does not count its judged runs' : `the Phase I extension may be due (${model.baselineRunIds.length} + ${extension.judged} of ${extendTo} runs)`,
+    );
+  }
+
+  // Whatever may need older runs asked for them above, before the run's indicators are computed: a run
+  // that asks is evaluated again, and its indicators are its largest cost.
   // After Phase I only what the model judges is computed: the charted indicators, and the level and
   // extremes of each constant window (a constant window whose min and max keep the value kept every statistic).
   const { keys, wanted, windowOfSpec, windows } = model ? judgedSpecs(args.trace, cfg, args.keyPrefix, model, skipped) : phaseOneSpecs(args.trace, cfg, args.keyPrefix, skipped);
@@ -115,24 +154,6 @@ export function runMonitorStage(
     return { modelKey, points: [], violations: [], model, newLimitSets: [], skipped, t2: null, spe: null, state: undefined };
   }
 
-  const decoded = new DecodedHistory();
-  // What the previous run of the recipe carried: the stored state, else an earlier release's points.
-  const memory = args.state ? memoryOfState(args.state) : memoryOfHistory(args.history, args.recipe, modelKey, args.keyPrefix, decoded);
-  const limited = args.historyLimited;
-  // A fit reads the indicators' values of its runs, which a read for the steady state may lack
-  // (POINT_FLAGS.BASELINE_DATA), even one that found fewer runs than its limit: only ever fitted on the full history.
-  const lean = args.historyLean;
-  if (limited && memory.source === 'none') return olderRunsNeeded('no earlier run of the recipe in the history read');
-  const minRuns = pending?.minRuns ?? cfg.baseline.minRuns;
-  const collectingVersion = pending?.version ?? 1;
-  const phaseBefore = memory.phaseOneRuns(collectingVersion);
-  let newLimitSets: LimitSetRecord[] = [];
-  if (!model && !unreadable && lean) {
-    if (pending) return olderRunsNeeded('the model is re-baselined');
-    if (phaseBefore === undefined) {
-      if (limited) return olderRunsNeeded('the earlier run does not count its Phase I runs');
-    } else if (phaseBefore + 1 >= minRuns) return olderRunsNeeded(`Phase I may complete (run ${phaseBefore + 1} of ${minRuns})`);
-  }
   // This run's Phase I count when it is not judged (the runs of the phase, as far as they are read, without the count).
   let phaseRuns = phaseBefore === undefined ? 1 : phaseBefore + 1;
   if (!model && !unreadable) {
@@ -185,17 +206,13 @@ export function runMonitorStage(
   // run) the judged-run count before which the extension cannot be due: every run judged since adds at
   // most one usable run. Without it, a chamber whose judged runs alarm often enough re-read its whole
   // history on every run (the check was due by the count of judged runs alone), for as long as that lasted.
-  const extendTo = cfg.baseline.extendTo;
   let extensionCheckAt: number | undefined;
-  if (model && newLimitSets.length === 0 && extendTo !== false && model.baselineRunIds.length < extendTo) {
+  if (model && newLimitSets.length === 0 && extension) {
     const current = model;
-    // Its usable runs are at most its Phase I runs and the runs it judged.
-    const judged = memory.judgedRuns(current.version);
-    const checkAt = memory.extensionCheckAt(current.version);
-    const due = judged === undefined || (current.baselineRunIds.length + judged >= extendTo && (checkAt === undefined || judged >= checkAt));
+    const { judged, checkAt, due } = extension;
+    const target = extension.extendTo;
     if (!due) extensionCheckAt = checkAt;
     else {
-      if (lean) return olderRunsNeeded(judged === undefined ? 'the earlier run does not count its judged runs' : `the Phase I extension may be due (${current.baselineRunIds.length} + ${judged} of ${extendTo} runs)`);
       const phaseOne = new Set(current.baselineRunIds);
       // Runs of the recipe after the model's last Phase I run were judged by it (a newer version would
       // be the current model). Counting the ones without an alarm needs no decoding when the history
@@ -210,7 +227,7 @@ export function runMonitorStage(
           (set.flagsUnion === undefined || (set.flagsUnion & POINT_FLAGS.RUN_ALARMED) === 0),
       );
       const usable =
-        candidates.length < extendTo
+        candidates.length < target
           ? []
           : candidates.filter((set) => {
               const mp = decoded.modelPoint(set, modelKey);
@@ -218,7 +235,7 @@ export function runMonitorStage(
               if (mp.limitsVersion === undefined) return phaseOne.has(set.runId);
               return mp.limitsVersion === current.version && (mp.flags & POINT_FLAGS.RUN_ALARMED) === 0;
             });
-      if (usable.length >= extendTo) {
+      if (usable.length >= target) {
         const index = new Map(current.variables.map((k, j) => [k, j]));
         const rows = usable.map((set) => {
           const row = new Array<number>(current.variables.length).fill(NaN);
@@ -229,7 +246,7 @@ export function runMonitorStage(
           return row;
         });
         try {
-          const refit = fitMonitorModel(rows, current.variables, usable.map((set) => set.runId), { ...cfg, baseline: { ...cfg.baseline, minRuns: extendTo } }, args.strategy.budget, current.version + 1);
+          const refit = fitMonitorModel(rows, current.variables, usable.map((set) => set.runId), { ...cfg, baseline: { ...cfg.baseline, minRuns: target } }, args.strategy.budget, current.version + 1);
           // Indicators not charted in Phase I stay so (later runs do not store them).
           model = { ...refit, notCharted: [...current.notCharted, ...refit.notCharted] };
           newLimitSets = encodeModel(args.chamber, modelKey, model, args.now, 'extended', []);
@@ -238,7 +255,7 @@ export function runMonitorStage(
           skipped.push({ indicatorKey: modelKey, reason: `extension-refused: ${err.message}` });
         }
       } else if (judged !== undefined) {
-        extensionCheckAt = judged + extendTo - (candidates.length < extendTo ? candidates.length : usable.length);
+        extensionCheckAt = judged + target - (candidates.length < target ? candidates.length : usable.length);
       }
     }
   }
