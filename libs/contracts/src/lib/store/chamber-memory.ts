@@ -1,5 +1,6 @@
 import type { WrittenByRun } from './chamber';
-import { CorruptRecordError, UnknownSchemaVersionError, type RecordContext, type RecordIssue } from './errors';
+import { CorruptRecordError, type RecordContext, type RecordIssue } from './errors';
+import { checkedStoredRecord, parseStoredJson } from './stored-json';
 
 /**
  * What a chamber remembers of its own runs between runs, whatever recipe they ran: today, whether
@@ -92,19 +93,11 @@ export function encodeChamberMemory(memory: ChamberMemory): string {
  * @throws CorruptRecordError when the text is not a valid memory of its schema.
  */
 export function decodeChamberMemory(schemaVersion: unknown, body: string, context: RecordContext): ChamberMemory {
-  if (schemaVersion !== CHAMBER_MEMORY_SCHEMA_VERSION) throw new UnknownSchemaVersionError(context, schemaVersion, [CHAMBER_MEMORY_SCHEMA_VERSION]);
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(body);
-  } catch (err) {
-    throw new CorruptRecordError('malformed', context, 'the chamber memory is not JSON', { cause: err });
-  }
+  const parsed = parseStoredJson(schemaVersion, CHAMBER_MEMORY_SCHEMA_VERSION, body, context, 'the chamber memory');
   const flags = parsed !== null && typeof parsed === 'object' ? (parsed as Record<string, unknown>)['recentAlarms'] : undefined;
   if (typeof flags !== 'string' || !/^[01]*$/.test(flags)) {
     throw new CorruptRecordError('invalid-value', context, 'memory.recentAlarms: must be a string of 0 and 1');
   }
   const memory = { ...(parsed as Record<string, unknown>), recentAlarms: [...flags].map((c) => c === '1') };
-  const issues = chamberMemoryIssues(memory);
-  if (issues.length > 0) throw new CorruptRecordError('invalid-value', context, issues.map((i) => `${i.path}: ${i.message}`).join('; '));
-  return memory as unknown as ChamberMemory;
+  return checkedStoredRecord<ChamberMemory>(memory, chamberMemoryIssues(memory), context);
 }

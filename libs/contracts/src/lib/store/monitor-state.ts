@@ -1,5 +1,6 @@
 import { isValidId, type ChamberRef, type WrittenByRun } from './chamber';
-import { CorruptRecordError, InvalidRecordError, UnknownSchemaVersionError, type RecordContext, type RecordIssue } from './errors';
+import { InvalidRecordError, type RecordContext, type RecordIssue } from './errors';
+import { checkedStoredRecord, parseStoredJson } from './stored-json';
 
 /**
  * The chamber monitor's memory of one chamber and recipe between runs, as the newest committed run
@@ -135,16 +136,8 @@ export function encodeMonitorState(state: MonitorState): string {
  * @throws CorruptRecordError when the text is not a valid state of its schema.
  */
 export function decodeMonitorState(schemaVersion: unknown, body: string, context: RecordContext): MonitorState {
-  if (schemaVersion !== MONITOR_STATE_SCHEMA_VERSION) throw new UnknownSchemaVersionError(context, schemaVersion, [MONITOR_STATE_SCHEMA_VERSION]);
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(body);
-  } catch (err) {
-    throw new CorruptRecordError('malformed', context, 'the monitor state is not JSON', { cause: err });
-  }
-  const issues = monitorStateIssues(parsed);
-  if (issues.length > 0) throw new CorruptRecordError('invalid-value', context, issues.map((i) => `${i.path}: ${i.message}`).join('; '));
-  return parsed as MonitorState;
+  const parsed = parseStoredJson(schemaVersion, MONITOR_STATE_SCHEMA_VERSION, body, context, 'the monitor state');
+  return checkedStoredRecord<MonitorState>(parsed, monitorStateIssues(parsed), context);
 }
 
 /** @throws InvalidRecordError unless `chamber` and `recipe` may key a monitor state read. */

@@ -142,7 +142,8 @@ class DefenseRunEvaluator implements RunEvaluator {
     const historyLimited = historyLean && input.history.length >= (input.historyLimit as number);
     // The escalation rules count the chamber's remembered alarms when its memory covers them, else the history's.
     const memory = input.chamberMemory;
-    const recentAlarms = memory && memoryCovers(memory, escalationHistoryRuns(strategy)) ? memory.recentAlarms : undefined;
+    const escalationRuns = escalationHistoryRuns(strategy);
+    const recentAlarms = memory && memoryCovers(memory, escalationRuns) ? memory.recentAlarms : undefined;
     const detectorInput: DetectorInput = {
       run,
       strategy,
@@ -190,7 +191,7 @@ class DefenseRunEvaluator implements RunEvaluator {
     // a stored memory (a chamber judged before it was kept, or after a commit that did not carry it) it
     // starts from the alarm flags of the history read.
     const complete = input.historyLimit === undefined || input.history.length < input.historyLimit;
-    const before = memory ?? memoryOfHistory(rules.history.runs, escalationHistoryRuns(strategy), complete);
+    const before = memory ?? memoryOfHistory(rules.history.runs, escalationRuns, complete);
     return {
       points,
       alarms: alarm ? [alarm] : [],
