@@ -6,3 +6,27 @@ export { DEFENDER_STATE_CODE, DefenderLifecycle, IllegalTransitionError } from '
 export { buildAssignmentMap } from './lib/build-map';
 export type { BuildMapInput } from './lib/build-map';
 export { GENERATION_BITS, MAX_EPOCH_MAP_VERSION, ownerEpoch } from './lib/owner-epoch';
+export {
+  DefenderMembership,
+  EXIT_CLAIM_LOST,
+  EXIT_MEMBERSHIP_FAILED,
+  EXIT_POOL_EXHAUSTED,
+  HANG_AFTER_INTERVALS,
+  POOL_EXHAUSTED_RETRIES,
+  PULSES_PER_INTERVAL,
+} from './lib/runtime/defender-membership';
+export type { DefenderMembershipDeps } from './lib/runtime/defender-membership';
+export type {
+  AppliedAssignment,
+  AssignmentMapPort,
+  ChamberWork,
+  HeartbeatEvents,
+  HeartbeatHandle,
+  HeartbeatSnapshot,
+  MembershipCluster,
+  MembershipEvents,
+  MembershipSettings,
+  StableIdClaim,
+  StableIdPort,
+  StoredAssignmentMap,
+} from './lib/runtime/ports';

@@ -3,14 +3,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connect } from '@nats-io/transport-node';
 import type { NatsConnection } from '@nats-io/nats-core';
-import { buildAssignmentMap } from '@defender/membership';
+import { buildAssignmentMap, EXIT_POOL_EXHAUSTED } from '@defender/membership';
 import { AssignmentMapBucket, DEFAULT_STREAM_SETTINGS, HeartbeatBucket, openBucket, streamConfigs, STREAMS } from '@defender/nats-kv';
 import { parseStableIdClaim } from '@defender/contracts';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { describeWithInfra, freePort, getJson, spawnBuiltApp, SpawnedApp, startSecuredNatsServer, testNatsConnectOptions, testNatsEnv, waitFor } from '@defender/infra-harness';
 import { STORE_THREAD_NAME } from '@defender/store';
 import { HEARTBEAT_THREAD_NAME } from './heartbeat-thread';
-import { EXIT_POOL_EXHAUSTED } from './membership.service';
 
 let run = 0;
 /**

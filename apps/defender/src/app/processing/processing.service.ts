@@ -10,7 +10,7 @@ import { boundedSource, ChamberSupervisor, FeedWatch, PipelineObserver, ByteBudg
 import { releaseTraceMemory, UChartHistoryCache } from '@defender/store';
 import { DefenderConfig } from '../config';
 import { DEFENDER_CONFIG } from '../tokens';
-import { ChamberWork } from '../membership/chamber-work';
+import type { ChamberWork } from '@defender/membership';
 import { DefenderMetricsObserver } from '../metrics/defender-metrics-observer';
 import { DefenderIdentity } from '../membership/defender-identity';
 import { LoadReporter, processCpuMs } from './load-reporter';
