@@ -28,10 +28,11 @@ export {
   type BaseStatistics,
   type ShapeStatistics,
 } from './lib/statistics';
+export { medianFilter3 } from './lib/median-filter';
 export { computePercentiles, floydRivestSelect, SelectionScratch, type Percentiles } from './lib/selection';
 export {
   IndicatorCalculator,
-  medianFilter3,
+  LEVEL_STATISTICS,
   PERCENTILE_STATISTICS,
   SHAPE_STATISTICS,
   STATISTICS,

@@ -1,5 +1,6 @@
 import { seededRandom } from '@defender/hashing';
-import { IndicatorCalculator, medianFilter3, STATISTICS, windowValue, type IndicatorSpec, type WindowRequest } from './indicators';
+import { IndicatorCalculator, STATISTICS, windowValue, type IndicatorSpec, type WindowRequest } from './indicators';
+import { medianFilter3 } from './median-filter';
 import { createTrace } from './trace';
 
 describe('IndicatorCalculator', () => {

@@ -1,4 +1,5 @@
 import { UnknownStepError } from './errors';
+import { medianFilter3 } from './median-filter';
 import { computePercentiles, constantPercentiles, SelectionScratch, type Percentiles } from './selection';
 import {
   computeBaseStatistics,
@@ -10,6 +11,7 @@ import {
   type ShapeStatistics,
 } from './statistics';
 import type { SampleArray, Trace } from './trace';
+import { computeWindowLevel } from './window-level';
 import { resolveWindow, type SampleRange, type WindowSpec } from './window';
 
 /**
@@ -44,6 +46,9 @@ export type StatisticName = (typeof STATISTICS)[number];
 /** The order statistics, computed by selection only when an indicator asks for one. */
 export const PERCENTILE_STATISTICS: readonly StatisticName[] = ['median', 'p05', 'p95'];
 
+/** The statistics of a window's level alone (see {@link WindowRequest.levelOnly}). */
+export const LEVEL_STATISTICS: readonly StatisticName[] = ['n', 'n_missing', 'mean'];
+
 /** The shape statistics, computed in a pass of their own only when an indicator asks for one. */
 export const SHAPE_STATISTICS: readonly StatisticName[] = ['noise', 'ma_max', 'ma_min'];
 
@@ -62,49 +67,6 @@ export interface IndicatorSpec {
   readonly window: WindowSpec;
   readonly statistic: StatisticName;
   readonly filter?: SampleFilter;
-}
-
-function median3(a: number, b: number, c: number): number {
-  // NaN-aware: the median of the valid values among the three (two valid: their mean).
-  const an = a === a;
-  const bn = b === b;
-  const cn = c === c;
-  if (an && bn && cn) return a > b ? (b > c ? b : a > c ? c : a) : a > c ? a : b > c ? c : b;
-  if (an && bn) return (a + b) / 2;
-  if (an && cn) return (a + c) / 2;
-  if (bn && cn) return (b + c) / 2;
-  return an ? a : bn ? b : cn ? c : NaN;
-}
-
-/**
- * `values` filtered by a running median of 3 into `out` (same length), or only `out[from, to)` (each
- * filtered sample depends on the raw samples beside it alone, so a part equals that part of the whole).
- */
-export function medianFilter3(values: SampleArray, out: Float64Array, from = 0, to = values.length): Float64Array {
-  const n = values.length;
-  const lo = Math.max(0, from);
-  const hi = Math.min(n, to);
-  if (hi <= lo) return out;
-  if (n === 1) {
-    out[0] = values[0] as number;
-    return out;
-  }
-  if (lo === 0) out[0] = median3(values[0] as number, values[1] as number, NaN);
-  const last = Math.min(hi, n - 1);
-  let i = Math.max(1, lo);
-  if (i < last) {
-    // Each sample is read once (the window slides), and three valid samples take the branch-free median.
-    let a = values[i - 1] as number;
-    let b = values[i] as number;
-    for (; i < last; i++) {
-      const c = values[i + 1] as number;
-      out[i] = a === a && b === b && c === c ? Math.max(Math.min(a, b), Math.min(Math.max(a, b), c)) : median3(a, b, c);
-      a = b;
-      b = c;
-    }
-  }
-  if (hi === n) out[n - 1] = median3(values[n - 2] as number, values[n - 1] as number, NaN);
-  return out;
 }
 
 /**
@@ -203,6 +165,12 @@ export interface WindowRequest {
   readonly filter?: SampleFilter;
   readonly percentiles: boolean;
   readonly shape: boolean;
+  /**
+   * Only `n`, `n_missing` and `mean` are wanted (no percentile or shape statistic either): the other
+   * base statistics are NaN, and a window of long runs of one value costs its changes rather than its
+   * samples (a setpoint's whole-trace level).
+   */
+  readonly levelOnly?: boolean;
 }
 
 /** The statistics of one {@link WindowRequest}, or why the window has none. */
@@ -267,6 +235,7 @@ export class IndicatorCalculator {
       filter: SampleFilter | undefined;
       wantsPercentiles: boolean;
       wantsShape: boolean;
+      levelOnly: boolean;
       result?: WindowStatistics;
     };
     const groups = new Map<string, Group>();
@@ -274,17 +243,19 @@ export class IndicatorCalculator {
       const key = `${s.svid}\u0000${windowKey(s.window)}\u0000${s.filter ?? ''}`;
       const wantsPercentiles = PERCENTILE_STATISTICS.includes(s.statistic);
       const wantsShape = SHAPE_STATISTICS.includes(s.statistic);
+      const levelOnly = LEVEL_STATISTICS.includes(s.statistic);
       let g = groups.get(key);
       if (g) {
         g.wantsPercentiles ||= wantsPercentiles;
         g.wantsShape ||= wantsShape;
-      } else groups.set(key, (g = { svid: s.svid, window: s.window, filter: s.filter, wantsPercentiles, wantsShape }));
+        g.levelOnly &&= levelOnly;
+      } else groups.set(key, (g = { svid: s.svid, window: s.window, filter: s.filter, wantsPercentiles, wantsShape, levelOnly }));
       return g;
     });
     const all = [...groups.values()];
     const results = this.computeWindows(
       trace,
-      all.map((g) => ({ svid: g.svid, window: g.window, filter: g.filter, percentiles: g.wantsPercentiles, shape: g.wantsShape })),
+      all.map((g) => ({ svid: g.svid, window: g.window, filter: g.filter, percentiles: g.wantsPercentiles, shape: g.wantsShape, levelOnly: g.levelOnly })),
     );
     all.forEach((g, i) => (g.result = results[i]));
 
@@ -327,7 +298,7 @@ export class IndicatorCalculator {
   computeWindows(trace: Trace, requests: readonly WindowRequest[]): WindowStatistics[] {
     this.filteredSvid = undefined;
     try {
-      return requests.map((r) => this.computeGroup(trace, r.svid, r.window, r.filter, r.percentiles, r.shape));
+      return requests.map((r) => this.computeGroup(trace, r.svid, r.window, r.filter, r.percentiles, r.shape, r.levelOnly === true && !r.percentiles && !r.shape));
     } finally {
       this.filteredSvid = undefined;
     }
@@ -377,6 +348,7 @@ export class IndicatorCalculator {
     filter: SampleFilter | undefined,
     wantsPercentiles: boolean,
     wantsShape: boolean,
+    levelOnly = false,
   ): WindowStatistics {
     const raw = trace.svids.get(svid);
     if (!raw)
@@ -398,6 +370,7 @@ export class IndicatorCalculator {
         nMissing: 0,
       };
     }
+    if (levelOnly) return { ok: true, stats: computeWindowLevel(raw, range, filter === 'median3', createBaseStatistics()), pct: undefined, shape: undefined };
     // A constant window (most of a chamber's SVIDs are setpoints and states) needs neither the filter
     // (its filtered samples are its samples) nor a pass for its statistics.
     const constant = constantWindow(raw, range);

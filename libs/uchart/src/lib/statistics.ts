@@ -54,7 +54,8 @@ export function createBaseStatistics(): BaseStatistics {
   };
 }
 
-function setNoValid(out: BaseStatistics, nMissing: number, duration: number): void {
+/** Fills `out` as for a window without a valid sample: `nMissing` missing samples over `duration` seconds. */
+export function setNoValid(out: BaseStatistics, nMissing: number, duration: number): void {
   out.n = 0;
   out.nMissing = nMissing;
   out.mean = NaN;
