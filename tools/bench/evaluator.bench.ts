@@ -11,7 +11,7 @@
 // judged runs, no docs).
 import { writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector';
-import type { ChamberMemory, ChamberRef, LimitSetRecord, MonitorState, RunNotification, RunPointSet, TraceRecord } from '@defender/contracts';
+import type { ChamberMemory, ChamberRef, LimitSetRecord, MonitorModelRecord, MonitorState, RunNotification, RunPointSet, TraceRecord } from '@defender/contracts';
 import { synthesizeTrace } from '@defender/fab-sim';
 import { createRunEvaluator, evaluateWithHistory, withoutBaselineData } from '@defender/pipeline';
 import { envInt, handleBenchCommandLine } from './cli';
@@ -51,6 +51,8 @@ interface ChamberState {
   readonly limits: Map<string, LimitSetRecord>;
   /** The monitor state of the chamber's recipe, as the store keeps it between runs. */
   monitorState?: MonitorState;
+  /** The recipe's model record (the version its state judges with), as the store keeps it. */
+  monitorModel?: MonitorModelRecord;
   /** The chamber's memory (its runs' alarms), as the store keeps it between runs. */
   chamberMemory?: ChamberMemory;
   /** Sample buffers per SVID, reused from run to run as a defender's trace pool reuses its buffers. */
@@ -101,16 +103,19 @@ function runOnce(st: ChamberState, runIndex: number): Timed {
   let samples = 0;
   for (const v of trace.svids.values()) samples += v.length;
   const sequence = ++st.sequence;
-  const judged = st.limits.size > 0;
-  // The limit sets as a defender's store read hands them out: new objects, parsed from their stored
-  // JSON on every run (the parse is the defender's, on its main thread; the stringify stands for the store).
+  const judged = st.monitorModel !== undefined;
+  // The limit sets and the model record as a defender's store read hands them out: new objects, parsed
+  // from their stored JSON on every run (the parse is the defender's, on its main thread; the stringify
+  // stands for the store).
   const stored = [...st.limits.values()].map((l) => ({ record: l, params: JSON.stringify(l.params) }));
+  const storedModel = st.monitorModel && st.monitorState?.phase === 'judging' ? { record: st.monitorModel, model: JSON.stringify(st.monitorModel.model) } : undefined;
   const cpu0 = process.cpuUsage();
   const t0 = performance.now();
   const limits = stored.map((s): LimitSetRecord => ({ ...s.record, params: JSON.parse(s.params) as LimitSetRecord['params'] }));
+  const monitorModel = storedModel ? { ...storedModel.record, model: JSON.parse(storedModel.model) as MonitorModelRecord['model'] } : undefined;
   const { monitorState, chamberMemory } = st;
   let historyRuns = 0;
-  const input = { chamber: st.ref, sequence, notification, trace, limits, strategy: undefined, now, ...(monitorState ? { monitorState } : {}), ...(chamberMemory ? { chamberMemory } : {}) };
+  const input = { chamber: st.ref, sequence, notification, trace, limits, strategy: undefined, now, ...(monitorState ? { monitorState } : {}), ...(monitorModel ? { monitorModel } : {}), ...(chamberMemory ? { chamberMemory } : {}) };
   const evaluation = evaluateWithHistory(evaluator, input, (limit, allPoints) => {
     const newest = st.sets.slice(-limit);
     historyRuns += newest.length;
@@ -120,12 +125,13 @@ function runOnce(st: ChamberState, runIndex: number): Timed {
   const cpu = process.cpuUsage(cpu0);
   for (const ls of evaluation.newLimitSets) st.limits.set(ls.indicatorKey, ls);
   if (evaluation.monitorState) st.monitorState = evaluation.monitorState;
+  if (evaluation.monitorModel) st.monitorModel = { ...st.ref, recipe: st.recipe, sequence, runId: notification.runId, committedAt: now, ...evaluation.monitorModel };
   st.chamberMemory = evaluation.chamberMemory;
   st.sets.push({ ...st.ref, sequence, runId: notification.runId, epoch: 1, committedAt: now, recipe: st.recipe, points: evaluation.points });
   // Bounded: a defender reads at most the full history (110 runs for the default strategy).
   if (st.sets.length > 160) st.sets.splice(0, 40);
-  const fit = evaluation.newLimitSets.find((l) => l.chartType === 'monitor');
-  const fitted = fit ? (fit.baseline.reason === 'extended' ? 'extended' : 'initial') : null;
+  const fit = evaluation.monitorModel;
+  const fitted = fit ? (fit.reason === 'extended' ? 'extended' : 'initial') : null;
   return { ms, cpuMs: (cpu.user + cpu.system) / 1000, samples, fitted, judged, historyRuns };
 }
 
@@ -152,7 +158,7 @@ async function main(): Promise<void> {
   }
   const warm: Timed[] = [];
   for (let r = 0; r < PHASE_ONE_RUNS; r++) for (const st of states) warm.push(runOnce(st, r));
-  const unfitted = states.filter((st) => st.limits.size === 0).length;
+  const unfitted = states.filter((st) => st.monitorModel === undefined).length;
   const cpuOf = (xs: readonly Timed[]) => (xs.length === 0 ? NaN : xs.reduce((a, x) => a + x.cpuMs, 0) / xs.length);
 
   const session = PROFILE ? new Session() : undefined;
@@ -195,7 +201,7 @@ async function main(): Promise<void> {
       'Run evaluator: cost per run on the whole-fab replay\'s chambers',
       'npm run bench:evaluator',
       [
-        `${states.length} chambers taken evenly from the 5,000-chamber fab of bench:fab (tools/fab-sim, seed 1), the default strategy: ${PHASE_ONE_RUNS} runs each first (the default strategy's Phase I; the run that completes it fits the model) and ${JUDGED} more (the Phase I extension, a refit on 90 unalarmed runs, falls among them), through the product's RunEvaluator in process (no store, no NATS: the evaluation's own cost, with the limit sets parsed from their stored JSON on every run, as a defender's store read hands them out, and the recipe's monitor state and the chamber's memory carried from run to run as the store keeps them), history read as a defender reads it (\`evaluateWithHistory\`: the steady state's runs without what only a baseline fit reads, the full history when a run asks for it). Traces are synthesized outside the clock into sample buffers reused from run to run, as a defender's trace pool reuses its buffers, so the garbage collected in the timed runs is the evaluation's own. ${unfitted} chamber(s) had no model after Phase I. ${seconds.toFixed(0)} s in total.`,
+        `${states.length} chambers taken evenly from the 5,000-chamber fab of bench:fab (tools/fab-sim, seed 1), the default strategy: ${PHASE_ONE_RUNS} runs each first (the default strategy's Phase I; the run that completes it fits the model) and ${JUDGED} more (the Phase I extension, a refit on 90 unalarmed runs, falls among them), through the product's RunEvaluator in process (no store, no NATS: the evaluation's own cost, with the limit sets and the recipe's model record parsed from their stored JSON on every run, as a defender's store read hands them out, and the recipe's monitor state and the chamber's memory carried from run to run as the store keeps them), history read as a defender reads it (\`evaluateWithHistory\`: the steady state's runs without what only a baseline fit reads, the full history when a run asks for it). Traces are synthesized outside the clock into sample buffers reused from run to run, as a defender's trace pool reuses its buffers, so the garbage collected in the timed runs is the evaluation's own. ${unfitted} chamber(s) had no model after Phase I. ${seconds.toFixed(0)} s in total.`,
         '',
         table(header, rows),
         '',

@@ -42,11 +42,15 @@ export {
   evaluateWithHistory,
   holdIdOf,
   isBaselineData,
+  legacyModelLimitSets,
+  monitorModelOf,
+  monitorModelSummary,
   pendingBaselineOf,
   rebaselineRecords,
   ruleFlag,
   storeIndicatorKey,
   withoutBaselineData,
+  type MonitorModelSummary,
 } from './lib/evaluator';
 export type {
   DecodedLimits,

@@ -6,7 +6,7 @@
  * in-memory store that keeps what a defender's store would (committed point sets, the newest limit
  * set per indicator). No cluster, no I/O: library level and deterministic for a seed.
  */
-import type { ChamberMemory, ChamberRef, LimitSetRecord, MonitorState, RunNotification, RunPointSet } from '@defender/contracts';
+import type { ChamberMemory, ChamberRef, LimitSetRecord, MonitorModelRecord, MonitorState, RunNotification, RunPointSet } from '@defender/contracts';
 import {
   detectionMetrics,
   effectsFor,
@@ -139,6 +139,8 @@ class BenchChamber {
   private readonly limits = new Map<string, LimitSetRecord>();
   /** The monitor state of the chamber's recipe, as the store keeps it between runs. */
   private monitorState: MonitorState | undefined;
+  /** The recipe's newest model record (the version its state judges with; one recipe per chamber here). */
+  private monitorModel: MonitorModelRecord | undefined;
   private chamberMemory: ChamberMemory | undefined;
   private sequence = 0;
   readonly ref: ChamberRef;
@@ -153,11 +155,9 @@ class BenchChamber {
 
   /** Charts with limits: one per legacy limit set; a monitor model's charted indicators plus its T² and SPE. */
   get chartedIndicators(): number {
-    let n = 0;
-    for (const l of this.limits.values()) {
-      const model = l.chartType === 'monitor' ? (l.params['model'] as { variables?: unknown[] } | undefined) : undefined;
-      n += model?.variables ? model.variables.length + 2 : 1;
-    }
+    let n = this.limits.size;
+    const variables = this.monitorModel?.model['variables'];
+    if (Array.isArray(variables)) n += variables.length + 2;
     return n;
   }
 
@@ -188,7 +188,7 @@ class BenchChamber {
     // As a worker reads it: the steady state's history, more when the run asks for it.
     const evaluation = evaluateWithHistory(
       this.evaluator,
-      { chamber: this.ref, sequence, notification, trace, limits: [...this.limits.values()], strategy: this.strategy, now, ...(this.monitorState ? { monitorState: this.monitorState } : {}), ...(this.chamberMemory ? { chamberMemory: this.chamberMemory } : {}) },
+      { chamber: this.ref, sequence, notification, trace, limits: [...this.limits.values()], strategy: this.strategy, now, ...(this.monitorState ? { monitorState: this.monitorState } : {}), ...(this.monitorModel && this.monitorState?.phase === 'judging' ? { monitorModel: this.monitorModel } : {}), ...(this.chamberMemory ? { chamberMemory: this.chamberMemory } : {}) },
       (limit, allPoints) => {
         const newest = this.sets.length > limit ? this.sets.slice(-limit) : this.sets;
         return allPoints ? newest : newest.map(withoutBaselineData);
@@ -197,6 +197,7 @@ class BenchChamber {
     for (const ls of evaluation.newLimitSets) this.limits.set(ls.indicatorKey, ls);
     // Committed with the run, as a worker does (one recipe per chamber here).
     if (evaluation.monitorState) this.monitorState = evaluation.monitorState;
+    if (evaluation.monitorModel) this.monitorModel = { ...this.ref, recipe: this.spec.recipe.name, sequence, runId, committedAt: now, ...evaluation.monitorModel };
     this.chamberMemory = evaluation.chamberMemory;
     this.sets.push({
       ...this.ref,

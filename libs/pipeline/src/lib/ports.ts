@@ -11,6 +11,8 @@ import type {
   TraceRecord,
   UChartPoint,
   LimitSetRecord,
+  MonitorModelInput,
+  MonitorModelRecord,
   MonitorState,
   ChamberMemory,
 } from '@defender/contracts';
@@ -57,7 +59,7 @@ export interface EventSink {
 }
 
 /** The parts of the store the pipeline uses. */
-export type PipelineStore = Pick<DefenderStore, 'chamberState' | 'uchart' | 'traces' | 'alarms' | 'outbox' | 'strategies' | 'chamberMetadata' | 'monitorState' | 'chamberMemory'>;
+export type PipelineStore = Pick<DefenderStore, 'chamberState' | 'uchart' | 'traces' | 'alarms' | 'outbox' | 'strategies' | 'chamberMetadata' | 'monitorState' | 'monitorModels' | 'chamberMemory'>;
 
 /**
  * The chamber's committed U-chart history, through the defender's LRU cache (a miss reads the
@@ -91,6 +93,11 @@ export interface RunEvaluation {
    * (`CommitRunInput.monitorState`); absent when the run leaves the stored state as it is.
    */
   readonly monitorState?: MonitorState;
+  /**
+   * The model this run fitted for its recipe, or an earlier release's model (limit sets) it was judged
+   * by, converted: committed with the run (`CommitRunInput.monitorModel`), with `monitorState`.
+   */
+  readonly monitorModel?: MonitorModelInput;
   /**
    * The chamber's memory after this run (`CommitRunInput.chamberMemory`): present when the run is a
    * judged run (it has points).
@@ -153,6 +160,11 @@ export interface EvaluationInput {
    * the state it returns is committed with the run.
    */
   readonly monitorState?: MonitorState;
+  /**
+   * The recipe's stored model (`MonitorModelRepository.get`): the version `monitorState` judges with,
+   * else the newest. Without it the monitor finds a model an earlier release stored in `limits`.
+   */
+  readonly monitorModel?: MonitorModelRecord;
   /**
    * The chamber's memory as the commit at its high-water mark left it (`ChamberMemoryRepository.get`,
    * written by that very commit; else absent). Without it the escalation rules count the alarmed runs

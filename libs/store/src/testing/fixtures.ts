@@ -129,3 +129,13 @@ export function bytesOf(a: SampleArray | Float64Array): Buffer {
 }
 
 export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** The error `p` rejects with. @throws when it resolves. */
+export async function rejection(p: Promise<unknown>): Promise<unknown> {
+  try {
+    await p;
+  } catch (err) {
+    return err;
+  }
+  throw new Error('expected the call to reject');
+}

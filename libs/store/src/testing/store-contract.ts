@@ -24,7 +24,8 @@ import {
 } from '@defender/contracts';
 import { encodePointSet } from '../lib/codec/point-set-codec';
 import type { SeriesKind } from '../lib/codec/trace-codec';
-import { alarm, bytesOf, commit, event, freshChamber, limitSet, points, sleep, trace } from './fixtures';
+import { alarm, bytesOf, commit, event, freshChamber, limitSet, points, rejection, sleep, trace } from './fixtures';
+import { describeMonitorModelContract } from './monitor-model-contract';
 
 /** Direct writes into an adapter's tables, to damage stored data the way a bug or a crash would. */
 export interface StoreCorruptor {
@@ -52,15 +53,6 @@ export interface StoreContractBackend {
 }
 
 const T0 = new Date(1_700_000_000_000);
-
-async function rejection(p: Promise<unknown>): Promise<unknown> {
-  try {
-    await p;
-  } catch (err) {
-    return err;
-  }
-  throw new Error('expected the call to reject');
-}
 
 /**
  * Registers the contract tests. `backend()` is called in `beforeAll` (so it may read servers the
@@ -435,6 +427,8 @@ export function describeStoreContract(name: string, backend: () => StoreContract
         expect(await rejection(store.monitorState.get(ch, ''))).toBeInstanceOf(InvalidRecordError);
       });
     });
+
+    describeMonitorModelContract(() => store);
 
     describe('chamber memory (per chamber, written with its run)', () => {
       const memory = (...flags: boolean[]): ChamberMemory => ({ recentAlarms: flags, fromFirstRun: flags.length < 3 });

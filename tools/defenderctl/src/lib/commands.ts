@@ -1,7 +1,7 @@
 import type { NatsConnection } from '@nats-io/nats-core';
 import { DeliverPolicy, jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { Kvm, type KV } from '@nats-io/kv';
-import { parseChamberKey, type AssignmentMap, type ChamberMemoryRecord, type DefenderStore, type MonitorStateRecord } from '@defender/contracts';
+import { parseChamberKey, type AssignmentMap, type ChamberMemoryRecord, type DefenderStore, type MonitorModelRecord, type MonitorStateRecord } from '@defender/contracts';
 import { AssignmentMapBucket, HeartbeatBucket, isStreamNotFound, StreamMissingError, STREAMS } from '@defender/nats-kv';
 import { rebaselineRecords } from '@defender/pipeline';
 import { openStore } from '@defender/store';
@@ -282,16 +282,20 @@ export async function explainChamber(nc: NatsConnection, t: Target, key: string,
   const store = await tryStore(t, note);
   let weight: { value: number; source: string } | undefined;
   let monitor: MonitorStateRecord[] = [];
+  let models: MonitorModelRecord[] = [];
   let memory: ChamberMemoryRecord | undefined;
   try {
     const [m, states, remembered] = await Promise.all([store?.chamberMetadata.get(ref), store?.monitorState.list(ref), store?.chamberMemory.get(ref)]);
     if (m) weight = { value: m.weight, source: `${m.svidCount} SVIDs x ${m.collectionFreqHz} Hz x ${m.contextDurationSeconds} s, ${m.source}` };
     monitor = states ?? [];
     memory = remembered;
+    // The model each judging recipe is judged with.
+    const judging = monitor.flatMap((r) => (r.state.phase === 'judging' ? [{ recipe: r.recipe, version: r.state.modelVersion }] : []));
+    models = (await Promise.all(judging.map((j) => store?.monitorModels.get(ref, j.recipe, j.version)))).filter((x): x is MonitorModelRecord => x !== undefined);
   } finally {
     await store?.close();
   }
-  return explain(key, history, { weight, alive: new Map(st.defenders.map((d) => [d.defenderId, d.alive])), monitor, memory, weightUnit: mapWeightUnit(st.controllers) });
+  return explain(key, history, { weight, alive: new Map(st.defenders.map((d) => [d.defenderId, d.alive])), monitor, models, memory, weightUnit: mapWeightUnit(st.controllers) });
 }
 
 /**
@@ -408,12 +412,12 @@ export async function rebaseline(
   } catch (err) {
     throw new CtlError(`"${key}" is not a chamber key <tool>:<chamber>`, { cause: err });
   }
-  const current = await store.uchart.currentLimitSets(chamber);
-  const records = rebaselineRecords(chamber, current, request, now);
+  const [current, models] = await Promise.all([store.uchart.currentLimitSets(chamber), store.monitorModels.versions(chamber)]);
+  const records = rebaselineRecords(chamber, current, request, now, models);
   if (records.length === 0) {
     const what = request.recipe ? `recipe ${request.recipe} of ${key}` : key;
     throw new CtlError(
-      current.length === 0
+      current.length === 0 && models.length === 0
         ? `${what} has no limits yet (still in its first Phase I): nothing to re-baseline`
         : `${what} has nothing to re-baseline (every indicator already waits for a new Phase I, or none is of that recipe)`,
     );

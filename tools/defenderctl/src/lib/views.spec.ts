@@ -65,6 +65,32 @@ describe('explain', () => {
     expect(e.monitor[1]?.text).toBe('recipe CLEAN: Phase I, 4 run(s) collected for model v1 (state of run r38, sequence 38)');
     expect(formatExplain(e)).toContain('monitor:\n  - recipe ETCH: judged by model v2');
     expect(explain('A:1', history).monitor).toEqual([]);
+    // With the model record the judging state names: what that model is.
+    const model = {
+      toolId: 'A',
+      chamberId: '1',
+      recipe: 'ETCH',
+      version: 2,
+      sequence: 31,
+      runId: 'r31',
+      committedAt: at,
+      reason: 'extended' as const,
+      excludedRunIds: [],
+      createdAt: at,
+      model: {
+        kind: 'monitor',
+        version: 2,
+        baselineRunIds: ['r1', 'r2', 'r3'],
+        variables: ['ETCH|m/P@s:mean', 'ETCH|m/F@s:mean'],
+        center: [1, 2],
+        scale: [0.1, 0.2],
+        notCharted: [],
+        pca: { components: 1, explainedVariance: 0.8, limits: { t2: 12.345, spe: 3.21 } },
+      },
+    };
+    const judging = { phase: 'judging' as const, modelVersion: 2, judgedRuns: 9, extensionCheckAt: null, mewma: null, levelOffsets: {} };
+    const withModel = explain('A:1', history, { monitor: [{ toolId: 'A', chamberId: '1', recipe: 'ETCH', sequence: 40, runId: 'r40', committedAt: at, state: judging }], models: [model] });
+    expect(withModel.monitor[0]?.text).toMatch(/; model v2 extended by run r31 \(sequence 31\) on 3 Phase I run\(s\): 2 indicator\(s\) charted, T² limit 12\.35, SPE limit 3\.210, 1 component\(s\)$/);
   });
 
   it("says what the chamber remembers of its runs' alarms, from the store's chamber memory record", () => {

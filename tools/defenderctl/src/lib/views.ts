@@ -1,4 +1,5 @@
-import type { AssignmentMap, ChamberMemoryRecord, Heartbeat, MonitorStateRecord } from '@defender/contracts';
+import type { AssignmentMap, ChamberMemoryRecord, Heartbeat, MonitorModelRecord, MonitorStateRecord } from '@defender/contracts';
+import { monitorModelOf, monitorModelSummary } from '@defender/pipeline';
 
 /** What the map's weights are: `load` (expected CPU µs per hour, ADR 0008) or `samples` (samples per run); null when no controller says. */
 export type MapWeightUnit = 'load' | 'samples' | null;
@@ -181,15 +182,27 @@ export interface MonitorLine {
   readonly text: string;
 }
 
-/** What a recipe's monitor state says, in words. */
-export function monitorLine(r: MonitorStateRecord): MonitorLine {
+/** What a recipe's monitor state says, in words; with the model it judges with (its record), what that model is. */
+export function monitorLine(r: MonitorStateRecord, model?: MonitorModelRecord): MonitorLine {
   const s = r.state;
   const runs = s.phase === 'collecting' ? s.runs : s.judgedRuns;
   const text =
     s.phase === 'collecting'
       ? `recipe ${r.recipe}: Phase I, ${runs} run(s) collected for model v${s.modelVersion} (state of run ${r.runId}, sequence ${r.sequence})`
-      : `recipe ${r.recipe}: judged by model v${s.modelVersion}, ${runs} run(s) judged by it; the centre follows ${Object.keys(s.levelOffsets).length} SVID level(s)${s.mewma ? `, MEWMA on ${s.mewma.length} component(s)` : ''} (state of run ${r.runId}, sequence ${r.sequence})`;
+      : `recipe ${r.recipe}: judged by model v${s.modelVersion}, ${runs} run(s) judged by it; the centre follows ${Object.keys(s.levelOffsets).length} SVID level(s)${s.mewma ? `, MEWMA on ${s.mewma.length} component(s)` : ''} (state of run ${r.runId}, sequence ${r.sequence})${model && model.version === s.modelVersion ? `; ${modelWords(model)}` : ''}`;
   return { recipe: r.recipe, phase: s.phase, modelVersion: s.modelVersion, runs, sequence: r.sequence, runId: r.runId, text };
+}
+
+/** A model record in words: why and when it was fitted, on how many runs, its charts' limits. */
+export function modelWords(m: MonitorModelRecord): string {
+  const model = monitorModelOf(m);
+  const head = `model v${m.version} ${m.reason} by run ${m.runId} (sequence ${m.sequence})`;
+  if (typeof model === 'string') return `${head}, unreadable: ${model}`;
+  const s = monitorModelSummary(model);
+  const limits = [s.t2 !== null ? `T² limit ${s.t2.toPrecision(4)}` : null, s.spe !== null ? `SPE limit ${s.spe.toPrecision(4)}` : null, s.components !== null ? `${s.components} component(s)` : null]
+    .filter((x) => x !== null)
+    .join(', ');
+  return `${head} on ${s.baselineRuns} Phase I run(s): ${s.charted} indicator(s) charted${limits ? `, ${limits}` : ''}`;
 }
 
 /** What a chamber's memory record says, in words: its runs' alarms as the escalation rules count them. */
@@ -226,6 +239,8 @@ export function explain(
     strategy?: string;
     tolerance?: number;
     monitor?: readonly MonitorStateRecord[];
+    /** The model record each judging state names (`MonitorModelRepository.get`), to say what it is. */
+    models?: readonly MonitorModelRecord[];
     memory?: ChamberMemoryRecord | undefined;
     /** What the map's weights are (the controllers' `balanceBy`). */
     weightUnit?: MapWeightUnit;
@@ -278,7 +293,7 @@ export function explain(
     moves,
     historyFrom: history[0]?.version ?? null,
     reasons,
-    monitor: (opts.monitor ?? []).map(monitorLine),
+    monitor: (opts.monitor ?? []).map((r) => monitorLine(r, opts.models?.find((m) => m.recipe === r.recipe && m.version === r.state.modelVersion))),
     memory: opts.memory ? memoryLine(opts.memory) : null,
   };
 }

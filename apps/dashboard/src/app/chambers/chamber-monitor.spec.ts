@@ -6,7 +6,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { AlarmInput, ChamberRef, LimitSetRecord, RunNotification, TraceRecord } from '@defender/contracts';
+import type { AlarmInput, ChamberRef, MonitorModelRecord, RunNotification, TraceRecord } from '@defender/contracts';
 import { DEFAULT_STRATEGY_DOCUMENT } from '@defender/defense-rules';
 import { Gaussian, rng } from '@defender/fab-sim';
 import { createRunEvaluator } from '@defender/pipeline';
@@ -78,7 +78,7 @@ describe('the chamber monitor on the chamber page (evaluator records in a real S
   let dir: string;
   let store: SqliteStore;
   let detail: ChamberDetail;
-  let model: LimitSetRecord;
+  let model: MonitorModelRecord;
   /** The run-level alarm of the faulty run, as the defender published it on defense.alarms.<tool>.<chamber>. */
   let published: string;
 
@@ -94,6 +94,7 @@ describe('the chamber monitor on the chamber page (evaluator records in a real S
       const now = new Date(T0 + sequence * 60_000);
       const trace = traceOf(`run-${sequence}`, g, sequence === FAULTY);
       const stored = await store.monitorState.get(chamber, RECIPE);
+      const storedModel = stored?.state.phase === 'judging' ? await store.monitorModels.get(chamber, RECIPE, stored.state.modelVersion) : undefined;
       const remembered = await store.chamberMemory.get(chamber);
       const evaluation = evaluator.evaluate({
         chamber,
@@ -105,6 +106,7 @@ describe('the chamber monitor on the chamber page (evaluator records in a real S
         strategy,
         now,
         ...(stored ? { monitorState: stored.state } : {}),
+        ...(storedModel ? { monitorModel: storedModel } : {}),
         ...(remembered?.sequence === sequence - 1 ? { chamberMemory: remembered.memory } : {}),
       });
       for (const ls of evaluation.newLimitSets) await store.uchart.putLimitSet(ls);
@@ -120,6 +122,7 @@ describe('the chamber monitor on the chamber page (evaluator records in a real S
         alarms: evaluation.alarms,
         ...(evaluation.hold ? { hold: evaluation.hold } : {}),
         ...(evaluation.monitorState ? { monitorState: evaluation.monitorState } : {}),
+        ...(evaluation.monitorModel ? { monitorModel: evaluation.monitorModel } : {}),
         ...(evaluation.chamberMemory ? { chamberMemory: evaluation.chamberMemory } : {}),
       });
       if (sequence === FAULTY) {
@@ -127,7 +130,7 @@ describe('the chamber monitor on the chamber page (evaluator records in a real S
         published = JSON.stringify({ ...alarm, ...chamber, runId: trace.runId, sequence, recipe: RECIPE, epoch: 1, ownerId: 'defender-0' });
       }
     }
-    model = (await store.uchart.limitSet(chamber, `${RECIPE}|m:model`))!;
+    model = (await store.monitorModels.get(chamber, RECIPE))!;
     const config = { CHART_RUNS: 100 } as DashboardConfig;
     const service = new ChamberService(
       config,
@@ -144,10 +147,10 @@ describe('the chamber monitor on the chamber page (evaluator records in a real S
     rmSync(dir, { recursive: true, force: true });
   });
 
-  const limitsOfModel = () => (model.params['model'] as { pca: { limits: { t2: number; spe: number } } }).pca.limits;
+  const limitsOfModel = () => (model.model as unknown as { pca: { limits: { t2: number; spe: number } } }).pca.limits;
 
-  it('returns T² and SPE per run with the limits of the model limit set, none in Phase I, and the alarmed run', () => {
-    expect(model.chartType).toBe('monitor');
+  it('returns T² and SPE per run with the limits of the model record, none in Phase I, and the alarmed run', () => {
+    expect(model).toMatchObject({ version: 1, reason: 'initial' });
     expect(detail.monitors).toHaveLength(1);
     const m = detail.monitors[0]!;
     const { t2, spe } = limitsOfModel();

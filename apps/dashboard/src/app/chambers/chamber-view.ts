@@ -1,5 +1,5 @@
-import type { AlarmRecord, LimitSetRecord, MonitorStateRecord, RunPointSet } from '@defender/contracts';
-import { describeFlags, MONITOR_CHART_TYPE, MONITOR_PART_CHART_TYPE, PENDING_BASELINE_CHART_TYPE, POINT_FLAGS } from '@defender/pipeline';
+import type { AlarmRecord, LimitSetRecord, MonitorModelRecord, MonitorStateRecord, RunPointSet } from '@defender/contracts';
+import { describeFlags, MONITOR_CHART_TYPE, MONITOR_PART_CHART_TYPE, monitorModelOf, monitorModelSummary, PENDING_BASELINE_CHART_TYPE, POINT_FLAGS } from '@defender/pipeline';
 import { runAlarmOf } from '../alarms/run-alarm';
 import { finiteOrNull, jsonObject } from '../json-fields';
 import { indicatorMeaning } from './indicator-words';
@@ -185,7 +185,7 @@ export interface MonitorPoint {
   readonly runHold: boolean;
 }
 
-/** The limits of a monitor model (its limit set: chart type `monitor`, the model as JSON in `params.model`). */
+/** The limits of a monitor model (its record; an earlier release's: a limit set of chart type `monitor`). */
 export interface MonitorLimits {
   readonly version: number;
   readonly createdAt: string;
@@ -249,6 +249,14 @@ function monitorStateView(r: MonitorStateRecord): MonitorStateView {
   };
 }
 
+function monitorLimitsOfRecord(rec: MonitorModelRecord): MonitorLimits | null {
+  const model = monitorModelOf(rec);
+  if (typeof model === 'string') return null;
+  const { baselineRuns, ...summary } = monitorModelSummary(model);
+  return { version: rec.version, createdAt: rec.createdAt.toISOString(), baselineRuns, excludedRuns: rec.excludedRunIds.length, reason: rec.reason, ...summary };
+}
+
+/** The limits of a model an earlier release stored as a limit set (its JSON walked: a field it lacks reads as absent). */
 function monitorLimitsOf(rec: LimitSetRecord): MonitorLimits {
   // The model is JSON written by the evaluator; a field this build does not know reads as absent.
   const base = {
@@ -309,8 +317,9 @@ export function monitorModelKeys(runs: readonly RunPointSet[], limits: readonly 
 }
 
 /**
- * The chamber monitor of each recipe that has one: the model's limits (the newest `monitor` limit set
- * of `<recipe>|m:model`; `limitSets` may hold several versions) and, per run of the recipe, T² (the
+ * The chamber monitor of each recipe that has one: the model's limits (the recipe's newest model
+ * record among `models`, or a newer `monitor` limit set of `<recipe>|m:model` that an earlier release
+ * stored; `limitSets` may hold several versions) and, per run of the recipe, T² (the
  * model point's value), SPE and MEWMA (its `chart`), the rules that fired (flag bits of the run's
  * monitor points, and the `rules` of the run-level alarm among `alarms`, which names the violations
  * that have no stored point, such as `CONSTANT`).
@@ -320,8 +329,11 @@ export function buildMonitors(
   limitSets: readonly LimitSetRecord[],
   alarms: readonly AlarmRecord[] = [],
   states: readonly MonitorStateRecord[] = [],
+  models: readonly MonitorModelRecord[] = [],
 ): MonitorView[] {
   const stateOf = new Map(states.map((r) => [r.recipe, r]));
+  const recordOf = new Map<string, MonitorModelRecord>();
+  for (const m of models) if ((recordOf.get(m.recipe)?.version ?? 0) < m.version) recordOf.set(m.recipe, m);
   const alarmRules = new Map<string, readonly string[]>();
   for (const a of alarms) {
     const run = runAlarmOf(a.ruleId, a.details);
@@ -371,16 +383,18 @@ export function buildMonitors(
       if (l.chartType === MONITOR_CHART_TYPE && (!model || l.version > model.version)) model = l;
       if (l.chartType === PENDING_BASELINE_CHART_TYPE && (!pending || l.version > pending.version)) pending = l;
     }
+    const recipe = modelKey.slice(0, -MODEL_SUFFIX.length);
+    const record = recordOf.get(recipe);
+    const newest = Math.max(model?.version ?? 0, record?.version ?? 0);
     const rebaseline =
-      pending && (!model || pending.version > model.version)
+      pending && pending.version > newest
         ? { version: pending.version, requestedAt: pending.createdAt.toISOString(), reason: typeof pending.params['reason'] === 'string' ? pending.params['reason'] : 'manual' }
         : null;
-    const recipe = modelKey.slice(0, -MODEL_SUFFIX.length);
     const state = stateOf.get(recipe);
     views.push({
       recipe,
       modelKey,
-      limits: model ? monitorLimitsOf(model) : null,
+      limits: record && record.version >= (model?.version ?? 0) ? monitorLimitsOfRecord(record) : model ? monitorLimitsOf(model) : null,
       rebaseline,
       points,
       alarmedRuns: points.filter((p) => p.runAlarmed).length,

@@ -8,6 +8,7 @@ import { ClusterWatcherService } from '../cluster/cluster-watcher.service';
 import { AlarmFeedService } from '../alarms/alarm-feed.service';
 import { runAlarmOf, type RunAlarmView } from '../alarms/run-alarm';
 import { buildCharts, buildMonitors, monitorModelKeys, type ChartView, type MonitorView } from './chamber-view';
+import { MODEL_SUFFIX } from './monitor-keys';
 
 /** A chamber in the chamber list. */
 export interface ChamberListItem {
@@ -135,7 +136,13 @@ export class ChamberService {
     ]);
     const all = opts.includeConstant ?? false;
     const { charts, hiddenConstant, hiddenMonitored } = buildCharts(history, limits, { includeConstant: all, includeMonitored: all, maxMonitored: MONITORED_CHARTS });
-    const monitors = buildMonitors(history, await this.withMonitorModels(db, ref, history, limits), alarms, monitorStates);
+    // Each recipe's newest model record: the recipes with a state, and those whose runs the history holds.
+    const recipes = new Set([...monitorStates.map((s) => s.recipe), ...monitorModelKeys(history, limits).map((k) => k.slice(0, -MODEL_SUFFIX.length))]);
+    const [withOlder, models] = await Promise.all([
+      this.withMonitorModels(db, ref, history, limits),
+      Promise.all([...recipes].map((recipe) => db.monitorModels.get(ref, recipe))),
+    ]);
+    const monitors = buildMonitors(history, withOlder, alarms, monitorStates, models.filter((m) => m !== undefined));
     const map = this.cluster.currentMap();
     const moved = map?.lastMovedAt[key];
     return {

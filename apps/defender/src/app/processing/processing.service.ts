@@ -362,6 +362,10 @@ export class ProcessingService implements ChamberWork, OnApplicationBootstrap, O
         get: timed('read', (c: ChamberRef, recipe: string) => s.monitorState.get(c, recipe)),
         list: (c: ChamberRef) => s.monitorState.list(c),
       },
+      monitorModels: {
+        get: timed('read', (c: ChamberRef, recipe: string, version?: number) => s.monitorModels.get(c, recipe, version)),
+        versions: (c: ChamberRef) => s.monitorModels.versions(c),
+      },
       chamberMemory: { get: timed('read', (c: ChamberRef) => s.chamberMemory.get(c)) },
     };
   }

@@ -49,6 +49,7 @@ export type {
   ChamberStateRepository,
   DefenderStore,
   MonitorStateRepository,
+  MonitorModelRepository,
   ChamberMemoryRepository,
   OutboxRepository,
   StrategyRepository,
@@ -95,6 +96,17 @@ export {
   type MonitorState,
   type MonitorStateRecord,
 } from './monitor-state';
+export {
+  decodeMonitorModelBody,
+  encodeMonitorModelBody,
+  monitorModelIssues,
+  MONITOR_MODEL_LIMITS,
+  MONITOR_MODEL_SCHEMA_VERSION,
+  type MonitorModelInput,
+  type MonitorModelReason,
+  type MonitorModelRecord,
+  type MonitorModelVersion,
+} from './monitor-model';
 export {
   chamberMemoryIssues,
   decodeChamberMemory,

@@ -1,5 +1,6 @@
 import type { ChamberRef, RunRef } from './chamber';
 import type { ChamberMemoryRecord } from './chamber-memory';
+import type { MonitorModelRecord, MonitorModelVersion } from './monitor-model';
 import type { MonitorStateRecord } from './monitor-state';
 import type {
   AlarmRecord,
@@ -201,6 +202,19 @@ export interface MonitorStateRepository {
 }
 
 /**
+ * The chamber monitor's fitted models per chamber and recipe, one record per version (see
+ * {@link MonitorModelRecord}): written only by `ChamberStateRepository.commitRun`
+ * (`CommitRunInput.monitorModel`) with the run that fitted it, so a fenced owner can never write one;
+ * read here by the owner (the version the recipe's monitor state names), the dashboard and defenderctl.
+ */
+export interface MonitorModelRepository {
+  /** The recipe's model of `version`, or its newest version when omitted; undefined when none is stored. */
+  get(chamber: ChamberRef, recipe: string, version?: number): Promise<MonitorModelRecord | undefined>;
+  /** Every stored model version of the chamber (without the models), ordered by recipe then version. */
+  versions(chamber: ChamberRef): Promise<MonitorModelVersion[]>;
+}
+
+/**
  * A chamber's memory of its own runs (see {@link ChamberMemoryRecord}): written only by
  * `ChamberStateRepository.commitRun` (`CommitRunInput.chamberMemory`), so it moves with the high-water
  * mark and a fenced owner can never write it; read here by the owner.
@@ -222,6 +236,7 @@ export interface DefenderStore {
   readonly outbox: OutboxRepository;
   readonly strategies: StrategyRepository;
   readonly monitorState: MonitorStateRepository;
+  readonly monitorModels: MonitorModelRepository;
   readonly chamberMemory: ChamberMemoryRepository;
   /** Releases connections / file handles; later calls reject with StoreClosedError. Idempotent. */
   close(): Promise<void>;

@@ -1,5 +1,6 @@
 import type { ChamberRef, RunRef } from './chamber';
 import type { ChamberMemory } from './chamber-memory';
+import type { MonitorModelInput } from './monitor-model';
 import type { MonitorState } from './monitor-state';
 
 /** A JSON value (what strategy documents, chart parameters and alarm details may hold). */
@@ -287,6 +288,12 @@ export interface CommitRunInput {
    * one in the same operation, fenced like the rest of the commit (`MonitorStateRepository`).
    */
   readonly monitorState?: MonitorState;
+  /**
+   * The model this run fitted for `recipe` (`MonitorModelRepository`), stored in the same operation,
+   * fenced like the rest of the commit; `monitorState` is required with it and judges with it (a
+   * judging state of the same version).
+   */
+  readonly monitorModel?: MonitorModelInput;
   /**
    * The chamber's memory after this run (`ChamberMemoryRepository`), replacing the stored one in the
    * same operation, fenced like the rest of the commit.

@@ -1,6 +1,7 @@
 import { isValidId, type ChamberRef } from './chamber';
 import { InvalidRecordError, type RecordIssue } from './errors';
 import { chamberMemoryIssues } from './chamber-memory';
+import { monitorModelIssues } from './monitor-model';
 import { monitorStateIssues } from './monitor-state';
 import type {
   AlarmInput,
@@ -221,6 +222,13 @@ export function validateCommitRunInput(input: CommitRunInput): void {
   if (input.monitorState !== undefined) {
     for (const i of monitorStateIssues(input.monitorState, 'monitorState')) issues.add(i.path, i.message);
     if (input.recipe === undefined) issues.add('recipe', 'is required with a monitor state (the state is per recipe)');
+  }
+  if (input.monitorModel !== undefined) {
+    for (const i of monitorModelIssues(input.monitorModel, 'monitorModel')) issues.add(i.path, i.message);
+    const state = input.monitorState;
+    if (state === undefined || state.phase !== 'judging' || state.modelVersion !== input.monitorModel?.version) {
+      issues.add('monitorState', 'must be a judging state of the model version committed with it');
+    }
   }
   if (input.chamberMemory !== undefined) {
     for (const i of chamberMemoryIssues(input.chamberMemory, 'chamberMemory')) issues.add(i.path, i.message);

@@ -52,6 +52,7 @@ describe('detectors and their dispatcher', () => {
       history: r.input.history,
       limits: r.input.limits,
       monitorState: r.input.monitorState,
+      monitorModel: r.input.monitorModel,
       recentAlarms: r.input.chamberMemory?.recentAlarms,
       historyLean: false,
       now: r.input.now,

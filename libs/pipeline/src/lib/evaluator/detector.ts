@@ -5,7 +5,7 @@
  * learnt goes out with its verdict — and the run evaluator is the dispatcher that runs a strategy's
  * detectors and combines their verdicts into the run's points, alarm and hold.
  */
-import type { LimitSetRecord, MonitorState, RunPointSet, UChartPoint } from '@defender/contracts';
+import type { LimitSetRecord, MonitorModelRecord, MonitorState, RunPointSet, UChartPoint } from '@defender/contracts';
 import type { DefenseStrategy } from '@defender/defense-rules';
 import type { IndicatorCalculator, Trace } from '@defender/uchart';
 import type { RunIdentity } from './alarms';
@@ -23,6 +23,8 @@ export interface DetectorInput {
   readonly limits: readonly LimitSetRecord[];
   /** The recipe's stored monitor state, if one is stored. */
   readonly monitorState: MonitorState | undefined;
+  /** The recipe's stored model (the version its state judges with, else its newest), if one is stored. */
+  readonly monitorModel: MonitorModelRecord | undefined;
   /**
    * The alarm flags of the chamber's judged runs before this one, oldest first, from its memory
    * (contracts `ChamberMemory`), covering the strategy's escalation rules; undefined: the escalation

@@ -20,4 +20,5 @@ export {
   type RebaselineRequest,
 } from './rebaseline';
 export { MONITOR_CHART_TYPE, MONITOR_COUNT_KEYS } from './monitor-stage';
+export { legacyModelLimitSets, monitorModelOf, monitorModelSummary, type MonitorModelSummary } from './monitor-model-store';
 export { MONITOR_PART_CHART_TYPE } from './chart-types';

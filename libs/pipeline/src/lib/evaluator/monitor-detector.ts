@@ -1,5 +1,5 @@
 /** The chamber monitor as a detector: its stage on the run, its points with their own flags. */
-import type { MonitorState, UChartPoint } from '@defender/contracts';
+import type { MonitorModelInput, MonitorState, UChartPoint } from '@defender/contracts';
 import type { MonitorConfig, MonitorViolation } from '@defender/defense-rules';
 import { needsOlderRuns, type Detector, type DetectorInput, type DetectorVerdict, type OlderRunsNeeded } from './detector';
 import { POINT_FLAGS, ruleFlag } from './flags';
@@ -16,6 +16,8 @@ export interface MonitorVerdict extends DetectorVerdict {
   readonly action: MonitorConfig['action'];
   /** Undefined when the run leaves the stored state as it is. */
   readonly state: MonitorState | undefined;
+  /** The model record to store with the run (fitted by it, or converted from an earlier release's limit sets). */
+  readonly modelRecord: MonitorModelInput | undefined;
 }
 
 /**
@@ -34,14 +36,14 @@ export class MonitorDetector implements Detector<MonitorVerdict> {
     for (const v of stage.violations) bits.set(v.key, (bits.get(v.key) ?? 0) | POINT_FLAGS.VIOLATION | ruleFlag(v.rule));
     const points: UChartPoint[] = stage.points.map((p) => {
       let flags = bits.get(p.key) ?? 0;
-      if (stage.newLimitSets.length > 0 && p.limitsVersion !== undefined) flags |= POINT_FLAGS.NEW_LIMITS;
+      if (stage.fitted && p.limitsVersion !== undefined) flags |= POINT_FLAGS.NEW_LIMITS;
       if (p.baselineData) flags |= POINT_FLAGS.BASELINE_DATA;
       if (p.key === stage.modelKey && stage.state) flags |= POINT_FLAGS.MEMORY_IN_STATE;
       return monitorPoint(p, flags);
     });
     return {
       points,
-      newLimitSets: stage.newLimitSets,
+      newLimitSets: [],
       skipped: stage.skipped,
       alarmed: stage.violations.length > 0,
       violations: stage.violations,
@@ -51,6 +53,7 @@ export class MonitorDetector implements Detector<MonitorVerdict> {
       spe: stage.spe,
       action: cfg.action,
       state: stage.state,
+      modelRecord: stage.modelRecord,
     };
   }
 }

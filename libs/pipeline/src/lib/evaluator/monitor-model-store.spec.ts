@@ -1,8 +1,10 @@
 import { fitMonitorModel, parseStrategy, type MonitorConfig, type MonitorModel } from '@defender/defense-rules';
-import { decodeModel, encodeModel, MonitorModelCache } from './monitor-model-store';
+import type { MonitorModelRecord } from '@defender/contracts';
+import { decodeModel, legacyModelLimitSets, modelRecordOf, MonitorModelCache } from './monitor-model-store';
 
-// The monitor model's lattice fields (issue 49, item 4) round-trip through the stored limit sets, and
-// a model stored before them still loads, as a model without lattice sensors.
+// The monitor model's lattice fields (issue 49, item 4) round-trip through its stored record (and the
+// limit sets of an earlier release), and a model stored before them still loads, as a model without
+// lattice sensors.
 const cfg = parseStrategy({ schemaVersion: 1, name: 't', monitor: {} }).monitor as MonitorConfig;
 const keys = ['m/A@s:mean', 'm/B@s:mean', 'm/C@s:mean', 'm/G@s:p05', 'm/G@s:p95'];
 const rows = Array.from({ length: 30 }, (_, i) => {
@@ -13,10 +15,15 @@ const chamber = { toolId: 't', chamberId: 'c' };
 const now = new Date(Date.UTC(2026, 11, 7));
 
 function roundTrip(model: MonitorModel): MonitorModel | string {
-  const records = encodeModel(chamber, 'm:model', model, now, 'initial', []);
+  const input = modelRecordOf(model, now, 'initial', []);
   // As a store returns it: JSON.
+  const record: MonitorModelRecord = { ...chamber, recipe: 'R', sequence: 1, runId: 'r1', committedAt: now, ...input, model: JSON.parse(JSON.stringify(input.model)) as MonitorModelRecord['model'] };
+  const fromRecord = new MonitorModelCache().ofRecord(record);
+  const records = legacyModelLimitSets(chamber, 'm:model', model, now, 'initial', []);
   const stored = JSON.parse(JSON.stringify(records)) as typeof records;
-  return decodeModel(stored[stored.length - 1] as (typeof records)[number], stored, new MonitorModelCache());
+  const fromLimitSets = decodeModel(stored[stored.length - 1] as (typeof records)[number], stored, new MonitorModelCache());
+  expect(fromLimitSets).toEqual(fromRecord);
+  return fromRecord;
 }
 
 describe('monitor model store: lattices and attributes', () => {

@@ -1,12 +1,14 @@
 /**
- * The chamber monitor's fitted model stored as limit sets: the model's JSON as `params.model` of one
- * limit set under the model key, or, when it is large, in parts with a head that names their number
- * and digest. Decoded models are remembered per version and digest (a model in parts is parsed once).
+ * The chamber monitor's fitted model: a record of its own (contracts `MonitorModelRecord`, written with
+ * the run that fitted it), or, as an earlier release stored it, limit sets: the model's JSON as
+ * `params.model` of one limit set under the model key, or, when it is large, in parts with a head that
+ * names their number and digest. Decoded models are remembered per record, version and digest.
  */
-import type { ChamberRef, JsonObject, LimitSetRecord } from '@defender/contracts';
+import type { ChamberRef, JsonObject, LimitSetRecord, MonitorModelInput, MonitorModelRecord } from '@defender/contracts';
 import { levelTerms, residualSds, type LevelTerms, type MonitorModel } from '@defender/defense-rules';
 import { xxh64Hex } from '@defender/hashing';
 import { MONITOR_PART_CHART_TYPE } from './chart-types';
+import { pendingBaselineOf, type PendingBaseline } from './rebaseline';
 
 /** Limit-set chart type of a monitor model (its JSON in `params.model`). */
 export const MONITOR_CHART_TYPE = 'monitor';
@@ -23,8 +25,25 @@ export function modelPartKey(modelKey: string, i: number): string {
   return `${modelKey}/part${i}`;
 }
 
-/** What a reader without the model (the dashboard) needs of a model stored in parts. */
-function modelSummary(model: MonitorModel): JsonObject {
+/** What a reader of a model needs to show it (the dashboard, defenderctl): its size, its charts' limits. */
+export interface MonitorModelSummary {
+  /** Indicators charted (the model's variables). */
+  readonly charted: number;
+  /** Indicators left out of the charts, per reason (`constant`, `numerical-noise`, `missing`). */
+  readonly notCharted: Readonly<Record<string, number>>;
+  /** T² and SPE limits; null without a PCA model (univariate limits only). */
+  readonly t2: number | null;
+  readonly spe: number | null;
+  /** Principal components retained and the share of the Phase I variance they explain (0..1). */
+  readonly components: number | null;
+  readonly explainedVariance: number | null;
+  /** MEWMA limit; null without a MEWMA chart. */
+  readonly mewma: number | null;
+  /** Phase I runs the model was fitted on. */
+  readonly baselineRuns: number;
+}
+
+export function monitorModelSummary(model: MonitorModel): MonitorModelSummary {
   const notCharted: Record<string, number> = {};
   for (const nc of model.notCharted) notCharted[nc.reason] = (notCharted[nc.reason] ?? 0) + 1;
   return {
@@ -35,7 +54,19 @@ function modelSummary(model: MonitorModel): JsonObject {
     components: model.pca ? model.pca.components : null,
     explainedVariance: model.pca ? model.pca.explainedVariance : null,
     mewma: model.mewma ? model.mewma.limit : null,
+    baselineRuns: model.baselineRunIds.length,
   };
+}
+
+/** The model of a stored record, checked, or why it cannot be read. */
+export function monitorModelOf(rec: MonitorModelRecord): MonitorModel | string {
+  return checkedModel(rec.model, rec.version);
+}
+
+/** What a reader without the model (the dashboard) needs of a model stored in parts. */
+function modelSummary(model: MonitorModel): JsonObject {
+  const { baselineRuns: _runs, ...summary } = monitorModelSummary(model);
+  return summary as unknown as JsonObject;
 }
 
 /**
@@ -48,6 +79,7 @@ function modelSummary(model: MonitorModel): JsonObject {
 export class MonitorModelCache {
   private readonly parted = new Map<string, MonitorModel>();
   private readonly whole = new WeakMap<object, MonitorModel>();
+  private readonly records = new WeakMap<MonitorModelRecord, MonitorModel>();
   private readonly levels = new WeakMap<MonitorModel, LevelTerms>();
   private readonly residuals = new WeakMap<MonitorModel, Float64Array | null>();
 
@@ -61,6 +93,15 @@ export class MonitorModelCache {
   rememberParts(id: string, model: MonitorModel): void {
     if (this.parted.size >= this.capacity) this.parted.delete(this.parted.keys().next().value as string);
     this.parted.set(id, model);
+  }
+
+  /** The model of a stored record (checked once per record object), or why it cannot be used. */
+  ofRecord(rec: MonitorModelRecord): MonitorModel | string {
+    const hit = this.records.get(rec);
+    if (hit) return hit;
+    const model = monitorModelOf(rec);
+    if (typeof model !== 'string') this.records.set(rec, model);
+    return model;
   }
 
   wholeOf(params: object): MonitorModel | undefined {
@@ -158,13 +199,27 @@ export function decodeModel(rec: LimitSetRecord, limits: readonly LimitSetRecord
   return model;
 }
 
+/** The record of a model fitted by a run (`CommitRunInput.monitorModel`): stored with it. */
+export function modelRecordOf(model: MonitorModel, now: Date, reason: MonitorModelInput['reason'], excludedRunIds: readonly string[]): MonitorModelInput {
+  return { version: model.version, reason, excludedRunIds: [...excludedRunIds], createdAt: now, model: model as unknown as JsonObject };
+}
+
 /**
- * The limit sets of a fitted model, in the order to store them: the model itself as `params.model`
- * of one limit set under `key` when it fits, else its JSON in parts (`<key>/part<i>`, chart type
- * {@link MONITOR_PART_CHART_TYPE}, same version) first and then the head under `key` with the
- * number of parts, their digest and a summary. A reader that sees the head finds every part.
+ * The record of a model an earlier release stored as limit sets (`rec` its head), taken over by the
+ * first run that uses it: committed with that run, the record is the model from then on.
  */
-export function encodeModel(
+export function convertedModelRecord(rec: LimitSetRecord, model: MonitorModel): MonitorModelInput {
+  return { version: model.version, reason: 'converted', excludedRunIds: [...rec.baseline.excludedRunIds], createdAt: rec.createdAt, model: model as unknown as JsonObject };
+}
+
+/**
+ * The limit sets of a fitted model as an earlier release stored them, in the order it stored them:
+ * the model itself as `params.model` of one limit set under `key` when it fits, else its JSON in
+ * parts (`<key>/part<i>`, chart type {@link MONITOR_PART_CHART_TYPE}, same version) first and then
+ * the head under `key` with the number of parts, their digest and a summary. Kept to test the
+ * conversion of stores written before models were records of their own.
+ */
+export function legacyModelLimitSets(
   chamber: ChamberRef,
   key: string,
   model: MonitorModel,
@@ -194,3 +249,35 @@ export function encodeModel(
   return [...parts, record(key, MONITOR_CHART_TYPE, { parts: parts.length, digest: xxh64Hex(json), summary: modelSummary(model) })];
 }
 
+
+/** The model that judges a recipe's runs, as {@link currentModel} finds it. */
+export interface CurrentModel {
+  /** Null in Phase I (none fitted, or a re-baseline pending) and when the model cannot be read. */
+  readonly model: MonitorModel | null;
+  /** A re-baseline asked for after the newest model: Phase I again. */
+  readonly pending?: PendingBaseline;
+  /** Why the newest model cannot be read (the recipe is then neither collected nor judged). */
+  readonly unreadable?: string;
+  /** The newest model was an earlier release's limit sets: its record, to store with the run that uses it. */
+  readonly converted?: MonitorModelInput;
+}
+
+/**
+ * The recipe's current model: the newer of its stored record (`record`, the version its monitor state
+ * names) and what an earlier release left under `modelKey` in the limit sets — a model (converted on
+ * this first use) or a re-baseline request (a limit set of the next version, which an operator stores).
+ */
+export function currentModel(modelKey: string, limits: readonly LimitSetRecord[], record: MonitorModelRecord | undefined, cache: MonitorModelCache): CurrentModel {
+  let newest: LimitSetRecord | undefined;
+  for (const rec of limits) if (rec.indicatorKey === modelKey && (!newest || rec.version > newest.version)) newest = rec;
+  if (newest && newest.version > (record?.version ?? 0)) {
+    const pending = pendingBaselineOf(newest);
+    if (pending) return { model: null, pending };
+    const legacy = decodeModel(newest, limits, cache);
+    if (typeof legacy === 'string') return { model: null, unreadable: `unreadable-limits: ${legacy}` };
+    return { model: legacy, converted: convertedModelRecord(newest, legacy) };
+  }
+  if (!record) return { model: null };
+  const model = cache.ofRecord(record);
+  return typeof model === 'string' ? { model: null, unreadable: `unreadable-model: ${model}` } : { model };
+}

@@ -62,14 +62,16 @@ describe('chamber monitor in the run evaluator', () => {
     const rand = seededRandom(11);
     const chamber = new SimulatedChamber(createRunEvaluator());
     const phase = Array.from({ length: 30 }, (_, i) => chamber.process(run(i, rand), 'R1', doc));
-    expect(phase.slice(0, 29).every((p) => p.evaluation.alarms.length === 0 && p.evaluation.newLimitSets.length === 0)).toBe(true);
+    expect(phase.slice(0, 29).every((p) => p.evaluation.alarms.length === 0 && p.evaluation.monitorModel === undefined)).toBe(true);
     const last = phase[29]?.evaluation;
-    expect(last?.newLimitSets).toHaveLength(1);
-    const model = last?.newLimitSets[0];
-    expect(model?.chartType).toBe(MONITOR_CHART_TYPE);
-    expect(model?.indicatorKey).toBe('R1|m:model');
-    expect(model?.baseline.runIds).toHaveLength(30);
-    const params = model?.params['model'] as { variables: string[]; notCharted: { key: string; reason: string }[] };
+    // The model is a record of its own, committed with the run that fitted it; no limit set holds it.
+    expect(last?.newLimitSets).toEqual([]);
+    const model = last?.monitorModel;
+    expect(model).toMatchObject({ version: 1, reason: 'initial', excludedRunIds: [] });
+    expect(last?.monitorState).toMatchObject({ phase: 'judging', modelVersion: 1 });
+    expect(chamber.modelVersions().map((m) => [m.recipe, m.version, m.runId])).toEqual([['R1', 1, 'run-29']]);
+    const params = model?.model as { baselineRunIds: string[]; variables: string[]; notCharted: { key: string; reason: string }[] };
+    expect(params.baselineRunIds).toHaveLength(30);
     // The setpoint is constant in each step: not charted, checked for change.
     expect(params.notCharted.filter((n) => n.key.startsWith('R1|m/SP_001@')).every((n) => n.reason === 'constant' || n.reason === 'missing')).toBe(true);
     expect(params.variables.some((k) => k.startsWith('R1|m/Pressure@Main:'))).toBe(true);
@@ -119,7 +121,8 @@ describe('chamber monitor in the run evaluator', () => {
     const models: { run: number; version: number; reason: string; runs: number }[] = [];
     for (let i = 0; i < 80; i++) {
       const r = chamber.process(run(i, rand, i === 40 ? { setpoint: 510 } : undefined), 'R1', extending);
-      for (const l of r.evaluation.newLimitSets) models.push({ run: i, version: l.version, reason: l.baseline.reason, runs: l.baseline.runIds.length });
+      const m = r.evaluation.monitorModel;
+      if (m) models.push({ run: i, version: m.version, reason: m.reason, runs: (m.model['baselineRunIds'] as string[]).length });
     }
     // v1 after 30 runs; v2 once 60 unalarmed runs exist (the alarmed run 40 is left out), then no more.
     expect(models).toEqual([
@@ -127,10 +130,11 @@ describe('chamber monitor in the run evaluator', () => {
       { run: expect.any(Number) as number, version: 2, reason: 'extended', runs: 60 },
     ]);
     expect(models[1]?.run).toBeGreaterThanOrEqual(60);
-    const v2 = chamber.limits.find((l) => l.indicatorKey === 'R1|m:model');
-    expect(v2?.baseline.runIds).not.toContain('run-40');
+    const v2 = chamber.model('R1');
+    expect(v2?.version).toBe(2);
+    expect(v2?.model['baselineRunIds']).not.toContain('run-40');
     // Not-charted indicators of Phase I stay not charted (the constant setpoint is still checked).
-    const params = v2?.params['model'] as { notCharted: { key: string }[] };
+    const params = v2?.model as { notCharted: { key: string }[] };
     expect(params.notCharted.some((n) => n.key === 'R1|m/SP_001@Main:mean')).toBe(true);
   });
 
@@ -186,9 +190,13 @@ describe('chamber monitor in the run evaluator', () => {
       const trace = i === 70 ? traceOf(`run-${i}`, { Pressure: [NaN], Flow: [NaN], SP_001: [NaN] }) : run(i, rand, faults.has(i) ? { pressureStep: 3 } : undefined);
       step(i, trace, recipe, extending);
     }
-    const models = steady.limits.filter((l) => l.chartType === MONITOR_CHART_TYPE).map((l) => `${l.indicatorKey} v${l.version}`);
+    const newest = new Map(steady.modelVersions().map((m) => [m.recipe, m.version]));
     // R3 runs too rarely for its Phase I to fit in the history any run reads: it keeps collecting.
-    expect(models.sort()).toEqual(['R1|m:model v2', 'R2|m:model v2']);
+    expect([...newest]).toEqual([
+      ['R1', 2],
+      ['R2', 2],
+    ]);
+    expect(steady.limits).toEqual([]);
     expect(whole.longReads).toBe(0);
     // The steady reads came without the indicators' values, as from the defender's cache (Phase I runs
     // keep their model point only): points no run judged in the steady state reads.
@@ -210,13 +218,13 @@ describe('chamber monitor in the run evaluator', () => {
     // Alarmed runs are no usable runs for the extension: each one moves its due run one later.
     const faults = new Set([35, 41, 42, 60]);
     const refits: number[] = [];
-    const version = () => Math.max(0, ...steady.limits.filter((l) => l.chartType === MONITOR_CHART_TYPE).map((l) => l.version));
+    const version = () => steady.model('R1')?.version ?? 0;
     for (let i = 0; i < 90; i++) {
       const before = version();
       step(i, run(i, rand, faults.has(i) ? { pressureStep: 3 } : undefined), 'R1', extending);
       if (before === 1 && version() === 2) refits.push(i);
     }
-    expect(steady.limits.filter((l) => l.chartType === MONITOR_CHART_TYPE).map((l) => l.version)).toEqual([2]);
+    expect(steady.modelVersions().map((m) => m.version)).toEqual([1, 2]);
     // Phase I completes at run 29, the extension is fitted on 50 unalarmed runs: no check before it.
     expect(refits[0]).toBeGreaterThan(29 + 20);
     expect(longAt).toEqual([29, refits[0]]);
@@ -233,14 +241,14 @@ describe('chamber monitor in the run evaluator', () => {
       step(i, trace, 'R1', extending);
     }
     // Too few runs without an alarm in the history a run may read: the model is never extended.
-    expect(steady.limits.filter((l) => l.chartType === MONITOR_CHART_TYPE).map((l) => l.version)).toEqual([1]);
+    expect(steady.modelVersions().map((m) => m.version)).toEqual([1]);
     // From run 60 on (30 judged runs) the count of judged runs alone says the extension may be due: it
     // read the whole history on each of those 90 runs; the bound each check stores leaves a few.
     expect(longAt.filter((i) => i >= 60).length).toBeGreaterThan(0);
     expect(longAt.filter((i) => i >= 60).length).toBeLessThanOrEqual(10);
   });
 
-  it('stores a model too large for one limit set in parts (head last), reads it back whole, and refuses a missing part', () => {
+  it('converts a model an earlier release stored in limit-set parts on first use: read whole, judged with, stored as a record; a missing part is refused', () => {
     const rand = seededRandom(31);
     const wide = (i: number) => {
       const svids: Record<string, number[]> = {};
@@ -249,26 +257,32 @@ describe('chamber monitor in the run evaluator', () => {
       return traceOf(`run-${i}`, svids);
     };
     const chamber = new SimulatedChamber(createRunEvaluator());
-    let fitted;
-    for (let i = 0; i < 30; i++) fitted = chamber.process(wide(i), 'R1', doc);
-    const sets = fitted!.evaluation.newLimitSets;
+    for (let i = 0; i < 30; i++) chamber.process(wide(i), 'R1', doc);
+    const fitted = chamber.model('R1');
+    expect(fitted).toMatchObject({ version: 1, reason: 'initial', runId: 'run-29' });
+    // The model as an earlier release stored it: in limit-set parts (head last), no record.
+    chamber.modelsAsLimitSets();
+    const sets = chamber.limits;
     expect(sets.length).toBeGreaterThan(2);
-    const head = sets.at(-1)!;
-    expect(head).toMatchObject({ indicatorKey: 'R1|m:model', chartType: MONITOR_CHART_TYPE, version: 1, params: { parts: sets.length - 1 } });
-    expect(head.params['summary']).toMatchObject({ charted: expect.any(Number) as number, components: expect.any(Number) as number });
-    expect(sets.slice(0, -1).map((l) => [l.indicatorKey, l.chartType, l.version])).toEqual(
-      sets.slice(0, -1).map((_, i) => [`R1|m:model/part${i + 1}`, MONITOR_PART_CHART_TYPE, 1]),
-    );
-    // Every record is what the store accepts (the harness validates), each far below its 1 MiB limit.
+    const head = sets.find((l) => l.indicatorKey === 'R1|m:model')!;
+    expect(head).toMatchObject({ chartType: MONITOR_CHART_TYPE, version: 1, params: { parts: sets.length - 1 } });
+    expect(sets.filter((l) => l !== head).map((l) => [l.chartType, l.version])).toEqual(sets.slice(0, -1).map(() => [MONITOR_PART_CHART_TYPE, 1]));
     for (const l of sets) expect(JSON.stringify(l.params).length).toBeLessThan(1 << 20);
+    expect(chamber.modelVersions()).toEqual([]);
 
+    // Its first run is judged with it and stores it as the recipe's record (`converted`); the next one reads the record.
     const judged = chamber.process(wide(30), 'R1', doc).evaluation;
     expect(judged.skipped).toEqual([]);
     expect(judged.points.find((p) => p.indicatorKey === 'R1|m:model')?.limitsVersion).toBe(1);
+    expect(judged.monitorModel).toMatchObject({ version: 1, reason: 'converted', createdAt: head.createdAt });
+    expect(chamber.model('R1')?.model).toEqual(fitted?.model);
+    const next = chamber.process(wide(31), 'R1', doc);
+    expect(next.input.monitorModel).toMatchObject({ version: 1, reason: 'converted' });
+    expect(next.evaluation.monitorModel).toBeUndefined();
 
     // Parts that do not add up to the head's model (decoded models are remembered by their digest, so
     // a head with another digest is read anew): the model cannot be read, and the run says so.
-    const input = chamber.process(wide(31), 'R1', doc).input;
+    const input = { ...next.input, monitorModel: undefined };
     const otherHead = (limits: typeof input.limits) => limits.map((l) => (l.indicatorKey === 'R1|m:model' ? { ...l, params: { ...l.params, digest: '0123456789abcdef' } } : l));
     const unreadable = (limits: typeof input.limits) => createRunEvaluator().evaluate({ ...input, limits, historyLimit: undefined }).skipped;
     expect(unreadable(otherHead(input.limits))).toContainEqual({ indicatorKey: 'R1|m:model', reason: 'unreadable-limits: the parts of model v1 do not match its digest' });
@@ -276,8 +290,8 @@ describe('chamber monitor in the run evaluator', () => {
       indicatorKey: 'R1|m:model',
       reason: `unreadable-limits: part 2 of ${sets.length - 1} of model v1 is missing`,
     });
-    // A re-baseline replaces the model, not its parts one by one.
-    expect(rebaselineRecords(chamber.chamber, chamber.limits, { reason: 'PM', requestedBy: 'alice', excludeRunIds: [] }, new Date(0)).map((r) => r.indicatorKey)).toEqual(['R1|m:model']);
+    // A re-baseline replaces the model, not its parts one by one: one request, after the record's version.
+    expect(rebaselineRecords(chamber.chamber, chamber.limits, { reason: 'PM', requestedBy: 'alice', excludeRunIds: [] }, new Date(0), chamber.modelVersions()).map((r) => [r.indicatorKey, r.version])).toEqual([['R1|m:model', 2]]);
   });
 
   it('lists at most 100 violations of a run, the worst first, and counts every one by rule', () => {
@@ -307,39 +321,45 @@ describe('chamber monitor in the run evaluator', () => {
     let models = 0;
     for (let i = 0; i < 60; i++) {
       const r = chamber.process(run(i, rand), i % 2 === 0 ? 'A' : 'B', doc);
-      models += r.evaluation.newLimitSets.length;
+      if (r.evaluation.monitorModel) models++;
     }
     expect(models).toBe(2);
-    expect(chamber.limits.map((l) => l.indicatorKey).sort()).toEqual(['A|m:model', 'B|m:model']);
+    expect(chamber.modelVersions().map((m) => [m.recipe, m.version])).toEqual([
+      ['A', 1],
+      ['B', 1],
+    ]);
   });
 
   it('re-baselines on request: a new Phase I after it, excluded runs left out, the new version replaces the old', () => {
     const rand = seededRandom(13);
     const chamber = new SimulatedChamber(createRunEvaluator());
     for (let i = 0; i < 32; i++) chamber.process(run(i, rand), 'R1', doc);
-    expect(chamber.limits.map((l) => [l.indicatorKey, l.version])).toEqual([['R1|m:model', 1]]);
+    expect(chamber.limits).toEqual([]);
+    expect(chamber.modelVersions().map((m) => [m.recipe, m.version])).toEqual([['R1', 1]]);
     const requests = rebaselineRecords(
       chamber.chamber,
       chamber.limits,
       { reason: 'chamber wet clean', requestedBy: 'alice', excludeRunIds: ['run-33'], minRuns: 12 },
       new Date(0),
+      chamber.modelVersions(),
     );
     expect(requests).toHaveLength(1);
     expect(requests[0]).toMatchObject({ indicatorKey: 'R1|m:model', version: 2, chartType: PENDING_BASELINE_CHART_TYPE });
     for (const r of requests) chamber.putLimitSet(r);
     // Already pending: asking again adds nothing.
-    expect(rebaselineRecords(chamber.chamber, chamber.limits, { reason: 'x', requestedBy: 'bob', excludeRunIds: [] }, new Date(0))).toEqual([]);
+    expect(rebaselineRecords(chamber.chamber, chamber.limits, { reason: 'x', requestedBy: 'bob', excludeRunIds: [] }, new Date(0), chamber.modelVersions())).toEqual([]);
 
     const after = Array.from({ length: 13 }, (_, k) => chamber.process(run(32 + k, rand, k === 1 ? { pressureStep: 50 } : undefined), 'R1', doc));
     // Phase I again: no judgement, no alarm (not even on the excluded, faulty run-33).
-    expect(after.slice(0, 12).every((p) => p.evaluation.alarms.length === 0 && p.evaluation.newLimitSets.length === 0)).toBe(true);
-    const v2 = after[12]?.evaluation.newLimitSets[0];
-    expect(v2).toMatchObject({ indicatorKey: 'R1|m:model', version: 2, chartType: 'monitor' });
-    expect(v2?.baseline.reason).toBe('manual');
-    expect(v2?.baseline.excludedRunIds).toEqual(['run-33']);
-    expect(v2?.baseline.runIds).toHaveLength(12);
-    expect(v2?.baseline.runIds).not.toContain('run-33');
-    expect(v2?.baseline.runIds[0]).toBe('run-32');
+    expect(after.slice(0, 12).every((p) => p.evaluation.alarms.length === 0 && p.evaluation.monitorModel === undefined)).toBe(true);
+    const v2 = after[12]?.evaluation.monitorModel;
+    expect(v2).toMatchObject({ version: 2, reason: 'manual', excludedRunIds: ['run-33'] });
+    const runIds = v2?.model['baselineRunIds'] as string[];
+    expect(runIds).toHaveLength(12);
+    expect(runIds).not.toContain('run-33');
+    expect(runIds[0]).toBe('run-32');
+    // The new version judges from then on; the request stays in the limit sets as its audit.
+    expect(chamber.process(run(45, rand), 'R1', doc).input.monitorModel?.version).toBe(2);
   });
 
   it('re-baselines legacy charts the same way', () => {

@@ -2,7 +2,7 @@
  * The chamber monitor's stage of a run's evaluation: the run's indicators, Phase I and its extension
  * (model fits), the run judged against the model, and the recipe's state after the run.
  */
-import type { LimitSetRecord, MonitorState, RunPointSet, UChartPoint } from '@defender/contracts';
+import type { MonitorModelInput, MonitorState, RunPointSet, UChartPoint } from '@defender/contracts';
 import {
   fitMonitorModel,
   levelCentre,
@@ -19,9 +19,8 @@ import {
 } from '@defender/defense-rules';
 import { POINT_FLAGS } from './flags';
 import { DecodedHistory, judgedRunsInHistory, memoryOfHistory, memoryOfState } from './monitor-memory';
-import { decodeModel, encodeModel, type MonitorModelCache } from './monitor-model-store';
+import { currentModel, modelRecordOf, type MonitorModelCache } from './monitor-model-store';
 import { CONSTANT_STATISTICS, judgedSpecs, phaseOneSpecs } from './monitor-specs';
-import { pendingBaselineOf, type PendingBaseline } from './rebaseline';
 import { olderRunsNeeded, type DetectorInput, type OlderRunsNeeded } from './detector';
 import { storeKeyPrefix } from './store-keys';
 
@@ -44,8 +43,13 @@ export interface MonitorStageResult {
   }[];
   readonly violations: readonly MonitorViolation[];
   readonly model: MonitorModel | null;
-  /** The model's limit sets (in the order to store them) when this run completed Phase I or extended it. */
-  readonly newLimitSets: readonly LimitSetRecord[];
+  /** This run fitted the model (Phase I completed, or the extension). */
+  readonly fitted: boolean;
+  /**
+   * The model record to store with the run: the model it fitted, or an earlier release's model (limit
+   * sets) it was judged by, converted; undefined when the stored one stays as it is.
+   */
+  readonly modelRecord: MonitorModelInput | undefined;
   readonly skipped: { indicatorKey: string; reason: string }[];
   readonly t2: number | null;
   readonly spe: number | null;
@@ -78,18 +82,11 @@ export function runMonitorStage(
   const skipped: { indicatorKey: string; reason: string }[] = [];
   const modelKey = args.keyPrefix + MONITOR_MODEL_KEY;
 
-  let model: MonitorModel | null = null;
-  let newest: LimitSetRecord | undefined;
-  for (const rec of args.limits) if (rec.indicatorKey === modelKey && (!newest || rec.version > newest.version)) newest = rec;
-  let unreadable = false;
-  const pending: PendingBaseline | undefined = newest ? pendingBaselineOf(newest) : undefined;
-  if (newest && !pending) {
-    const decoded = decodeModel(newest, args.limits, args.models);
-    if (typeof decoded === 'string') {
-      unreadable = true;
-      skipped.push({ indicatorKey: modelKey, reason: `unreadable-limits: ${decoded}` });
-    } else model = decoded;
-  }
+  const current = currentModel(modelKey, args.limits, args.monitorModel, args.models);
+  let model: MonitorModel | null = current.model;
+  const pending = current.pending;
+  const unreadable = current.unreadable !== undefined;
+  if (current.unreadable !== undefined) skipped.push({ indicatorKey: modelKey, reason: current.unreadable });
 
   const decoded = new DecodedHistory();
   // What the previous run of the recipe carried: the stored state, else an earlier release's points.
@@ -102,7 +99,7 @@ export function runMonitorStage(
   const minRuns = pending?.minRuns ?? cfg.baseline.minRuns;
   const collectingVersion = pending?.version ?? 1;
   const phaseBefore = memory.phaseOneRuns(collectingVersion);
-  let newLimitSets: LimitSetRecord[] = [];
+  let fitted: MonitorModelInput | undefined;
   if (!model && !unreadable && lean) {
     if (pending) return olderRunsNeeded('the model is re-baselined');
     if (phaseBefore === undefined) {
@@ -151,7 +148,7 @@ export function runMonitorStage(
   // material nor judgeable: no point, so that a worker dead-letters it when nothing else charted it.
   if (values.size === 0) {
     skipped.push({ indicatorKey: modelKey, reason: 'no-value: no monitored indicator has a value in this run' });
-    return { modelKey, points: [], violations: [], model, newLimitSets: [], skipped, t2: null, spe: null, state: undefined };
+    return { modelKey, points: [], violations: [], model, fitted: false, modelRecord: undefined, skipped, t2: null, spe: null, state: undefined };
   }
 
   // This run's Phase I count when it is not judged (the runs of the phase, as far as they are read, without the count).
@@ -191,7 +188,7 @@ export function runMonitorStage(
       runIds.push(args.runId);
       try {
         model = fitMonitorModel(rows, keys, runIds, { ...cfg, baseline: { ...cfg.baseline, minRuns } }, args.strategy.budget, pending?.version ?? 1);
-        newLimitSets = encodeModel(args.chamber, modelKey, model, args.now, pending ? 'manual' : 'initial', pending?.excludeRunIds ?? []);
+        fitted = modelRecordOf(model, args.now, pending ? 'manual' : 'initial', pending?.excludeRunIds ?? []);
       } catch (err) {
         if (!(err instanceof MonitorBaselineError)) throw err;
         skipped.push({ indicatorKey: modelKey, reason: `baseline-refused: ${err.message}` });
@@ -207,7 +204,7 @@ export function runMonitorStage(
   // most one usable run. Without it, a chamber whose judged runs alarm often enough re-read its whole
   // history on every run (the check was due by the count of judged runs alone), for as long as that lasted.
   let extensionCheckAt: number | undefined;
-  if (model && newLimitSets.length === 0 && extension) {
+  if (model && !fitted && extension) {
     const current = model;
     const { judged, checkAt, due } = extension;
     const target = extension.extendTo;
@@ -249,7 +246,7 @@ export function runMonitorStage(
           const refit = fitMonitorModel(rows, current.variables, usable.map((set) => set.runId), { ...cfg, baseline: { ...cfg.baseline, minRuns: target } }, args.strategy.budget, current.version + 1);
           // Indicators not charted in Phase I stay so (later runs do not store them).
           model = { ...refit, notCharted: [...current.notCharted, ...refit.notCharted] };
-          newLimitSets = encodeModel(args.chamber, modelKey, model, args.now, 'extended', []);
+          fitted = modelRecordOf(model, args.now, 'extended', []);
         } catch (err) {
           if (!(err instanceof MonitorBaselineError)) throw err;
           skipped.push({ indicatorKey: modelKey, reason: `extension-refused: ${err.message}` });
@@ -266,13 +263,13 @@ export function runMonitorStage(
     // The model's point marks the run as one of the recipe's Phase I runs (judged by no model).
     points.push({ key: modelKey, value: 0 });
     const state: MonitorState = { phase: 'collecting', modelVersion: collectingVersion, runs: phaseRuns };
-    return { modelKey, points, violations: [], model: null, newLimitSets, skipped, t2: null, spe: null, state };
+    return { modelKey, points, violations: [], model: null, fitted: false, modelRecord: undefined, skipped, t2: null, spe: null, state };
   }
 
   // What the previous run judged by this model left: the MEWMA vector and the adaptive centre's
   // offsets (a version fitted since, by this run or another, starts afresh).
   const judgedModel = model;
-  const fittedNow = newLimitSets.length > 0;
+  const fittedNow = fitted !== undefined;
   const prevState = model.mewma && !fittedNow ? memory.mewma(model.version, model.mewma.scoreScale.length) : null;
   const levels = cfg.adapt ? args.models.levelTerms(model) : undefined;
   const offsets = levels && !fittedNow ? memory.levelOffsets(model.version, levels.svids) : new Map<string, number>();
@@ -309,7 +306,8 @@ export function runMonitorStage(
     points,
     violations: score.violations,
     model,
-    newLimitSets,
+    fitted: fittedNow,
+    modelRecord: fitted ?? current.converted,
     skipped,
     t2: score.t2,
     spe: score.spe,

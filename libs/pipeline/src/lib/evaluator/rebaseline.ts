@@ -1,4 +1,5 @@
-import type { ChamberRef, JsonObject, LimitSetRecord } from '@defender/contracts';
+import type { ChamberRef, JsonObject, LimitSetRecord, MonitorModelVersion } from '@defender/contracts';
+import { MONITOR_MODEL_KEY } from '@defender/defense-rules';
 import { MONITOR_PART_CHART_TYPE } from './chart-types';
 
 /**
@@ -42,14 +43,16 @@ export function pendingBaselineOf(rec: LimitSetRecord): PendingBaseline | undefi
 
 /**
  * The limit sets that re-baseline a chamber: for each current limit set (the newest version of each
- * indicator, optionally only those of `recipe`) that is not already pending, a pending re-baseline at
- * the next version. Pure; the caller stores them (`putLimitSet`).
+ * indicator, optionally only those of `recipe`) and each recipe's newest monitor model (`models`, the
+ * chamber's stored model versions) that is not already pending, a pending re-baseline at the next
+ * version. Pure; the caller stores them (`putLimitSet`).
  */
 export function rebaselineRecords(
   chamber: ChamberRef,
   current: readonly LimitSetRecord[],
   request: RebaselineRequest & { readonly recipe?: string },
   now: Date,
+  models: readonly Pick<MonitorModelVersion, 'recipe' | 'version'>[] = [],
 ): LimitSetRecord[] {
   const params: JsonObject = {
     reason: request.reason,
@@ -57,7 +60,15 @@ export function rebaselineRecords(
     excludeRunIds: [...request.excludeRunIds],
     ...(request.minRuns !== undefined ? { minRuns: request.minRuns } : {}),
   };
-  return current
+  // A recipe's model is a record of its own (an earlier release's a limit set under the same key): the
+  // newer of the two is re-baselined.
+  const byKey = new Map(current.map((rec) => [rec.indicatorKey, rec]));
+  for (const m of models) {
+    const key = `${m.recipe}|${MONITOR_MODEL_KEY}`;
+    const had = byKey.get(key);
+    if (!had || had.version < m.version) byKey.set(key, { ...chamber, indicatorKey: key, version: m.version, chartType: 'monitor', center: 0, sigma: null, lcl: null, ucl: null, params: {}, baseline: { reason: 'initial', runIds: [], excludedRunIds: [] }, createdAt: now });
+  }
+  return [...byKey.values()]
     // A part of a model stored in parts is replaced with its model, never pending on its own.
     .filter((rec) => rec.chartType !== PENDING_BASELINE_CHART_TYPE && rec.chartType !== MONITOR_PART_CHART_TYPE)
     .filter((rec) => request.recipe === undefined || rec.indicatorKey.startsWith(`${request.recipe}|`))

@@ -152,6 +152,7 @@ class DefenseRunEvaluator implements RunEvaluator {
       history: input.history,
       limits: input.limits,
       monitorState: input.monitorState,
+      monitorModel: input.monitorModel,
       recentAlarms,
       now: input.now,
       historyLimited,
@@ -199,6 +200,7 @@ class DefenseRunEvaluator implements RunEvaluator {
       newLimitSets: [...rules.newLimitSets, ...(monitor?.newLimitSets ?? [])],
       skipped: [...rules.skipped, ...(monitor?.skipped ?? [])],
       ...(monitor?.state ? { monitorState: monitor.state } : {}),
+      ...(monitor?.state && monitor.modelRecord ? { monitorModel: monitor.modelRecord } : {}),
       ...(points.length > 0 ? { chamberMemory: rememberRun(before, alarmed) } : {}),
     };
   }

@@ -79,7 +79,14 @@ export class RunAttempt {
     // age) is skipped before it is evaluated (which could write limit sets); the commit decides.
     const appliedAt = await reads.applied;
     if (appliedAt !== undefined && appliedAt !== msg.sequence) return io.skipDuplicate(msg.sequence, n.runId);
-    const [strategy, read, limits, monitorState, chamberMemory] = await Promise.all([reads.strategy, reads.history, reads.limits, reads.monitorState, reads.chamberMemory]);
+    const [strategy, read, limits, monitorState, monitorModel, chamberMemory] = await Promise.all([
+      reads.strategy,
+      reads.history,
+      reads.limits,
+      reads.monitorState,
+      reads.monitorModel,
+      reads.chamberMemory,
+    ]);
     this.deps.observer?.stage?.('history', this.deps.monotonic() - t0);
     const meta = await reads.metadata;
     if (!meta) throw new DeadLetterSignal('unknown-chamber', `${this.ctx.key} has no chamber metadata`, n.runId);
@@ -95,6 +102,7 @@ export class RunAttempt {
         strategy: strategy?.record.document,
         ...(strategy ? { strategyScope: strategy.scope } : {}),
         ...(monitorState ? { monitorState } : {}),
+        ...(monitorModel ? { monitorModel } : {}),
         ...(chamberMemory ? { chamberMemory } : {}),
       },
       reserved,
@@ -139,7 +147,7 @@ export class RunAttempt {
     msg: RunMessage,
     n: RunNotification,
     read: TraceRead,
-    ctx: Pick<EvaluationInput, 'history' | 'historyLimit' | 'limits' | 'strategy' | 'strategyScope' | 'monitorState' | 'chamberMemory'>,
+    ctx: Pick<EvaluationInput, 'history' | 'historyLimit' | 'limits' | 'strategy' | 'strategyScope' | 'monitorState' | 'monitorModel' | 'chamberMemory'>,
     reserved: number,
     moreHistory: (runs: number) => Promise<HistoryRead>,
   ): Promise<{ evaluation: RunEvaluation; observation: ReturnType<typeof observeTrace> }> {

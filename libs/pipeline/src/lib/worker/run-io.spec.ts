@@ -184,6 +184,28 @@ describe('RunIO writes', () => {
     expect(store.monitorStates.get(recipe)?.state).toEqual(after);
   });
 
+  it("reads the model the recipe's state judges with (none in Phase I, the newest without a state), and commits the model the evaluation fitted with the run", async () => {
+    const { store, io } = setup();
+    store.traces.set('r1', traceOf('r1'));
+    const recipe = run('r1').recipe;
+    const modelOf = (version: number) => ({ version, reason: 'initial' as const, excludedRunIds: [], createdAt: new Date(0), model: { kind: 'monitor', version } });
+    for (const version of [1, 2]) store.monitorModels.set(`${recipe}|${version}`, { ...chamber, recipe, sequence: version, runId: `r${version}`, committedAt: new Date(0), ...modelOf(version) });
+    // No state (the recipe's first run here): the newest model.
+    expect((await io.readRun(run('r1'), 2).monitorModel)?.version).toBe(2);
+    expect(store.calls.get('monitorModel')).toBe(1);
+    // A judging state: the version it names.
+    const judging = { phase: 'judging' as const, modelVersion: 1, judgedRuns: 3, extensionCheckAt: null, mewma: null, levelOffsets: {} };
+    store.monitorStates.set(recipe, { ...chamber, recipe, sequence: 2, runId: 'r0', committedAt: new Date(0), state: judging });
+    expect((await io.readRun(run('r1'), 2).monitorModel)?.version).toBe(1);
+    // Phase I (a re-baseline collecting version 3): no model is read.
+    store.monitorStates.set(recipe, { ...chamber, recipe, sequence: 2, runId: 'r0', committedAt: new Date(0), state: { phase: 'collecting', modelVersion: 3, runs: 4 } });
+    expect(await io.readRun(run('r1'), 2).monitorModel).toBeUndefined();
+    expect(store.calls.get('monitorModel')).toBe(2);
+    const fitted = modelOf(3);
+    await io.commit({ sequence: 3, runId: 'r1', recipe, committedAt: new Date(0), evaluation: { ...evaluation, monitorState: { ...judging, modelVersion: 3, judgedRuns: 1 }, monitorModel: fitted }, events: [] });
+    expect(store.monitorModels.get(`${recipe}|3`)).toMatchObject({ sequence: 3, runId: 'r1', ...fitted });
+  });
+
   it("reads the chamber's memory when the commit at the mark wrote it (then no history for a strategy it answers), and commits the evaluation's memory with the run", async () => {
     const { store, cache, io } = setup();
     store.traces.set('r1', traceOf('r1'));

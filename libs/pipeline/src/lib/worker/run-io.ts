@@ -11,6 +11,7 @@ import {
   type DeadLetter,
   type DeadLetterReason,
   type LimitSetRecord,
+  type MonitorModelRecord,
   type MonitorState,
   type OutboxEventInput,
   type RunNotification,
@@ -83,6 +84,8 @@ export interface RunReads {
   readonly applied: Promise<number | undefined>;
   /** The chamber monitor's state for the run's recipe (what its previous run left), if one is stored. */
   readonly monitorState: Promise<MonitorState | undefined>;
+  /** The recipe's stored model: the version its state judges with, else (no state) its newest; none in Phase I. */
+  readonly monitorModel: Promise<MonitorModelRecord | undefined>;
   /**
    * The chamber's memory, if the commit at the high-water mark wrote it (one that did not — a dead
    * letter, a skipped duplicate, an earlier release — leaves it behind the mark: the history counts).
@@ -96,7 +99,7 @@ export interface RunCommit {
   readonly runId: string;
   readonly recipe?: string;
   readonly committedAt: Date;
-  readonly evaluation: Pick<RunEvaluation, 'points' | 'alarms' | 'hold' | 'newLimitSets' | 'monitorState' | 'chamberMemory'>;
+  readonly evaluation: Pick<RunEvaluation, 'points' | 'alarms' | 'hold' | 'newLimitSets' | 'monitorState' | 'monitorModel' | 'chamberMemory'>;
   readonly events: readonly OutboxEventInput[];
 }
 
@@ -128,6 +131,7 @@ export class RunIO {
         return rec !== undefined && rec.sequence === highWaterMark ? rec.memory : undefined;
       }),
     );
+    const monitorState = handled(this.retry('monitor state', async () => (await this.deps.store.monitorState.get(chamber, n.recipe))?.state));
     return {
       strategy,
       chamberMemory,
@@ -136,7 +140,8 @@ export class RunIO {
       metadata: handled(this.retry('metadata', () => this.deps.store.chamberMetadata.get(chamber))),
       trace: handled(this.readTrace(n)),
       applied: handled(this.retry('applied', () => this.deps.store.chamberState.appliedRun(chamber, n.runId))),
-      monitorState: handled(this.retry('monitor state', async () => (await this.deps.store.monitorState.get(chamber, n.recipe))?.state)),
+      monitorState,
+      monitorModel: handled(monitorState.then((state) => this.modelFor(n.recipe, state))),
     };
   }
 
@@ -152,6 +157,16 @@ export class RunIO {
     if (runs === 0) return { runs: [], limit: 0 };
     const allPoints = limit !== undefined || runs >= this.deps.evaluator.fullHistoryRuns(doc, strategy?.scope);
     return { runs: await this.retry('history', () => this.deps.cache.history(this.ctx.chamber, { limit: runs, highWaterMark, allPoints })), limit: runs };
+  }
+
+  /**
+   * The recipe's model the run is judged with: none in Phase I (a collecting state), the version a
+   * judging state names, the newest one when the recipe has no state yet (its first run here, or a
+   * chamber monitored before states were stored).
+   */
+  private modelFor(recipe: string, state: MonitorState | undefined): Promise<MonitorModelRecord | undefined> {
+    if (state?.phase === 'collecting') return Promise.resolve(undefined);
+    return this.retry('monitor model', () => this.deps.store.monitorModels.get(this.ctx.chamber, recipe, state?.modelVersion));
   }
 
   /** Gives a trace's memory back; a failure to do so only leaves it to the garbage collector. */
@@ -195,6 +210,7 @@ export class RunIO {
         ...(evaluation.hold ? { hold: evaluation.hold } : {}),
         events: run.events,
         ...(evaluation.monitorState ? { monitorState: evaluation.monitorState } : {}),
+        ...(evaluation.monitorModel ? { monitorModel: evaluation.monitorModel } : {}),
         ...(evaluation.chamberMemory ? { chamberMemory: evaluation.chamberMemory } : {}),
       }),
     );

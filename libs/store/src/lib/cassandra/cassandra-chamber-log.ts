@@ -47,6 +47,7 @@ import {
   outboxItem,
 } from './cassandra-session';
 import { chamberMemoryStatement } from './cassandra-chamber-memory';
+import { monitorModelStatement } from './cassandra-monitor-model';
 import { monitorStateStatement } from './cassandra-monitor-state';
 
 export class CassandraChamberLog implements ChamberStateRepository {
@@ -202,6 +203,7 @@ export class CassandraChamberLog implements ChamberStateRepository {
           params: [...pk, KIND_OUTBOX, input.sequence, outboxItem(i), e.subject, e.msgId, Buffer.from(e.payload, 'utf8'), this.runTtl],
         })),
         ...monitorStateStatement(this.s.ks, chamber, input),
+        ...monitorModelStatement(this.s.ks, chamber, input),
         ...chamberMemoryStatement(this.s.ks, chamber, input),
       ];
       for (let attempt = 0; attempt < COMMIT_ATTEMPTS; attempt++) {

@@ -9,6 +9,7 @@ import {
   type StrategyRepository,
   type MonitorStateRepository,
   type ChamberMemoryRepository,
+  type MonitorModelRepository,
   type TraceRepository,
   type UChartRepository,
 } from '@defender/contracts';
@@ -17,6 +18,7 @@ import { MAX_TRACE_CHUNK_BYTES } from '../codec/trace-codec';
 import { mapCassandraError } from './errors';
 import { migrateCassandra } from './migrations';
 import { CassandraChamberMemory } from './cassandra-chamber-memory';
+import { CassandraMonitorModels } from './cassandra-monitor-model';
 import { CassandraMonitorState } from './cassandra-monitor-state';
 import { RequestGate } from './request-gate';
 import {
@@ -59,6 +61,7 @@ export class CassandraStore implements DefenderStore {
   readonly outbox: OutboxRepository;
   readonly strategies: StrategyRepository;
   readonly monitorState: MonitorStateRepository;
+  readonly monitorModels: MonitorModelRepository;
   readonly chamberMemory: ChamberMemoryRepository;
   /** Keyspace in use. */
   readonly keyspace: string;
@@ -87,6 +90,7 @@ export class CassandraStore implements DefenderStore {
     this.uchart = new CassandraUChart(session, reads);
     this.strategies = new CassandraStrategies(session);
     this.monitorState = new CassandraMonitorState(session);
+    this.monitorModels = new CassandraMonitorModels(session);
     this.chamberMemory = new CassandraChamberMemory(session);
   }
 

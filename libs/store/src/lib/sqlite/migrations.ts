@@ -114,6 +114,19 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
         PRIMARY KEY (tool_id, chamber_id)) WITHOUT ROWID;
     `,
   },
+  {
+    id: 6,
+    name: 'the chamber monitor models',
+    // One row per chamber, recipe and model version, written by the commit of the run that fitted it
+    // (issue 48). Models fitted before it are limit sets: the first run that uses one stores it here.
+    sql: `
+      CREATE TABLE monitor_model (
+        tool_id TEXT NOT NULL, chamber_id TEXT NOT NULL, recipe TEXT NOT NULL, version INTEGER NOT NULL,
+        seq INTEGER NOT NULL, run_id TEXT NOT NULL, committed_at INTEGER NOT NULL,
+        schema_version INTEGER NOT NULL, body TEXT NOT NULL,
+        PRIMARY KEY (tool_id, chamber_id, recipe, version)) WITHOUT ROWID;
+    `,
+  },
 ];
 
 export function sqliteMigrationChecksum(m: SqliteMigration): string {

@@ -31,6 +31,7 @@ import {
   storedInt,
 } from '../codec/rows';
 import { writeChamberMemory } from './sqlite-chamber-memory';
+import { writeMonitorModel } from './sqlite-monitor-model';
 import { writeMonitorState } from './sqlite-monitor-state';
 import { Conn, type SqlRow, getter, chamberOf } from './sqlite-conn';
 
@@ -132,6 +133,7 @@ export class SqliteChamberLog implements ChamberStateRepository, AlarmRepository
         const event = this.c.sql('INSERT INTO outbox (tool_id, chamber_id, seq, idx, subject, msg_id, payload) VALUES (?, ?, ?, ?, ?, ?, ?)');
         (input.events ?? []).forEach((e, i) => event.run(chamber.toolId, chamber.chamberId, input.sequence, i, e.subject, e.msgId, e.payload));
         writeMonitorState(this.c, chamber, input);
+        writeMonitorModel(this.c, chamber, input);
         writeChamberMemory(this.c, chamber, input);
         return {
           outcome: 'applied',

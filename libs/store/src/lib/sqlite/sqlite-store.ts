@@ -7,6 +7,7 @@ import {
   type DefenderStore,
   type MonitorStateRepository,
   type ChamberMemoryRepository,
+  type MonitorModelRepository,
   type OutboxRepository,
   type StrategyRepository,
   type TraceRepository,
@@ -15,6 +16,7 @@ import {
 import { DEFAULT_TRACE_POOL_BYTES, TraceBufferPool, type TraceBufferPoolStats } from '../codec/trace-buffer-pool';
 import { MigrationError } from '../migration-error';
 import { SqliteChamberMemory } from './sqlite-chamber-memory';
+import { SqliteMonitorModels } from './sqlite-monitor-model';
 import { SqliteMonitorState } from './sqlite-monitor-state';
 import { migrateSqlite } from './migrations';
 import {
@@ -51,6 +53,7 @@ export class SqliteStore implements DefenderStore {
   readonly outbox: OutboxRepository;
   readonly strategies: StrategyRepository;
   readonly monitorState: MonitorStateRepository;
+  readonly monitorModels: MonitorModelRepository;
   readonly chamberMemory: ChamberMemoryRepository;
   /** `wal` for a file, `memory` for `:memory:`. */
   readonly journalMode: string;
@@ -73,6 +76,7 @@ export class SqliteStore implements DefenderStore {
     this.uchart = new SqliteUChart(conn, log);
     this.strategies = new SqliteStrategies(conn);
     this.monitorState = new SqliteMonitorState(conn);
+    this.monitorModels = new SqliteMonitorModels(conn);
     this.chamberMemory = new SqliteChamberMemory(conn);
   }
 

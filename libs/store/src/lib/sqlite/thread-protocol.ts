@@ -17,7 +17,7 @@ import type { SqliteStoreOptions } from './sqlite-store';
 
 /** The repositories of a {@link DefenderStore}, by property name. */
 export type RepoName =
-  'chamberMetadata' | 'traces' | 'uchart' | 'chamberState' | 'alarms' | 'outbox' | 'strategies' | 'monitorState' | 'chamberMemory';
+  'chamberMetadata' | 'traces' | 'uchart' | 'chamberState' | 'alarms' | 'outbox' | 'strategies' | 'monitorState' | 'monitorModels' | 'chamberMemory';
 
 type OpKind = 'read' | 'write';
 
@@ -47,6 +47,7 @@ export const THREAD_METHODS = {
   outbox: { pending: 'read', publishedThrough: 'read', markPublished: 'write' },
   strategies: { put: 'write', get: 'read', versions: 'read', latest: 'read' },
   monitorState: { get: 'read', list: 'read' },
+  monitorModels: { get: 'read', versions: 'read' },
   chamberMemory: { get: 'read' },
 } as const satisfies { [R in RepoName]: { [M in keyof DefenderStore[R]]: OpKind } };
 

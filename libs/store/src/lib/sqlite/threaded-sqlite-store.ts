@@ -17,6 +17,7 @@ import {
   type StrategyRepository,
   type MonitorStateRepository,
   type ChamberMemoryRepository,
+  type MonitorModelRepository,
   type TraceRecord,
   type TraceRepository,
   type UChartRepository,
@@ -147,6 +148,7 @@ export class ThreadedSqliteStore implements DefenderStore {
   readonly outbox: OutboxRepository;
   readonly strategies: StrategyRepository;
   readonly monitorState: MonitorStateRepository;
+  readonly monitorModels: MonitorModelRepository;
   readonly chamberMemory: ChamberMemoryRepository;
 
   private readonly pending = new Map<number, Pending>();
@@ -176,6 +178,7 @@ export class ThreadedSqliteStore implements DefenderStore {
     this.outbox = this.repository('outbox');
     this.strategies = this.repository('strategies');
     this.monitorState = this.repository('monitorState');
+    this.monitorModels = this.repository('monitorModels');
     this.chamberMemory = this.repository('chamberMemory');
     worker.on('message', (msg: FromThread) => this.onMessage(msg));
     worker.on('error', (err) => this.fail('the thread threw', err));

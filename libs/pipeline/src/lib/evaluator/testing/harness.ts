@@ -8,12 +8,17 @@ import {
   CHAMBER_MEMORY_SCHEMA_VERSION,
   decodeChamberMemory,
   encodeChamberMemory,
+  decodeMonitorModelBody,
+  encodeMonitorModelBody,
   encodeMonitorState,
+  MONITOR_MODEL_SCHEMA_VERSION,
   validateCommitRunInput,
   validateLimitSet,
   type ChamberMemory,
   type ChamberRef,
   type LimitSetRecord,
+  type MonitorModelInput,
+  type MonitorModelRecord,
   type MonitorState,
   type RunNotification,
   type RunPointSet,
@@ -22,7 +27,10 @@ import {
   type TraceStep,
 } from '@defender/contracts';
 import type { EvaluationInput, RunEvaluation, RunEvaluator } from '../../ports';
+import { MONITOR_MODEL_KEY, type MonitorModel } from '@defender/defense-rules';
 import { withoutBaselineData } from '../flags';
+import { legacyModelLimitSets } from '../monitor-model-store';
+import { storeKeyPrefix } from '../store-keys';
 import { evaluateWithHistory } from '../run-evaluator';
 
 export const CHAMBER: ChamberRef = { toolId: 'ETCH01', chamberId: 'PM2' };
@@ -98,6 +106,8 @@ export class SimulatedChamber {
   private readonly limitSets = new Map<string, LimitSetRecord>();
   /** The monitor state per recipe, as the store's `monitorState` would return it (JSON round trip). */
   private readonly states = new Map<string, MonitorState>();
+  /** The monitor models by recipe, oldest version first, as the store's `monitorModels` would return them (JSON round trip). */
+  private readonly models = new Map<string, MonitorModelRecord[]>();
   /**
    * The chamber's memory as a worker reads it: the one the commit at the mark wrote (JSON round trip),
    * none after a commit that carried none (a dead letter).
@@ -136,6 +146,31 @@ export class SimulatedChamber {
     this.states.clear();
   }
 
+  /** The stored model versions of each recipe (`MonitorModelRepository.versions`), by recipe then version. */
+  modelVersions(): MonitorModelRecord[] {
+    return [...this.models.keys()].sort().flatMap((recipe) => this.models.get(recipe) as MonitorModelRecord[]);
+  }
+
+  /** The stored model of `recipe` (its newest version, or `version`). */
+  model(recipe: string, version?: number): MonitorModelRecord | undefined {
+    const all = this.models.get(recipe) ?? [];
+    return version === undefined ? all[all.length - 1] : all.find((m) => m.version === version);
+  }
+
+  /**
+   * Stores each recipe's models as an earlier release did: limit sets under its model key
+   * (legacyModelLimitSets), no model records.
+   */
+  modelsAsLimitSets(): void {
+    for (const m of this.modelVersions()) {
+      const key = `${storeKeyPrefix(m.recipe)}${MONITOR_MODEL_KEY}`;
+      const model = m.model as unknown as MonitorModel;
+      const reason = m.reason === 'converted' ? 'initial' : m.reason;
+      for (const ls of legacyModelLimitSets(this.chamber, key, model, m.createdAt, reason, m.excludedRunIds)) this.putLimitSet(ls);
+    }
+    this.models.clear();
+  }
+
   /** Stores a limit set as if someone (an operator, another tool) had written it. */
   putLimitSet(rec: LimitSetRecord): void {
     this.limitSets.set(rec.indicatorKey, reviveDates<LimitSetRecord>(JSON.stringify(rec), 'createdAt'));
@@ -154,6 +189,7 @@ export class SimulatedChamber {
       strategy: strategy === undefined ? undefined : JSON.parse(JSON.stringify(strategy)),
       ...(strategyScope ? { strategyScope } : {}),
       ...(this.states.has(recipe) ? { monitorState: this.states.get(recipe) as MonitorState } : {}),
+      ...(this.modelFor(recipe) ? { monitorModel: this.modelFor(recipe) as MonitorModelRecord } : {}),
       ...(this.memory && this.rememberAlarms ? { chamberMemory: this.memory } : {}),
       now,
     };
@@ -197,17 +233,34 @@ export class SimulatedChamber {
       ...(deadLettered ? {} : { alarms: evaluation.alarms }),
       ...(evaluation.hold && !deadLettered ? { hold: evaluation.hold } : {}),
       ...(evaluation.monitorState && !deadLettered ? { monitorState: evaluation.monitorState } : {}),
+      ...(evaluation.monitorModel && !deadLettered ? { monitorModel: evaluation.monitorModel } : {}),
       ...(evaluation.chamberMemory && !deadLettered ? { chamberMemory: evaluation.chamberMemory } : {}),
     });
     for (const ls of evaluation.newLimitSets) validateLimitSet(ls);
     if (!deadLettered) for (const ls of evaluation.newLimitSets) this.putLimitSet(ls);
     this.sets.push(reviveDates<RunPointSet>(JSON.stringify(set), 'committedAt'));
+    if (evaluation.monitorModel && !deadLettered) this.storeModel(recipe, sequence, set.runId, now, evaluation.monitorModel);
     if (evaluation.monitorState && !deadLettered) this.states.set(recipe, deepFreeze(JSON.parse(encodeMonitorState(evaluation.monitorState)) as MonitorState));
     this.memory =
       evaluation.chamberMemory && !deadLettered
         ? deepFreeze(decodeChamberMemory(CHAMBER_MEMORY_SCHEMA_VERSION, encodeChamberMemory(evaluation.chamberMemory), { chamber: this.chamber, table: 'chamber_memory' }))
         : undefined;
     return { sequence, evaluation, deadLettered, input };
+  }
+
+  /** The model a worker reads for a run of `recipe` (RunIO): none in Phase I, the state's version, else the newest. */
+  private modelFor(recipe: string): MonitorModelRecord | undefined {
+    const state = this.states.get(recipe);
+    if (state?.phase === 'collecting') return undefined;
+    return this.model(recipe, state?.modelVersion);
+  }
+
+  private storeModel(recipe: string, sequence: number, runId: string, committedAt: Date, input: MonitorModelInput): void {
+    const ctx = { chamber: this.chamber, table: 'monitor_model' };
+    const body = decodeMonitorModelBody(MONITOR_MODEL_SCHEMA_VERSION, input.version, encodeMonitorModelBody(input), ctx);
+    const record = deepFreeze({ ...this.chamber, recipe, sequence, runId, committedAt, ...body });
+    const all = (this.models.get(recipe) ?? []).filter((m) => m.version !== input.version);
+    this.models.set(recipe, [...all, record].sort((a, b) => a.version - b.version));
   }
 }
 

@@ -18,6 +18,7 @@ import {
   type CommitRunInput,
   type CommitRunResult,
   type LimitSetRecord,
+  type MonitorModelRecord,
   type MonitorStateRecord,
   type ChamberMemory,
   type ChamberMemoryRecord,
@@ -159,7 +160,7 @@ export class FakeSink implements EventSink {
 
 const unused = (): Promise<never> => Promise.reject(new Error('not used by the worker'));
 
-type StoreOp = 'claim' | 'commitRun' | 'appliedRun' | 'bindStream' | 'pending' | 'markPublished' | 'latest' | 'currentLimitSets' | 'putLimitSet' | 'metadata' | 'trace' | 'recordObservation' | 'monitorState' | 'chamberMemory';
+type StoreOp = 'claim' | 'commitRun' | 'appliedRun' | 'bindStream' | 'pending' | 'markPublished' | 'latest' | 'currentLimitSets' | 'putLimitSet' | 'metadata' | 'trace' | 'recordObservation' | 'monitorState' | 'monitorModel' | 'chamberMemory';
 
 /**
  * One chamber's store as the store contract describes it: the owner epoch fences every write
@@ -180,6 +181,8 @@ export class FakeStore {
   readonly observations: RunObservation[] = [];
   /** The monitor state per recipe, written by commits that carry one. */
   readonly monitorStates = new Map<string, MonitorStateRecord>();
+  /** The monitor models by recipe and version, written by commits that carry one. */
+  readonly monitorModels = new Map<string, MonitorModelRecord>();
   /** The chamber's memory, written by commits that carry one. */
   chamberMemory: ChamberMemoryRecord | undefined;
   /** Calls per operation. */
@@ -288,6 +291,14 @@ export class FakeStore {
       },
       list: unused,
     },
+    monitorModels: {
+      get: async (_c, recipe, version) => {
+        await this.enter('monitorModel', recipe, version);
+        const versions = [...this.monitorModels.values()].filter((m) => m.recipe === recipe && (version === undefined || m.version === version));
+        return versions.sort((a, b) => b.version - a.version)[0];
+      },
+      versions: unused,
+    },
     chamberMemory: {
       get: async () => {
         await this.enter('chamberMemory');
@@ -313,6 +324,10 @@ export class FakeStore {
     for (const [index, e] of (input.events ?? []).entries()) this.outbox.push({ ...e, ...chamber, sequence: input.sequence, index });
     if (input.monitorState && input.recipe) {
       this.monitorStates.set(input.recipe, { ...chamber, recipe: input.recipe, sequence: input.sequence, runId: input.runId, committedAt: input.committedAt, state: input.monitorState });
+    }
+    if (input.monitorModel && input.recipe) {
+      const { monitorModel: m } = input;
+      this.monitorModels.set(`${input.recipe}|${m.version}`, { ...chamber, recipe: input.recipe, sequence: input.sequence, runId: input.runId, committedAt: input.committedAt, ...m });
     }
     if (input.chamberMemory) {
       this.chamberMemory = { ...chamber, sequence: input.sequence, runId: input.runId, committedAt: input.committedAt, memory: input.chamberMemory };
