@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { symmetricEigen } from './linalg';
-import { rankOneDowndate } from './secular';
+import { largestFirst, rankOneDowndate } from './secular';
 
 /** Dense reference: eigenvalues of D - sigma w w' and the squared projections of w on the eigenvectors. */
 function dense(
@@ -98,6 +98,21 @@ describe('rankOneDowndate', () => {
         expect(Array.from(top.projections)).toEqual(Array.from(all.projections.subarray(0, n)));
       }),
       { seed: 515151, numRuns: 400 },
+    );
+  });
+});
+
+describe('largestFirst', () => {
+  it('is the head of the sort by value descending, equal values in index order', () => {
+    fc.assert(
+      fc.property(fc.array(fc.oneof(fc.constantFrom(0, -0, 1, 2, 2, 3), fc.double({ min: -10, max: 10, noNaN: true })), { maxLength: 40 }), fc.integer({ min: 0, max: 45 }), (values, count) => {
+        const sorted = values
+          .map((_, i) => i)
+          .sort((x, y) => (values[y] as number) - (values[x] as number) || x - y)
+          .slice(0, count);
+        expect(largestFirst(values, count)).toEqual(sorted);
+      }),
+      { seed: 17, numRuns: 500 },
     );
   });
 });

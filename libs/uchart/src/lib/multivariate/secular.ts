@@ -104,10 +104,7 @@ export function rankOneDowndate(d: ArrayLike<number>, w: ArrayLike<number>, sigm
     outProj.push(1 / (sigma * sigma * s2));
   }
 
-  const order = outValues
-    .map((_, i) => i)
-    .sort((x, y) => outValues[y] - outValues[x] || x - y)
-    .slice(0, largest);
+  const order = largestFirst(outValues, largest);
   const values = new Float64Array(order.length);
   const projections = new Float64Array(order.length);
   order.forEach((src, dst) => {
@@ -115,6 +112,26 @@ export function rankOneDowndate(d: ArrayLike<number>, w: ArrayLike<number>, sigm
     projections[dst] = outProj[src];
   });
   return { values, projections };
+}
+
+/**
+ * The indices of the `count` largest of `values`, largest first, equal values in index order: the
+ * head of the order a sort by (value descending, index) gives, kept by insertion (a leave-one-out
+ * fold keeps a few of its r values, and sorting all r of them was most of its cost).
+ */
+export function largestFirst(values: readonly number[], count: number): number[] {
+  const top: number[] = [];
+  const keep = Math.min(count, values.length);
+  for (let i = 0; i < values.length; i++) {
+    const v = values[i] as number;
+    if (top.length === keep && !(v > (values[top[keep - 1] as number] as number))) continue;
+    // After every kept value at least as large (those came first).
+    let at = top.length;
+    while (at > 0 && (values[top[at - 1] as number] as number) < v) at--;
+    top.splice(at, 0, i);
+    if (top.length > keep) top.pop();
+  }
+  return top;
 }
 
 /**
