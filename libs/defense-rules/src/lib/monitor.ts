@@ -39,10 +39,12 @@
 import {
   chiSquareQuantile,
   DegenerateBaselineError,
-  fitPcaModel,
+  fitPcaBasis,
   fQuantile,
   InsufficientBaselineError,
   fitTail,
+  pcaComponentCount,
+  preparePcaBasis,
   scorePca,
   type PcaModel,
 } from '@defender/uchart';
@@ -356,11 +358,13 @@ function svidLattices(
 /** PCA on the charted indicators, LOO-calibrated limits; null when fewer than two vary together. */
 function fitPca(rows: readonly (readonly number[])[], names: readonly string[], cfg: MonitorConfig, alpha: number): PcaModel | null {
   if (names.length < 2) return null;
-  const fit = (components: { rule: 'cumulative-variance'; fraction: number } | { rule: 'fixed'; count: number }) =>
-    fitPcaModel(rows, names, { alpha, components, limits: 'loo' });
   try {
-    const first = fit({ rule: 'cumulative-variance', fraction: cfg.pca.variance });
-    const model = first.components > cfg.pca.maxComponents ? fit({ rule: 'fixed', count: cfg.pca.maxComponents }) : first;
+    // The fewest components that explain `variance`, at most `maxComponents`: the count is read off the
+    // spectrum and the model fitted once, on the runs prepared once.
+    const basis = preparePcaBasis(rows, names);
+    const byVariance = { rule: 'cumulative-variance', fraction: cfg.pca.variance } as const;
+    const components = pcaComponentCount(basis, byVariance) > cfg.pca.maxComponents ? ({ rule: 'fixed', count: cfg.pca.maxComponents } as const) : byVariance;
+    const model = fitPcaBasis(basis, { alpha, components, limits: 'loo' });
     // The leave-one-out limits follow non-normal statistics and a short Phase I, but a g chi2(h) fitted
     // to m values extrapolates into a far tail; the F / Jackson-Mudholkar limits account for estimation
     // error under normality. Neither alone holds the budget on real traces: the larger one applies. The

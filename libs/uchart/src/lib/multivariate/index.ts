@@ -60,11 +60,14 @@ export {
   type MqccType,
 } from './mqcc';
 export {
+  fitPcaBasis,
   fitPcaModel,
-  scorePca,
+  pcaComponentCount,
+  preparePcaBasis,
   type ComponentRule,
+  type PcaBasis,
   type PcaModel,
   type PcaOptions,
-  type PcaScore,
   type SpeLimitMethod,
 } from './pca';
+export { scorePca, type PcaScore } from './pca-score';

@@ -16,7 +16,8 @@ import {
   crossProduct,
   symmetricEigen,
 } from './linalg';
-import { fitPcaModel, scorePca, type PcaModel } from './pca';
+import { fitPcaModel, type PcaModel } from './pca';
+import { scorePca } from './pca-score';
 
 // ---------------------------------------------------------------------------------------------
 // Fixture data: a latent factor model driven by fast-check's seeded generator (no local RNG).

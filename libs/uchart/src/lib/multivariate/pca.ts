@@ -8,13 +8,12 @@ import {
   MIN_LOO_RUNS,
   correlationSpectrum,
   prepareBaseline,
-  sortedContributions,
-  standardizeObservation,
   validateAlpha,
   validateRows,
+  type CorrelationSpectrum,
   type LimitMethod,
+  type PreparedBaseline,
   type StoredPhaseOne,
-  type VariableContribution,
 } from './baseline-data';
 import {
   boxSpeLimit,
@@ -24,7 +23,6 @@ import {
   scaledChiSquareQuantile,
   type ScaledChiSquare,
 } from './limits';
-import { evaluateWithMissing, type QuadraticForm } from './quadratic';
 import { rankOneDowndate } from './secular';
 
 /**
@@ -103,58 +101,7 @@ export interface PcaModel extends StoredPhaseOne {
   };
 }
 
-/** The result of scoring one run against a {@link PcaModel}. */
-export interface PcaScore {
-  /** sum_a t_a^2 / lambda_a over the k retained components. */
-  readonly t2: number;
-  /** |z - P P' z|^2 of the autoscaled run z. */
-  readonly spe: number;
-  readonly t2Limit: number;
-  readonly speLimit: number;
-  readonly t2Exceeded: boolean;
-  readonly speExceeded: boolean;
-  /** The k scores t = P' z (missing values at their T²-minimising values). */
-  readonly scores: readonly number[];
-  /**
-   * The contributions by name, largest first. Sorted when first read (a getter): a caller that only
-   * needs them for an alarm, or in model order ({@link PcaScore.contributionValues}), does not pay the
-   * sort of every model variable.
-   */
-  readonly contributions: {
-    /** Complete decomposition ((P Lambda^-1/2 P' z)_j)^2: non-negative, sums to t2. Largest first. */
-    readonly t2: readonly VariableContribution[];
-    /** e_j^2, sums to spe. Largest first. */
-    readonly spe: readonly VariableContribution[];
-  };
-  /**
-   * The same contributions unsorted, in the order of the kept variables (entry c belongs to
-   * `model.names[model.kept[c]]`). Read-only: the sorted lists are built from these arrays.
-   */
-  readonly contributionValues: {
-    readonly t2: Float64Array;
-    readonly spe: Float64Array;
-  };
-  /** Model variables whose value was missing (non-finite); see {@link scorePca}. */
-  readonly missing: readonly string[];
-  /** Dropped (constant) variables whose value lies outside their Phase I range. */
-  readonly droppedOutOfRange: readonly string[];
-}
-
 const DEFAULT_RULE: ComponentRule = { rule: 'cumulative-variance', fraction: 0.9 };
-
-/** {@link PcaScore.contributions}: each list sorted once, when first read. */
-function lazyContributions(model: StoredPhaseOne, t2: Float64Array, spe: Float64Array): PcaScore['contributions'] {
-  let t2Sorted: readonly VariableContribution[] | undefined;
-  let speSorted: readonly VariableContribution[] | undefined;
-  return {
-    get t2() {
-      return (t2Sorted ??= sortedContributions(model, t2));
-    },
-    get spe() {
-      return (speSorted ??= sortedContributions(model, spe));
-    },
-  };
-}
 
 /**
  * Fits a PCA monitoring model on Phase I runs (rows: one indicator vector per run, same order as
@@ -180,6 +127,65 @@ export function fitPcaModel(
   names: readonly string[],
   options: PcaOptions = {},
 ): PcaModel {
+  const settings = settingsOf(options);
+  validateRows(rows, names);
+  checkRuns(rows.length, settings.method);
+  return fitOnBasis(basisOf(rows, names), settings);
+}
+
+/**
+ * The Phase I data of a PCA prepared once for several questions (how many components a rule retains,
+ * the fit): validated, autoscaled, and the spectrum of its correlation matrix. Opaque.
+ */
+export interface PcaBasis {
+  readonly runs: number;
+  readonly names: readonly string[];
+  readonly prepared: PreparedBaseline;
+  readonly spectrum: CorrelationSpectrum;
+}
+
+/**
+ * Validates and prepares Phase I runs for {@link pcaComponentCount} and {@link fitPcaBasis}.
+ *
+ * @throws MultivariateInputError bad shapes, names or non-finite Phase I values
+ * @throws DegenerateBaselineError no variable varies
+ */
+export function preparePcaBasis(rows: readonly (readonly number[])[], names: readonly string[]): PcaBasis {
+  validateRows(rows, names);
+  return basisOf(rows, names);
+}
+
+/**
+ * The components {@link fitPcaModel} retains under `rule` on these runs (the rule's count, capped at
+ * min(m - 2, rank - 1)), without the fit.
+ *
+ * @throws DegenerateBaselineError rank < 2 or fewer than 3 runs, as the fit
+ * @throws ChartConfigError a bad rule
+ */
+export function pcaComponentCount(basis: PcaBasis, rule: ComponentRule): number {
+  validateRule(rule);
+  return Math.min(componentCount(rule, basis.spectrum.values, basis.prepared.p), capOf(basis));
+}
+
+/**
+ * {@link fitPcaModel} on prepared runs: the same model, without preparing them again.
+ *
+ * @throws as {@link fitPcaModel}, but for the input errors {@link preparePcaBasis} reports
+ */
+export function fitPcaBasis(basis: PcaBasis, options: PcaOptions = {}): PcaModel {
+  const settings = settingsOf(options);
+  checkRuns(basis.runs, settings.method);
+  return fitOnBasis(basis, settings);
+}
+
+interface PcaSettings {
+  readonly alpha: number;
+  readonly rule: ComponentRule;
+  readonly method: LimitMethod;
+  readonly speLimit: SpeLimitMethod;
+}
+
+function settingsOf(options: PcaOptions): PcaSettings {
   const alpha = options.alpha ?? DEFAULT_ALPHA;
   validateAlpha(alpha);
   const rule = options.components ?? DEFAULT_RULE;
@@ -192,21 +198,40 @@ export function fitPcaModel(
   if (speLimit !== 'jackson-mudholkar' && speLimit !== 'box') {
     throw new ChartConfigError(`speLimit must be 'jackson-mudholkar' or 'box', got ${String(speLimit)}`);
   }
-  validateRows(rows, names);
-  const m = rows.length;
+  return { alpha, rule, method, speLimit };
+}
+
+function checkRuns(m: number, method: LimitMethod): void {
   const minRuns = method === 'loo' ? MIN_LOO_RUNS : 3;
   if (m < minRuns) throw new InsufficientBaselineError(m, minRuns, `PCA model with ${method} limits`);
-  const prep = prepareBaseline(rows, names);
-  const p = prep.p;
-  const spec = correlationSpectrum(prep.z, m, p);
-  const r = spec.r;
-  const lambda = spec.values;
+}
+
+function basisOf(rows: readonly (readonly number[])[], names: readonly string[]): PcaBasis {
+  const prepared = prepareBaseline(rows, names);
+  return { runs: rows.length, names, prepared, spectrum: correlationSpectrum(prepared.z, rows.length, prepared.p) };
+}
+
+/** The most components a model of these runs may retain: min(m - 2, rank - 1). */
+function capOf(basis: PcaBasis): number {
+  const m = basis.runs;
+  const r = basis.spectrum.r;
   const cap = Math.min(m - 2, r - 1);
   if (cap < 1) {
     throw new DegenerateBaselineError(
       `PCA needs at least two independent varying variables and 3 runs (rank ${r}, ${m} runs)`,
     );
   }
+  return cap;
+}
+
+function fitOnBasis(basis: PcaBasis, settings: PcaSettings): PcaModel {
+  const { alpha, rule, method, speLimit } = settings;
+  const { names, prepared: prep, spectrum: spec } = basis;
+  const m = basis.runs;
+  const p = prep.p;
+  const r = spec.r;
+  const lambda = spec.values;
+  const cap = capOf(basis);
   const requested = componentCount(rule, lambda, p);
   const k = Math.min(requested, cap);
 
@@ -375,85 +400,4 @@ function leaveOneOut(
     spe[i] = factor * Math.max(0, w2 - inModel);
   }
   return { t2, spe };
-}
-
-function pcaForms(model: PcaModel): { t2: QuadraticForm; spe: QuadraticForm } {
-  const p = model.kept.length;
-  const k = model.components;
-  const project = (v: Float64Array): Float64Array => {
-    const t = new Float64Array(k);
-    for (let a = 0; a < k; a++) {
-      const vec = model.loadings[a];
-      let s = 0;
-      for (let j = 0; j < p; j++) s += vec[j] * v[j];
-      t[a] = s;
-    }
-    return t;
-  };
-  const combine = (coef: Float64Array): Float64Array => {
-    const out = new Float64Array(p);
-    for (let a = 0; a < k; a++) {
-      const vec = model.loadings[a];
-      const c = coef[a];
-      for (let j = 0; j < p; j++) out[j] += c * vec[j];
-    }
-    return out;
-  };
-  const scaled =
-    (power: number) =>
-    (v: Float64Array): Float64Array => {
-      const t = project(v);
-      for (let a = 0; a < k; a++) t[a] *= Math.pow(model.eigenvalues[a], -power);
-      return combine(t);
-    };
-  const residual = (v: Float64Array): Float64Array => {
-    const fit = combine(project(v));
-    const e = new Float64Array(p);
-    for (let j = 0; j < p; j++) e[j] = v[j] - fit[j];
-    return e;
-  };
-  return {
-    t2: { size: p, apply: scaled(1), applyRoot: scaled(0.5) },
-    spe: { size: p, apply: residual, applyRoot: residual },
-  };
-}
-
-/**
- * Scores one run (x: one value per model name) against a fitted PCA model: T², SPE, their limits,
- * the scores and per-variable contributions (variable names, largest first).
- *
- * Missing values (NaN or +/-Infinity in x): each statistic is evaluated at the values of the missing
- * variables that minimise it: for SPE the least-squares projection of the observed variables onto the
- * model plane (Nelson, Taylor & MacGregor 1996), for T² the smallest score distance compatible with the
- * observed variables. Either statistic is then at most what the complete run would give, so a missing
- * indicator alone never causes an alarm; missing variables contribute 0 to SPE. Limits are unchanged
- * (conservative). The missing variables are listed in `missing`.
- *
- * @throws MultivariateInputError if x does not have one value per model variable
- */
-export function scorePca(model: PcaModel, x: readonly number[]): PcaScore {
-  const obs = standardizeObservation(model, x);
-  const forms = pcaForms(model);
-  const t = evaluateWithMissing(forms.t2, obs.z, obs.missing);
-  const q = evaluateWithMissing(forms.spe, obs.z, obs.missing);
-  const scores: number[] = [];
-  for (let a = 0; a < model.components; a++) {
-    const vec = model.loadings[a];
-    let s = 0;
-    for (let j = 0; j < vec.length; j++) s += vec[j] * t.completed[j];
-    scores.push(s);
-  }
-  return {
-    t2: t.value,
-    spe: q.value,
-    t2Limit: model.limits.t2,
-    speLimit: model.limits.spe,
-    t2Exceeded: t.value > model.limits.t2,
-    speExceeded: q.value > model.limits.spe,
-    scores,
-    contributions: lazyContributions(model, t.contributions, q.contributions),
-    contributionValues: { t2: t.contributions, spe: q.contributions },
-    missing: obs.missing.map((c) => model.names[model.kept[c]]),
-    droppedOutOfRange: obs.droppedOutOfRange,
-  };
 }
