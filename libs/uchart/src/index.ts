@@ -180,6 +180,7 @@ export {
   MultivariateInputError,
   NotPositiveDefiniteError,
   pcaComponentCount,
+  pcaResidualContributions,
   preparePcaBasis,
   residualMoments,
   scaledChiSquareQuantile,

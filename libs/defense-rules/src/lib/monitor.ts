@@ -44,8 +44,8 @@ import {
   InsufficientBaselineError,
   fitTail,
   pcaComponentCount,
+  pcaResidualContributions,
   preparePcaBasis,
-  scorePca,
   type PcaModel,
 } from '@defender/uchart';
 import { calibratedFamilyWidth, leaveOneOutMaxima } from './family-limits';
@@ -237,7 +237,7 @@ export function fitMonitorModel(
     // In-sample residuals understate a new run's: scale by the leave-one-out SPE over the in-sample SPE.
     // Contributions in model order (no sort per run: with thousands of indicators the sorts were
     // most of the fit). Each variable's residual sum over the runs, in run order.
-    const perRun = pcaRows.map((row) => scorePca(pca, row).contributionValues.spe);
+    const perRun = pcaRows.map((row) => pcaResidualContributions(pca, row));
     const kept = pca.kept.length;
     const sums = new Float64Array(kept);
     for (const contribs of perRun) for (let c = 0; c < kept; c++) sums[c] += contribs[c] as number;

@@ -70,4 +70,4 @@ export {
   type PcaOptions,
   type SpeLimitMethod,
 } from './pca';
-export { scorePca, type PcaScore } from './pca-score';
+export { pcaResidualContributions, scorePca, type PcaScore } from './pca-score';

@@ -137,3 +137,33 @@ export function scorePca(model: PcaModel, x: readonly number[]): PcaScore {
     droppedOutOfRange: obs.droppedOutOfRange,
   };
 }
+
+/**
+ * The SPE contributions of a run, `(z - P P' z)_j^2` over the kept variables in their order: what
+ * `scorePca(model, x).contributionValues.spe` holds, bit for bit (the same operations in the same
+ * order), without the T² side, the completion of missing values or the allocations of a score. A run
+ * with a missing (non-finite) model variable, or of the wrong length, goes to {@link scorePca}.
+ */
+export function pcaResidualContributions(model: PcaModel, x: readonly number[]): Float64Array {
+  const p = model.kept.length;
+  const k = model.components;
+  if (x.length !== model.names.length) return scorePca(model, x).contributionValues.spe;
+  const z = new Float64Array(p);
+  for (let c = 0; c < p; c++) {
+    const v = x[model.kept[c] as number];
+    if (typeof v !== 'number' || !Number.isFinite(v)) return scorePca(model, x).contributionValues.spe;
+    z[c] = (v - (model.mean[c] as number)) / (model.sd[c] as number);
+  }
+  const fit = new Float64Array(p);
+  for (let a = 0; a < k; a++) {
+    const vec = model.loadings[a] as readonly number[];
+    let s = 0;
+    for (let j = 0; j < p; j++) s += (vec[j] as number) * (z[j] as number);
+    for (let j = 0; j < p; j++) fit[j] += s * (vec[j] as number);
+  }
+  for (let j = 0; j < p; j++) {
+    const e = (z[j] as number) - (fit[j] as number);
+    fit[j] = e * e;
+  }
+  return fit;
+}
