@@ -176,12 +176,7 @@ export function runMonitorStage(
       const rows: number[][] = [];
       const runIds: string[] = [];
       for (const set of phase) {
-        const row = new Array<number>(keys.length).fill(NaN);
-        for (const p of decoded.points(set)) {
-          const j = index.get(p.indicatorKey);
-          if (j !== undefined) row[j] = p.value;
-        }
-        rows.push(row);
+        rows.push(rowOf(decoded.points(set), keys, index));
         runIds.push(set.runId);
       }
       rows.push(keys.map((k) => values.get(k) as number));
@@ -234,14 +229,7 @@ export function runMonitorStage(
             });
       if (usable.length >= target) {
         const index = new Map(current.variables.map((k, j) => [k, j]));
-        const rows = usable.map((set) => {
-          const row = new Array<number>(current.variables.length).fill(NaN);
-          for (const p of decoded.points(set)) {
-            const j = index.get(p.indicatorKey);
-            if (j !== undefined) row[j] = p.value;
-          }
-          return row;
-        });
+        const rows = usable.map((set) => rowOf(decoded.points(set), current.variables, index));
         try {
           const refit = fitMonitorModel(rows, current.variables, usable.map((set) => set.runId), { ...cfg, baseline: { ...cfg.baseline, minRuns: target } }, args.strategy.budget, current.version + 1);
           // Indicators not charted in Phase I stay so (later runs do not store them).
@@ -328,6 +316,24 @@ function nextExtensionCheck(model: MonitorModel, bound: number | undefined, fitt
   const start = fittedNow ? extendTo - baseline + 1 : bound;
   if (start === undefined) return null;
   return alarmed ? start + 1 : start;
+}
+
+/**
+ * A run's values of `keys` (NaN: the run has no point of it), `index` the position of each key. A run's
+ * points come in the order its indicators were computed, which is the order of `keys` for every run of
+ * one recipe and model: each point is first tried at the position after the last one matched, and
+ * looked up only when that misses.
+ */
+function rowOf(points: readonly UChartPoint[], keys: readonly string[], index: ReadonlyMap<string, number>): number[] {
+  const row = new Array<number>(keys.length).fill(NaN);
+  let next = 0;
+  for (const p of points) {
+    const j = keys[next] === p.indicatorKey ? next : index.get(p.indicatorKey);
+    if (j === undefined) continue;
+    row[j] = p.value;
+    next = j + 1;
+  }
+  return row;
 }
 
 /** UChartPoint of a monitor point with its flags. */
