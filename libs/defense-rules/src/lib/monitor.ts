@@ -149,14 +149,19 @@ export function fitMonitorModel(
   // Lattice sensors: each indicator's sd floored at what one count does to it (`floors`, 0: none);
   // the indicators of a sensor with fewer than FEW_LEVELS levels are charted alone (`attributes`).
   const parts = keys.map(monitorKeyParts);
-  const lattices = svidLattices(rows, parts, cfg.resolution);
+  // Each indicator's Phase I values as a column, copied once (read row by row, every column's pass
+  // went through every row).
+  const columnOf = phaseOneColumns(rows, keys.length);
+  const lattices = svidLattices(columnOf, parts, cfg.resolution);
   const floors: number[] = [];
   const attributes: string[] = [];
+  const orderOf = new Map<string, boolean>();
   keys.forEach((key, j) => {
+    const column = columnOf(j);
     let count = 0;
     let sum = 0;
-    for (const r of rows) {
-      const v = r[j] as number;
+    for (let i = 0; i < n; i++) {
+      const v = column[i] as number;
       if (Number.isFinite(v)) {
         count++;
         sum += v;
@@ -170,8 +175,8 @@ export function fitMonitorModel(
     let ss = 0;
     let min = Infinity;
     let max = -Infinity;
-    for (const r of rows) {
-      const v = r[j] as number;
+    for (let i = 0; i < n; i++) {
+      const v = column[i] as number;
       if (!Number.isFinite(v)) continue;
       ss += (v - mean) * (v - mean);
       if (v < min) min = v;
@@ -180,7 +185,12 @@ export function fitMonitorModel(
     const sd = Math.sqrt(ss / (count - 1));
     const part = parts[j];
     const lattice = part ? lattices.get(part.svid) : undefined;
-    const order = part !== undefined && isOrderStatistic(part.statistic);
+    let order = false;
+    if (part !== undefined) {
+      const known = orderOf.get(part.statistic);
+      order = known ?? isOrderStatistic(part.statistic);
+      if (known === undefined) orderOf.set(part.statistic, order);
+    }
     if (min === max) {
       notCharted.push({ key, reason: 'constant', value: min, ...(lattice ? { tolerance: order ? lattice.step : lattice.step / 2 } : {}) });
       return;
@@ -188,8 +198,7 @@ export function fitMonitorModel(
     // One count moves an order statistic by the sensor's step, any other statistic by its own step
     // (a mean of n readings by step / n; with fewer than FEW_LEVELS distinct Phase I values, the
     // smallest departure from its usual value): the sd is at least that, so one count is at most one sd.
-    const few = lattice ? fewLevelStep(rows.map((r) => r[j] as number)) : undefined;
-    const step = lattice ? (order ? lattice.step : (few ?? indicatorStep(rows.map((r) => r[j] as number)))) : undefined;
+    const step = lattice ? (order ? lattice.step : (fewLevelStep(Array.from(column)) ?? indicatorStep(Array.from(column)))) : undefined;
     if (spreadIsNoise(mean, Math.max(sd, step ?? 0))) {
       notCharted.push({ key, reason: 'numerical-noise' });
       return;
@@ -304,6 +313,20 @@ export function fitMonitorModel(
   };
 }
 
+/**
+ * The Phase I values column by column: `columnOf(j)[i]` is `rows[i][j]` (a view into one copy, made
+ * in a pass over the rows).
+ */
+function phaseOneColumns(rows: readonly (readonly number[])[], width: number): (j: number) => Float64Array {
+  const n = rows.length;
+  const data = new Float64Array(n * width);
+  for (let i = 0; i < n; i++) {
+    const r = rows[i] as readonly number[];
+    for (let j = 0; j < width; j++) data[j * n + i] = r[j] as number;
+  }
+  return (j) => data.subarray(j * n, (j + 1) * n);
+}
+
 /** Order statistics (and differences of two): one count of the sensor moves them by its step. */
 const ORDER_STATISTICS: ReadonlySet<string> = new Set(['min', 'max', 'p05', 'p95', 'median', 'first', 'last', 'range']);
 
@@ -327,7 +350,7 @@ function monitorKeyParts(key: string): { readonly svid: string; readonly statist
  * order statistics (min, max, p05, p95, median, first, last of every window), else none.
  */
 function svidLattices(
-  rows: readonly (readonly number[])[],
+  columnOf: (j: number) => Float64Array,
   parts: readonly ({ readonly svid: string; readonly statistic: string } | undefined)[],
   declared: Readonly<Record<string, number>> | undefined,
 ): Map<string, SvidLattice> {
@@ -336,8 +359,9 @@ function svidLattices(
     if (!p || !ORDER_STATISTICS.has(p.statistic)) return;
     let vs = values.get(p.svid);
     if (!vs) values.set(p.svid, (vs = []));
-    for (const r of rows) {
-      const v = r[j] as number;
+    const column = columnOf(j);
+    for (let i = 0; i < column.length; i++) {
+      const v = column[i] as number;
       if (Number.isFinite(v)) vs.push(v);
     }
   });
