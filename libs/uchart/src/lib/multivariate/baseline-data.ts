@@ -142,8 +142,11 @@ export function prepareBaseline(
 export interface CorrelationSpectrum {
   /** The r positive eigenvalues of R, descending (sum = p minus the numerically null part). */
   readonly values: Float64Array;
-  /** `r x p`, row a is the unit eigenvector (loading) of `values[a]`. */
-  readonly vectors: Float64Array;
+  /**
+   * The unit eigenvectors (loadings) of the first `count` values, `count x p`: row a belongs to
+   * `values[a]`. Through the Gram matrix each is a pass over the data, so only those asked for are formed.
+   */
+  vectorsOf(count: number): Float64Array;
   /** `m x r`, row i holds run i's coordinates z_i' v_a (its principal component scores). */
   readonly scores: Float64Array;
   readonly r: number;
@@ -161,7 +164,7 @@ export function correlationSpectrum(z: Float64Array, m: number, p: number): Corr
     const r = rankOf(eig.values, p);
     const values = new Float64Array(r);
     for (let a = 0; a < r; a++) values[a] = eig.values[a] / dof;
-    const vectors = eig.vectors.slice(0, r * p);
+    const vectors = eig.vectors;
     const scores = new Float64Array(m * r);
     for (let i = 0; i < m; i++) {
       const zi = i * p;
@@ -172,29 +175,37 @@ export function correlationSpectrum(z: Float64Array, m: number, p: number): Corr
         scores[i * r + a] = s;
       }
     }
-    return { values, vectors, scores, r };
+    return { values, scores, r, vectorsOf: (count) => vectors.slice(0, Math.min(count, r) * p) };
   }
   const eig = symmetricEigen(gramMatrix(z, m, p), m);
   const r = rankOf(eig.values, m);
   const values = new Float64Array(r);
-  const vectors = new Float64Array(r * p);
   const scores = new Float64Array(m * r);
   for (let a = 0; a < r; a++) {
     const s = eig.values[a];
     values[a] = s / dof;
     const root = Math.sqrt(s);
     const ua = a * m;
-    const va = a * p;
-    for (let i = 0; i < m; i++) {
-      const u = eig.vectors[ua + i];
-      scores[i * r + a] = u * root;
-      if (u === 0) continue;
-      const zi = i * p;
-      for (let j = 0; j < p; j++) vectors[va + j] += u * z[zi + j];
-    }
-    for (let j = 0; j < p; j++) vectors[va + j] /= root;
+    for (let i = 0; i < m; i++) scores[i * r + a] = eig.vectors[ua + i] * root;
   }
-  return { values, vectors, scores, r };
+  const vectorsOf = (count: number): Float64Array => {
+    const c = Math.min(count, r);
+    const vectors = new Float64Array(c * p);
+    for (let a = 0; a < c; a++) {
+      const root = Math.sqrt(eig.values[a]);
+      const ua = a * m;
+      const va = a * p;
+      for (let i = 0; i < m; i++) {
+        const u = eig.vectors[ua + i];
+        if (u === 0) continue;
+        const zi = i * p;
+        for (let j = 0; j < p; j++) vectors[va + j] += u * z[zi + j];
+      }
+      for (let j = 0; j < p; j++) vectors[va + j] /= root;
+    }
+    return vectors;
+  };
+  return { values, scores, r, vectorsOf };
 }
 
 function rankOf(values: Float64Array, n: number): number {

@@ -185,7 +185,8 @@ export function fitHotelling(
   }
 
   const vectors: number[][] = [];
-  for (let a = 0; a < r; a++) vectors.push(Array.from(spec.vectors.subarray(a * p, (a + 1) * p)));
+  const loadings = spec.vectorsOf(r);
+  for (let a = 0; a < r; a++) vectors.push(Array.from(loadings.subarray(a * p, (a + 1) * p)));
   return {
     kind: 'hotelling-t2',
     version: 1,

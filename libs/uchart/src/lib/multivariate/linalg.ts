@@ -161,29 +161,34 @@ export function symmetricEigen(a: Float64Array, n: number): SymmetricEigen {
   tred2(v, d, e, n);
   tql2(v, d, e, n);
   for (let i = 0; i < n; i++) d[i] *= div;
-  // v holds the eigenvectors in its columns; sort descending and store them as rows.
+  // Eigenvector c is column c of JAMA's V, stored at v[c * n ...]; sort descending and store them as rows.
   const order = Array.from({ length: n }, (_, i) => i).sort((x, y) => d[y] - d[x] || x - y);
   const values = new Float64Array(n);
   const vectors = new Float64Array(n * n);
   for (let r = 0; r < n; r++) {
     const c = order[r];
+    const vc = c * n;
     values[r] = d[c];
     let big = 0;
     let sign = 1;
     for (let i = 0; i < n; i++) {
-      const x = v[i * n + c];
+      const x = v[vc + i];
       if (Math.abs(x) > big) {
         big = Math.abs(x);
         sign = x < 0 ? -1 : 1;
       }
     }
-    for (let i = 0; i < n; i++) vectors[r * n + i] = sign * v[i * n + c];
+    for (let i = 0; i < n; i++) vectors[r * n + i] = sign * v[vc + i];
   }
   return { values, vectors };
 }
 
+// tred2 and tql2 (EISPACK, as JAMA writes them) on V stored by columns: element (r, c) of JAMA's V at
+// v[c * n + r], so that their inner loops, which run down a column of V, read consecutive memory (the
+// same operations in the same order as on rows: the same results, bit for bit).
+
 function tred2(v: Float64Array, d: Float64Array, e: Float64Array, n: number): void {
-  for (let j = 0; j < n; j++) d[j] = v[(n - 1) * n + j];
+  for (let j = 0; j < n; j++) d[j] = v[j * n + n - 1];
   for (let i = n - 1; i > 0; i--) {
     let scale = 0;
     let h = 0;
@@ -191,9 +196,9 @@ function tred2(v: Float64Array, d: Float64Array, e: Float64Array, n: number): vo
     if (scale === 0) {
       e[i] = d[i - 1];
       for (let j = 0; j < i; j++) {
-        d[j] = v[(i - 1) * n + j];
-        v[i * n + j] = 0;
+        d[j] = v[j * n + i - 1];
         v[j * n + i] = 0;
+        v[i * n + j] = 0;
       }
     } else {
       for (let k = 0; k < i; k++) {
@@ -209,11 +214,12 @@ function tred2(v: Float64Array, d: Float64Array, e: Float64Array, n: number): vo
       for (let j = 0; j < i; j++) e[j] = 0;
       for (let j = 0; j < i; j++) {
         f = d[j];
-        v[j * n + i] = f;
-        g = e[j] + v[j * n + j] * f;
+        v[i * n + j] = f;
+        const cj = j * n;
+        g = e[j] + v[cj + j] * f;
         for (let k = j + 1; k <= i - 1; k++) {
-          g += v[k * n + j] * d[k];
-          e[k] += v[k * n + j] * f;
+          g += v[cj + k] * d[k];
+          e[k] += v[cj + k] * f;
         }
         e[j] = g;
       }
@@ -227,31 +233,35 @@ function tred2(v: Float64Array, d: Float64Array, e: Float64Array, n: number): vo
       for (let j = 0; j < i; j++) {
         f = d[j];
         g = e[j];
-        for (let k = j; k <= i - 1; k++) v[k * n + j] -= f * e[k] + g * d[k];
-        d[j] = v[(i - 1) * n + j];
-        v[i * n + j] = 0;
+        const cj = j * n;
+        for (let k = j; k <= i - 1; k++) v[cj + k] -= f * e[k] + g * d[k];
+        d[j] = v[cj + i - 1];
+        v[cj + i] = 0;
       }
     }
     d[i] = h;
   }
   // Accumulate the transformations.
   for (let i = 0; i < n - 1; i++) {
-    v[(n - 1) * n + i] = v[i * n + i];
-    v[i * n + i] = 1;
+    const ci = i * n;
+    const next = (i + 1) * n;
+    v[ci + n - 1] = v[ci + i];
+    v[ci + i] = 1;
     const h = d[i + 1];
     if (h !== 0) {
-      for (let k = 0; k <= i; k++) d[k] = v[k * n + i + 1] / h;
+      for (let k = 0; k <= i; k++) d[k] = v[next + k] / h;
       for (let j = 0; j <= i; j++) {
+        const cj = j * n;
         let g = 0;
-        for (let k = 0; k <= i; k++) g += v[k * n + i + 1] * v[k * n + j];
-        for (let k = 0; k <= i; k++) v[k * n + j] -= g * d[k];
+        for (let k = 0; k <= i; k++) g += v[next + k] * v[cj + k];
+        for (let k = 0; k <= i; k++) v[cj + k] -= g * d[k];
       }
     }
-    for (let k = 0; k <= i; k++) v[k * n + i + 1] = 0;
+    for (let k = 0; k <= i; k++) v[next + k] = 0;
   }
   for (let j = 0; j < n; j++) {
-    d[j] = v[(n - 1) * n + j];
-    v[(n - 1) * n + j] = 0;
+    d[j] = v[j * n + n - 1];
+    v[j * n + n - 1] = 0;
   }
   v[(n - 1) * n + n - 1] = 1;
   e[0] = 0;
@@ -308,11 +318,12 @@ function tql2(v: Float64Array, d: Float64Array, e: Float64Array, n: number): voi
           c = p / r;
           p = c * d[i] - s * g;
           d[i + 1] = h + s * (c * g + s * d[i]);
+          const ci = i * n;
+          const next = ci + n;
           for (let k = 0; k < n; k++) {
-            const row = k * n;
-            h = v[row + i + 1];
-            v[row + i + 1] = s * v[row + i] + c * h;
-            v[row + i] = c * v[row + i] - s * h;
+            h = v[next + k];
+            v[next + k] = s * v[ci + k] + c * h;
+            v[ci + k] = c * v[ci + k] - s * h;
           }
         }
         p = (-s * s2 * c3 * el1 * e[l]) / dl1;

@@ -276,7 +276,8 @@ function fitOnBasis(basis: PcaBasis, settings: PcaSettings): PcaModel {
   }
 
   const loadings: number[][] = [];
-  for (let a = 0; a < k; a++) loadings.push(Array.from(spec.vectors.subarray(a * p, (a + 1) * p)));
+  const vectors = spec.vectorsOf(k);
+  for (let a = 0; a < k; a++) loadings.push(Array.from(vectors.subarray(a * p, (a + 1) * p)));
   return {
     kind: 'pca',
     version: 1,
