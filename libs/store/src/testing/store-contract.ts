@@ -25,6 +25,7 @@ import {
 import { encodePointSet } from '../lib/codec/point-set-codec';
 import type { SeriesKind } from '../lib/codec/trace-codec';
 import { alarm, bytesOf, commit, event, freshChamber, limitSet, points, rejection, sleep, trace } from './fixtures';
+import { describeChamberEventContract } from './chamber-event-contract';
 import { describeMonitorModelContract } from './monitor-model-contract';
 
 /** Direct writes into an adapter's tables, to damage stored data the way a bug or a crash would. */
@@ -429,6 +430,7 @@ export function describeStoreContract(name: string, backend: () => StoreContract
     });
 
     describeMonitorModelContract(() => store);
+    describeChamberEventContract(() => store);
 
     describe('chamber memory (per chamber, written with its run)', () => {
       const memory = (...flags: boolean[]): ChamberMemory => ({ recentAlarms: flags, fromFirstRun: flags.length < 3 });

@@ -51,6 +51,7 @@ export type {
   MonitorStateRepository,
   MonitorModelRepository,
   ChamberMemoryRepository,
+  ChamberEventRepository,
   OutboxRepository,
   StrategyRepository,
   TraceRepository,
@@ -107,6 +108,16 @@ export {
   type MonitorModelRecord,
   type MonitorModelVersion,
 } from './monitor-model';
+export {
+  chamberEventIssues,
+  decodeChamberEvent,
+  encodeChamberEvent,
+  eventRunId,
+  CHAMBER_EVENT_LIMITS,
+  CHAMBER_EVENT_SCHEMA_VERSION,
+  type ChamberEventInput,
+  type ChamberEventRecord,
+} from './chamber-event';
 export {
   chamberMemoryIssues,
   decodeChamberMemory,

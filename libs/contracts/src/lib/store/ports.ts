@@ -1,4 +1,5 @@
 import type { ChamberRef, RunRef } from './chamber';
+import type { ChamberEventRecord } from './chamber-event';
 import type { ChamberMemoryRecord } from './chamber-memory';
 import type { MonitorModelRecord, MonitorModelVersion } from './monitor-model';
 import type { MonitorStateRecord } from './monitor-state';
@@ -224,6 +225,16 @@ export interface ChamberMemoryRepository {
   get(chamber: ChamberRef): Promise<ChamberMemoryRecord | undefined>;
 }
 
+/**
+ * A chamber's equipment events (see {@link ChamberEventRecord}): written only by
+ * `ChamberStateRepository.commitRun` (`CommitRunInput.event`) at the event's stream sequence, fenced
+ * like a run; read here by the dashboard (markers on the charts) and defenderctl.
+ */
+export interface ChamberEventRepository {
+  /** The chamber's newest events, newest first (`limit` 1-1000). */
+  list(chamber: ChamberRef, options: { readonly limit: number }): Promise<ChamberEventRecord[]>;
+}
+
 /** Everything Defender persists, behind one object (an adapter: Cassandra or SQLite). */
 export interface DefenderStore {
   /** `cassandra` or `sqlite`. */
@@ -238,6 +249,7 @@ export interface DefenderStore {
   readonly monitorState: MonitorStateRepository;
   readonly monitorModels: MonitorModelRepository;
   readonly chamberMemory: ChamberMemoryRepository;
+  readonly chamberEvents: ChamberEventRepository;
   /** Releases connections / file handles; later calls reject with StoreClosedError. Idempotent. */
   close(): Promise<void>;
 }

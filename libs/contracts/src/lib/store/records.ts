@@ -1,5 +1,6 @@
 import type { ChamberRef, RunRef } from './chamber';
 import type { ChamberMemory } from './chamber-memory';
+import type { ChamberEventInput } from './chamber-event';
 import type { MonitorModelInput } from './monitor-model';
 import type { MonitorState } from './monitor-state';
 
@@ -299,6 +300,12 @@ export interface CommitRunInput {
    * same operation, fenced like the rest of the commit.
    */
   readonly chamberMemory?: ChamberMemory;
+  /**
+   * An equipment event committed at this sequence instead of a run (`ChamberEventRepository`): no
+   * points, alarms, hold, monitor state or model; `runId` is its `eventRunId`; the monitor states it
+   * changes are written with it.
+   */
+  readonly event?: ChamberEventInput;
 }
 
 /** One publication of a committed run: the exact bytes to publish, so every owner publishes the same. */

@@ -1,5 +1,6 @@
 import { isValidId, type ChamberRef } from './chamber';
 import { InvalidRecordError, type RecordIssue } from './errors';
+import { chamberEventIssues } from './chamber-event';
 import { chamberMemoryIssues } from './chamber-memory';
 import { monitorModelIssues } from './monitor-model';
 import { monitorStateIssues } from './monitor-state';
@@ -233,6 +234,7 @@ export function validateCommitRunInput(input: CommitRunInput): void {
   if (input.chamberMemory !== undefined) {
     for (const i of chamberMemoryIssues(input.chamberMemory, 'chamberMemory')) issues.add(i.path, i.message);
   }
+  for (const i of chamberEventIssues(input)) issues.add(i.path, i.message);
   issues.throwIfAny('run commit');
 }
 

@@ -48,6 +48,7 @@ import {
 } from './cassandra-session';
 import { chamberMemoryStatement } from './cassandra-chamber-memory';
 import { monitorModelStatement } from './cassandra-monitor-model';
+import { chamberEventStatements } from './cassandra-chamber-events';
 import { monitorStateStatement } from './cassandra-monitor-state';
 
 export class CassandraChamberLog implements ChamberStateRepository {
@@ -204,6 +205,7 @@ export class CassandraChamberLog implements ChamberStateRepository {
         })),
         ...monitorStateStatement(this.s.ks, chamber, input),
         ...monitorModelStatement(this.s.ks, chamber, input),
+        ...chamberEventStatements(this.s.ks, chamber, input),
         ...chamberMemoryStatement(this.s.ks, chamber, input),
       ];
       for (let attempt = 0; attempt < COMMIT_ATTEMPTS; attempt++) {

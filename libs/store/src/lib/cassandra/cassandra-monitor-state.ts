@@ -6,6 +6,7 @@ import {
   validateMonitorStateKey,
   type ChamberRef,
   type CommitRunInput,
+  type MonitorState,
   type MonitorStateRecord,
   type MonitorStateRepository,
 } from '@defender/contracts';
@@ -62,21 +63,19 @@ export class CassandraMonitorState implements MonitorStateRepository {
 /** The statement of `commitRun`'s batch that replaces the recipe's monitor state, if the commit carries one. */
 export function monitorStateStatement(ks: string, chamber: ChamberRef, input: CommitRunInput): { query: string; params: unknown[] }[] {
   if (input.monitorState === undefined || input.recipe === undefined) return [];
-  return [
-    {
-      query: `INSERT INTO ${ks}.chamber_log (tool_id, chamber_id, kind, seq, item, recipe, state_seq, run_id, committed_at, schema_version, body) VALUES (?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?)`,
-      params: [
-        chamber.toolId,
-        chamber.chamberId,
-        KIND_MONITOR_STATE,
-        input.recipe,
-        input.recipe,
-        input.sequence,
-        input.runId,
-        input.committedAt,
-        MONITOR_STATE_SCHEMA_VERSION,
-        Buffer.from(encodeMonitorState(input.monitorState), 'utf8'),
-      ],
-    },
-  ];
+  return [recipeStateStatement(ks, chamber, input.recipe, input.monitorState, input)];
+}
+
+/** The statement that replaces `recipe`'s monitor state with `state`, written by the commit `by`. */
+export function recipeStateStatement(
+  ks: string,
+  chamber: ChamberRef,
+  recipe: string,
+  state: MonitorState,
+  by: Pick<CommitRunInput, 'sequence' | 'runId' | 'committedAt'>,
+): { query: string; params: unknown[] } {
+  return {
+    query: `INSERT INTO ${ks}.chamber_log (tool_id, chamber_id, kind, seq, item, recipe, state_seq, run_id, committed_at, schema_version, body) VALUES (?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?)`,
+    params: [chamber.toolId, chamber.chamberId, KIND_MONITOR_STATE, recipe, recipe, by.sequence, by.runId, by.committedAt, MONITOR_STATE_SCHEMA_VERSION, Buffer.from(encodeMonitorState(state), 'utf8')],
+  };
 }

@@ -10,6 +10,7 @@ import {
   type MonitorStateRepository,
   type ChamberMemoryRepository,
   type MonitorModelRepository,
+  type ChamberEventRepository,
   type TraceRepository,
   type UChartRepository,
 } from '@defender/contracts';
@@ -19,6 +20,7 @@ import { mapCassandraError } from './errors';
 import { migrateCassandra } from './migrations';
 import { CassandraChamberMemory } from './cassandra-chamber-memory';
 import { CassandraMonitorModels } from './cassandra-monitor-model';
+import { CassandraChamberEvents } from './cassandra-chamber-events';
 import { CassandraMonitorState } from './cassandra-monitor-state';
 import { RequestGate } from './request-gate';
 import {
@@ -63,6 +65,7 @@ export class CassandraStore implements DefenderStore {
   readonly monitorState: MonitorStateRepository;
   readonly monitorModels: MonitorModelRepository;
   readonly chamberMemory: ChamberMemoryRepository;
+  readonly chamberEvents: ChamberEventRepository;
   /** Keyspace in use. */
   readonly keyspace: string;
   /** The reusable buffers trace reads fill (releaseTraceMemory gives them back). */
@@ -92,6 +95,7 @@ export class CassandraStore implements DefenderStore {
     this.monitorState = new CassandraMonitorState(session);
     this.monitorModels = new CassandraMonitorModels(session);
     this.chamberMemory = new CassandraChamberMemory(session);
+    this.chamberEvents = new CassandraChamberEvents(session);
   }
 
   /**

@@ -127,6 +127,20 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
         PRIMARY KEY (tool_id, chamber_id, recipe, version)) WITHOUT ROWID;
     `,
   },
+  {
+    id: 7,
+    name: 'the chamber equipment events',
+    // One row per equipment event (issue 49, ADR 0019), at the stream sequence it was committed at with
+    // the monitor states it changed (its run row in uchart_runs has no points).
+    sql: `
+      CREATE TABLE chamber_events (
+        tool_id TEXT NOT NULL, chamber_id TEXT NOT NULL, seq INTEGER NOT NULL,
+        event_id TEXT NOT NULL, kind TEXT NOT NULL, at INTEGER NOT NULL,
+        run_id TEXT NOT NULL, committed_at INTEGER NOT NULL,
+        schema_version INTEGER NOT NULL, body TEXT NOT NULL,
+        PRIMARY KEY (tool_id, chamber_id, seq)) WITHOUT ROWID;
+    `,
+  },
 ];
 
 export function sqliteMigrationChecksum(m: SqliteMigration): string {

@@ -32,6 +32,7 @@ import {
 } from '../codec/rows';
 import { writeChamberMemory } from './sqlite-chamber-memory';
 import { writeMonitorModel } from './sqlite-monitor-model';
+import { writeChamberEvent } from './sqlite-chamber-events';
 import { writeMonitorState } from './sqlite-monitor-state';
 import { Conn, type SqlRow, getter, chamberOf } from './sqlite-conn';
 
@@ -134,6 +135,7 @@ export class SqliteChamberLog implements ChamberStateRepository, AlarmRepository
         (input.events ?? []).forEach((e, i) => event.run(chamber.toolId, chamber.chamberId, input.sequence, i, e.subject, e.msgId, e.payload));
         writeMonitorState(this.c, chamber, input);
         writeMonitorModel(this.c, chamber, input);
+        writeChamberEvent(this.c, chamber, input);
         writeChamberMemory(this.c, chamber, input);
         return {
           outcome: 'applied',

@@ -6,6 +6,7 @@ import {
   validateMonitorStateKey,
   type ChamberRef,
   type CommitRunInput,
+  type MonitorState,
   type MonitorStateRecord,
   type MonitorStateRepository,
 } from '@defender/contracts';
@@ -54,19 +55,15 @@ export class SqliteMonitorState implements MonitorStateRepository {
  */
 export function writeMonitorState(c: SqliteStatements, chamber: ChamberRef, input: CommitRunInput): void {
   if (input.monitorState === undefined || input.recipe === undefined) return;
+  writeRecipeState(c, chamber, input.recipe, input.monitorState, input);
+}
+
+/** Replaces `recipe`'s monitor state with `state`, written by the commit `by`. */
+export function writeRecipeState(c: SqliteStatements, chamber: ChamberRef, recipe: string, state: MonitorState, by: Pick<CommitRunInput, 'sequence' | 'runId' | 'committedAt'>): void {
   c.sql(
     `INSERT INTO monitor_state (tool_id, chamber_id, ${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
      ON CONFLICT (tool_id, chamber_id, recipe) DO UPDATE SET
        seq = excluded.seq, run_id = excluded.run_id, committed_at = excluded.committed_at,
        schema_version = excluded.schema_version, body = excluded.body`,
-  ).run(
-    chamber.toolId,
-    chamber.chamberId,
-    input.recipe,
-    input.sequence,
-    input.runId,
-    input.committedAt.getTime(),
-    MONITOR_STATE_SCHEMA_VERSION,
-    encodeMonitorState(input.monitorState),
-  );
+  ).run(chamber.toolId, chamber.chamberId, recipe, by.sequence, by.runId, by.committedAt.getTime(), MONITOR_STATE_SCHEMA_VERSION, encodeMonitorState(state));
 }

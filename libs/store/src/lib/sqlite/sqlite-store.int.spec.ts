@@ -344,6 +344,30 @@ describe('SQLite store: files shared by processes', () => {
     }
   });
 
+  it('migrations 6 and 7 on a file of the previous release: its limit-set models stay readable; no model record, no event until a commit carries one', async () => {
+    const file = newFile();
+    const ch = freshChamber();
+    const legacy = new Database(file);
+    migrateSqlite(legacy, SQLITE_MIGRATIONS.slice(0, 5));
+    legacy.close();
+    const before = await SqliteStore.open({ filename: file });
+    const model = limitSet(ch, 'recipe-A|m:model', 1, { chartType: 'monitor', params: { model: { kind: 'monitor', version: 1 } } });
+    await before.uchart.putLimitSet(model);
+    await before.close();
+
+    const store = await SqliteStore.open({ filename: file });
+    try {
+      expect(await store.uchart.limitSet(ch, 'recipe-A|m:model')).toEqual(model);
+      expect(await store.monitorModels.versions(ch)).toEqual([]);
+      expect(await store.chamberEvents.list(ch, { limit: 5 })).toEqual([]);
+      const event = { schema: 1 as const, ...ch, eventId: 'pm-1', kind: 'pm' as const, at: '2026-12-08T00:00:00.000Z' };
+      await store.chamberState.commitRun(commit(ch, 1, 1, { runId: 'event:pm-1', points: [], event: { event, monitorStates: [] } }));
+      expect((await store.chamberEvents.list(ch, { limit: 5 })).map((e) => e.event)).toEqual([event]);
+    } finally {
+      await store.close();
+    }
+  });
+
   it('a path that cannot be opened as a database is a StoreUnavailableError', async () => {
     await expect(SqliteStore.open({ filename: dir })).rejects.toBeInstanceOf(StoreUnavailableError);
   });

@@ -8,6 +8,7 @@ import {
   type MonitorStateRepository,
   type ChamberMemoryRepository,
   type MonitorModelRepository,
+  type ChamberEventRepository,
   type OutboxRepository,
   type StrategyRepository,
   type TraceRepository,
@@ -17,6 +18,7 @@ import { DEFAULT_TRACE_POOL_BYTES, TraceBufferPool, type TraceBufferPoolStats } 
 import { MigrationError } from '../migration-error';
 import { SqliteChamberMemory } from './sqlite-chamber-memory';
 import { SqliteMonitorModels } from './sqlite-monitor-model';
+import { SqliteChamberEvents } from './sqlite-chamber-events';
 import { SqliteMonitorState } from './sqlite-monitor-state';
 import { migrateSqlite } from './migrations';
 import {
@@ -55,6 +57,7 @@ export class SqliteStore implements DefenderStore {
   readonly monitorState: MonitorStateRepository;
   readonly monitorModels: MonitorModelRepository;
   readonly chamberMemory: ChamberMemoryRepository;
+  readonly chamberEvents: ChamberEventRepository;
   /** `wal` for a file, `memory` for `:memory:`. */
   readonly journalMode: string;
   /** The reusable buffers trace reads fill (releaseTraceMemory gives them back). */
@@ -78,6 +81,7 @@ export class SqliteStore implements DefenderStore {
     this.monitorState = new SqliteMonitorState(conn);
     this.monitorModels = new SqliteMonitorModels(conn);
     this.chamberMemory = new SqliteChamberMemory(conn);
+    this.chamberEvents = new SqliteChamberEvents(conn);
   }
 
   /**

@@ -17,7 +17,7 @@ import type { SqliteStoreOptions } from './sqlite-store';
 
 /** The repositories of a {@link DefenderStore}, by property name. */
 export type RepoName =
-  'chamberMetadata' | 'traces' | 'uchart' | 'chamberState' | 'alarms' | 'outbox' | 'strategies' | 'monitorState' | 'monitorModels' | 'chamberMemory';
+  'chamberMetadata' | 'traces' | 'uchart' | 'chamberState' | 'alarms' | 'outbox' | 'strategies' | 'monitorState' | 'monitorModels' | 'chamberMemory' | 'chamberEvents';
 
 type OpKind = 'read' | 'write';
 
@@ -49,6 +49,7 @@ export const THREAD_METHODS = {
   monitorState: { get: 'read', list: 'read' },
   monitorModels: { get: 'read', versions: 'read' },
   chamberMemory: { get: 'read' },
+  chamberEvents: { list: 'read' },
 } as const satisfies { [R in RepoName]: { [M in keyof DefenderStore[R]]: OpKind } };
 
 /**

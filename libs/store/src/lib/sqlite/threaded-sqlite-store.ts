@@ -18,6 +18,7 @@ import {
   type MonitorStateRepository,
   type ChamberMemoryRepository,
   type MonitorModelRepository,
+  type ChamberEventRepository,
   type TraceRecord,
   type TraceRepository,
   type UChartRepository,
@@ -150,6 +151,7 @@ export class ThreadedSqliteStore implements DefenderStore {
   readonly monitorState: MonitorStateRepository;
   readonly monitorModels: MonitorModelRepository;
   readonly chamberMemory: ChamberMemoryRepository;
+  readonly chamberEvents: ChamberEventRepository;
 
   private readonly pending = new Map<number, Pending>();
   private nextId = 1;
@@ -180,6 +182,7 @@ export class ThreadedSqliteStore implements DefenderStore {
     this.monitorState = this.repository('monitorState');
     this.monitorModels = this.repository('monitorModels');
     this.chamberMemory = this.repository('chamberMemory');
+    this.chamberEvents = this.repository('chamberEvents');
     worker.on('message', (msg: FromThread) => this.onMessage(msg));
     worker.on('error', (err) => this.fail('the thread threw', err));
     worker.on('messageerror', (err) => this.fail('a reply could not be decoded', err));
