@@ -59,3 +59,16 @@ export type {
   RebaselineRequest,
   RunEvaluatorOptions,
 } from './lib/evaluator';
+export { DefenderProcessing, NATS_READS_IN_FLIGHT, type StreamHealth } from './lib/runtime/defender-processing';
+export type {
+  DefenderProcessingDeps,
+  ProcessingCache,
+  ProcessingCacheOptions,
+  ProcessingClock,
+  ProcessingEvents,
+  ProcessingIdentity,
+  ProcessingNats,
+  ProcessingSettings,
+  RunEvents,
+  TimeStoreCall,
+} from './lib/runtime/ports';

@@ -21,7 +21,7 @@ import { ProcessingService, RUN_EVALUATOR } from './processing/processing.servic
     DefenderIdentity,
     MembershipService,
     ProcessingService,
-    { provide: CHAMBER_WORK, useExisting: ProcessingService },
+    { provide: CHAMBER_WORK, useFactory: (p: ProcessingService) => p.work, inject: [ProcessingService] },
     { provide: RUN_EVALUATOR, useFactory: () => createRunEvaluator() },
     { provide: PROCESS_EXIT, useValue: (code: number) => setImmediate(() => process.exit(code)) },
     // Every metric, and DefenderMetricsObserver: the one provider that moves them.

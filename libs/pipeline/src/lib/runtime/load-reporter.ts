@@ -82,9 +82,3 @@ export class LoadReporter {
     return out;
   }
 }
-
-/** The process's CPU time so far, ms. */
-export const processCpuMs: CpuClock = () => {
-  const u = process.cpuUsage();
-  return (u.user + u.system) / 1000;
-};
