@@ -297,11 +297,55 @@ export class IndicatorCalculator {
    */
   computeWindows(trace: Trace, requests: readonly WindowRequest[]): WindowStatistics[] {
     this.filteredSvid = undefined;
+    this.constantSvid = undefined;
+    const out: WindowStatistics[] = new Array(requests.length);
+    // A level-only window waits for the other windows of its SVID: those found constant are runs of
+    // one value that its pass need not read again (a setpoint's whole-trace level crosses its steps).
+    const waiting: number[] = [];
+    const flush = (): void => {
+      for (const i of waiting) {
+        const r = requests[i] as WindowRequest;
+        out[i] = this.computeGroup(trace, r.svid, r.window, r.filter, false, false, true);
+      }
+      waiting.length = 0;
+    };
     try {
-      return requests.map((r) => this.computeGroup(trace, r.svid, r.window, r.filter, r.percentiles, r.shape, r.levelOnly === true && !r.percentiles && !r.shape));
+      let svid: string | undefined;
+      for (let i = 0; i < requests.length; i++) {
+        const r = requests[i] as WindowRequest;
+        if (r.svid !== svid) {
+          flush();
+          svid = r.svid;
+        }
+        if (r.levelOnly === true && !r.percentiles && !r.shape) waiting.push(i);
+        else out[i] = this.computeGroup(trace, r.svid, r.window, r.filter, r.percentiles, r.shape);
+      }
+      flush();
+      return out;
     } finally {
       this.filteredSvid = undefined;
+      this.constantSvid = undefined;
     }
+  }
+
+  /**
+   * The windows of `constantSvid` found constant so far in this call, as `[start, end)` pairs by start:
+   * each holds two or more samples of one finite value.
+   */
+  private constantSvid: string | undefined;
+  private constantRanges: number[] = [];
+
+  private noteConstant(svid: string, length: number, range: SampleRange): void {
+    if (this.constantSvid !== svid) {
+      this.constantSvid = svid;
+      this.constantRanges.length = 0;
+    }
+    const start = Math.max(0, range.start);
+    const end = Math.min(length, range.end);
+    const ranges = this.constantRanges;
+    let at = ranges.length;
+    while (at > 0 && (ranges[at - 2] as number) > start) at -= 2;
+    ranges.splice(at, 0, start, end);
   }
 
   /**
@@ -370,10 +414,14 @@ export class IndicatorCalculator {
         nMissing: 0,
       };
     }
-    if (levelOnly) return { ok: true, stats: computeWindowLevel(raw, range, filter === 'median3', createBaseStatistics()), pct: undefined, shape: undefined };
+    if (levelOnly) {
+      const known = this.constantSvid === svid ? this.constantRanges : undefined;
+      return { ok: true, stats: computeWindowLevel(raw, range, filter === 'median3', createBaseStatistics(), known), pct: undefined, shape: undefined };
+    }
     // A constant window (most of a chamber's SVIDs are setpoints and states) needs neither the filter
     // (its filtered samples are its samples) nor a pass for its statistics.
     const constant = constantWindow(raw, range);
+    if (constant) this.noteConstant(svid, raw.length, range);
     const values = filter === 'median3' && !constant ? this.filteredValues(svid, raw, range) : raw;
     const stats = constant
       ? computeConstantStatistics(values, trace.timing, range, createBaseStatistics())

@@ -89,6 +89,32 @@ describe('computeWindowLevel', () => {
     }
   });
 
+  it('skips the known runs of one value it is given, with the same result', () => {
+    const u = seededRandom(17);
+    for (let t = 0; t < 1000; t++) {
+      const n = 2 + Math.floor(u() * 60);
+      const values = samples(u, n, u() < 0.5);
+      // Known ranges: maximal runs of two or more equal finite samples (bitwise), a random part of each.
+      const known: number[] = [];
+      for (let i = 0; i < n; ) {
+        let j = i + 1;
+        while (j < n && Object.is(values[j], values[i])) j++;
+        const x = values[i] as number;
+        if (j - i >= 2 && Number.isFinite(x) && u() < 0.7) {
+          const a = i + Math.floor(u() * (j - i - 1));
+          known.push(a, a + 2 + Math.floor(u() * (j - a - 1)));
+        }
+        i = j;
+      }
+      const start = Math.floor(u() * n);
+      const range = { start, end: start + Math.floor(u() * (n + 1 - start)) };
+      const filtered = u() < 0.7;
+      const want = computeWindowLevel(values, range, filtered, createBaseStatistics());
+      const got = computeWindowLevel(values, range, filtered, createBaseStatistics(), known);
+      expect({ t, n: got.n, m: got.nMissing, mean: Object.is(got.mean, want.mean) }).toEqual({ t, n: want.n, m: want.nMissing, mean: true });
+    }
+  });
+
   it('reads a window of one setpoint in a few steps and still equals the pass over every sample', () => {
     const values = new Float32Array(100000).fill(Math.fround(101.7));
     values.fill(Math.fround(55.1), 40000, 70000);
@@ -101,22 +127,27 @@ describe('computeWindowLevel', () => {
 });
 
 describe('IndicatorCalculator.computeWindows with levelOnly', () => {
-  it('gives the level of a window as the full statistics do, and NaN for the rest', () => {
+  it('gives the level of a window as the full statistics do, and NaN for the rest, the windows found constant before it skipped', () => {
     const u = seededRandom(13);
     for (let t = 0; t < 100; t++) {
       const n = 8 + Math.floor(u() * 40);
       const p = samples(u, n, true);
-      const steps = [0, 0.5].map((f, i) => ({ name: `s${i}`, startIndex: Math.floor(f * n) }));
+      // Setpoint steps now and then, so that the level finds windows known constant.
+      const steps = [0, 0.3, 0.6].map((f, i) => ({ name: `s${i}`, startIndex: Math.floor(f * n) }));
+      for (const st of [steps[0], steps[2]]) if (st && u() < 0.5) p.fill(u() < 0.2 ? -0 : Math.fround(u() * 100), st.startIndex, st === steps[0] ? steps[1]?.startIndex : n);
       const trace = createTrace({ runId: `r${t}`, timing: regular, svids: { p }, steps });
-      const windows: WindowRequest['window'][] = [{ kind: 'context' }, { kind: 'step', step: 's1' }];
+      const windows: WindowRequest['window'][] = [{ kind: 'step', step: 's0' }, { kind: 'context' }, { kind: 'step', step: 's1' }, { kind: 'step', step: 's2' }];
       const filter = u() < 0.7 ? { filter: 'median3' as const } : {};
-      const level = new IndicatorCalculator().computeWindows(trace, windows.map((window) => ({ svid: 'p', window, ...filter, percentiles: false, shape: false, levelOnly: true })));
+      // The whole run asked for its level alone, after a step and before the others (computed after them).
+      const level = new IndicatorCalculator().computeWindows(trace, windows.map((window) => ({ svid: 'p', window, ...filter, percentiles: false, shape: false, levelOnly: window.kind === 'context' })));
       const full = new IndicatorCalculator().computeWindows(trace, windows.map((window) => ({ svid: 'p', window, ...filter, percentiles: false, shape: false })));
       level.forEach((w, i) => {
         const f = full[i];
         if (!w.ok || !f?.ok) throw new Error('window expected');
-        expect([w.stats.n, w.stats.nMissing, w.stats.mean]).toEqual([f.stats.n, f.stats.nMissing, f.stats.mean]);
-        expect(w.stats.max).toBeNaN();
+        if (windows[i]?.kind === 'context') {
+          expect([w.stats.n, w.stats.nMissing, w.stats.mean]).toEqual([f.stats.n, f.stats.nMissing, f.stats.mean]);
+          expect(w.stats.max).toBeNaN();
+        } else expect(w).toEqual(f);
       });
     }
   });

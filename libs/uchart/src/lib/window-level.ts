@@ -43,18 +43,26 @@ export function addRepeated(s: number, d: number, times: number): number {
  * order. The other statistics of `out` are set to NaN. A run of two or more equal finite samples inside
  * the window is its own filtered value (each of them has an equal neighbour), so the run is added as
  * one block ({@link addRepeated}); the filter is computed only for the samples between runs.
+ * `known` (optional): `[start, end)` pairs by start of ranges each known to hold two or more samples
+ * of one finite value (windows found constant): they are not read again.
  */
-export function computeWindowLevel(values: SampleArray, range: SampleRange, filtered: boolean, out: BaseStatistics): BaseStatistics {
+export function computeWindowLevel(values: SampleArray, range: SampleRange, filtered: boolean, out: BaseStatistics, known?: readonly number[]): BaseStatistics {
   const start = Math.max(0, range.start);
   const end = Math.min(values.length, range.end);
   let n = 0;
   let k = NaN;
   let s1 = 0;
   let i = start;
+  let next = 0;
   while (i < end) {
     const x = values[i] as number;
     let j = i + 1;
     if (x - x === 0 && Math.abs(x) <= HALF_MAX) {
+      if (known !== undefined) {
+        // A known run of one value around sample i holds x up to its end: no need to read it.
+        while (next < known.length && (known[next + 1] as number) <= i) next += 2;
+        if (next < known.length && (known[next] as number) <= i) j = Math.max(j, Math.min(end, known[next + 1] as number));
+      }
       // Equal samples, told apart by sign when zero (0 and -0 are different samples).
       if (x !== 0) while (j < end && values[j] === x) j++;
       else while (j < end && Object.is(values[j], x)) j++;
