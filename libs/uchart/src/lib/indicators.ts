@@ -167,8 +167,8 @@ export interface WindowRequest {
   readonly shape: boolean;
   /**
    * Only `n`, `n_missing` and `mean` are wanted (no percentile or shape statistic either): the other
-   * base statistics are NaN, and a window of long runs of one value costs its changes rather than its
-   * samples (a setpoint's whole-trace level).
+   * base statistics may be left NaN, and a window of long runs of one value costs its changes rather
+   * than its samples (a setpoint's whole-trace level).
    */
   readonly levelOnly?: boolean;
 }
@@ -414,13 +414,14 @@ export class IndicatorCalculator {
         nMissing: 0,
       };
     }
-    if (levelOnly) {
-      const known = this.constantSvid === svid ? this.constantRanges : undefined;
-      return { ok: true, stats: computeWindowLevel(raw, range, filter === 'median3', createBaseStatistics(), known), pct: undefined, shape: undefined };
-    }
     // A constant window (most of a chamber's SVIDs are setpoints and states) needs neither the filter
     // (its filtered samples are its samples) nor a pass for its statistics.
     const constant = constantWindow(raw, range);
+    if (levelOnly && !constant) {
+      const known = this.constantSvid === svid ? this.constantRanges : undefined;
+      const done = this.filteredSvid === svid ? { values: this.filtered, from: this.filteredFrom, to: this.filteredTo } : undefined;
+      return { ok: true, stats: computeWindowLevel(raw, range, filter === 'median3', createBaseStatistics(), known, done), pct: undefined, shape: undefined };
+    }
     if (constant) this.noteConstant(svid, raw.length, range);
     const values = filter === 'median3' && !constant ? this.filteredValues(svid, raw, range) : raw;
     const stats = constant

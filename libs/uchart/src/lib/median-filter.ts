@@ -16,7 +16,7 @@ export function median3(a: number, b: number, c: number): number {
  * The filtered sample between `a` and `c`: three valid samples take the branch-free median (the
  * samples of a trace are noise, so a comparison's branch is a coin toss), any NaN {@link median3}.
  */
-function interiorMedian(a: number, b: number, c: number): number {
+export function interiorMedian(a: number, b: number, c: number): number {
   return a === a && b === b && c === c ? Math.max(Math.min(a, b), Math.min(Math.max(a, b), c)) : median3(a, b, c);
 }
 
