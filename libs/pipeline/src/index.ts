@@ -67,6 +67,7 @@ export type {
   ProcessingClock,
   ProcessingEvents,
   ProcessingIdentity,
+  ProcessingLoad,
   ProcessingNats,
   ProcessingSettings,
   RunEvents,

@@ -11,15 +11,10 @@ import { DefenderConfig } from '../config';
 import { DEFENDER_CONFIG } from '../tokens';
 import { DefenderMetricsObserver } from '../metrics/defender-metrics-observer';
 import { DefenderIdentity } from '../membership/defender-identity';
+import { LoadReporter, processCpuMs } from './load-reporter';
 import { processingEvents } from './processing-events';
 
 export const RUN_EVALUATOR = Symbol('RUN_EVALUATOR');
-
-/** The process's CPU time so far, ms (user + system). */
-const processCpuMs = (): number => {
-  const u = process.cpuUsage();
-  return (u.user + u.system) / 1000;
-};
 
 /**
  * The Nest shell of {@link DefenderProcessing} (libs/pipeline): gives it NATS (streams, the
@@ -64,7 +59,6 @@ export class ProcessingService implements OnApplicationBootstrap, OnApplicationS
       clock: {
         now: () => new Date(),
         monotonic: () => performance.now(),
-        cpuMs: processCpuMs,
         sleep: sleepUnlessAborted,
         random: Math.random,
         every: (ms, fn) => {
@@ -74,6 +68,8 @@ export class ProcessingService implements OnApplicationBootstrap, OnApplicationS
         },
         schedule: (fn, ms) => void setTimeout(fn, ms).unref(),
       },
+      // Run rates and CPU cost measured for the controller's load model (ADR 0008).
+      load: new LoadReporter(() => performance.now(), processCpuMs),
       timeStoreCall: (kind, fn) => metrics.timedStore(kind, fn),
       releaseTrace: releaseTraceMemory,
     });

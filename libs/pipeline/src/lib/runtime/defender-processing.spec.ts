@@ -3,6 +3,7 @@ import { ownerEpoch } from '@defender/membership';
 import { FakeCache, FakeClock, FakeEvaluator, FakeSink, FakeSource, FakeStore, notificationOf, settle, subject, traceOf, until } from '../worker/testing/fake-ports';
 import { DefenderProcessing } from './defender-processing';
 import type { DefenderProcessingDeps, ProcessingEvents, ProcessingNats } from './ports';
+import { FakeLoad } from './testing/fake-load';
 
 class MissingError extends Error {
   override readonly name = 'MissingError';
@@ -106,7 +107,6 @@ function setup(opts: { ensureFailures?: number } = {}) {
     clock: {
       now: () => clock.now(),
       monotonic: clock.monotonic,
-      cpuMs: () => 0,
       sleep: (ms, signal) => clock.sleep(ms, signal ?? new AbortController().signal),
       random: () => 0,
       every: (_ms, fn) => {
@@ -115,6 +115,7 @@ function setup(opts: { ensureFailures?: number } = {}) {
       },
       schedule: () => undefined,
     },
+    load: new FakeLoad(),
     timeStoreCall: (kind, fn) => (...a) => {
       timed.push(kind);
       return fn(...a);

@@ -76,8 +76,7 @@ export class DefenderProcessing<S> implements ChamberWork {
     this.traceBudget = new ByteBudget(s.traceMemoryBytes);
     this.tally = new RunTally({
       events: deps.events.runs,
-      monotonic: deps.clock.monotonic,
-      cpuMs: deps.clock.cpuMs,
+      load: deps.load,
       inflight: () => this.inflight(),
       cacheStats: () => this.cache?.stats(),
     });

@@ -1,4 +1,4 @@
-import type { StrategyScopeInfo, TraceRecord, UChartPoint } from '@defender/contracts';
+import type { LoadReport, StrategyScopeInfo, TraceRecord, UChartPoint } from '@defender/contracts';
 import type { SupervisorEvents } from '../chamber-supervisor';
 import type { FeedWatchObserver, WatchedFeed } from '../feed-watch';
 import type { EventSink, HistoryProvider, NotificationSource, PipelineObserver, PipelineStore, RunEvaluator } from '../ports';
@@ -70,8 +70,6 @@ export interface ProcessingClock {
   readonly now: () => Date;
   /** Monotonic, ms. */
   readonly monotonic: () => number;
-  /** The process's CPU time so far, ms (the load model's cost fit, ADR 0008). */
-  readonly cpuMs: () => number;
   /** Resolves after `ms`, or at once when `signal` aborts. */
   readonly sleep: (ms: number, signal?: AbortSignal) => Promise<void>;
   /** Uniform [0, 1) for the backoffs' jitter. */
@@ -80,6 +78,21 @@ export interface ProcessingClock {
   readonly every: (ms: number, fn: () => void) => () => void;
   /** Runs `fn` once after `ms` (not keeping the process alive). */
   readonly schedule: (fn: () => void, ms: number) => void;
+}
+
+/**
+ * What the defender measures for the controller's load model (ADR 0008; apps/defender's
+ * LoadReporter): run rates per chamber, and the CPU spent against the runs and samples evaluated.
+ */
+export interface ProcessingLoad {
+  /** A run's trace was evaluated: its samples. */
+  evaluated(samples: number): void;
+  /** A run of `chamber` was applied. */
+  applied(chamber: string): void;
+  /** Chambers no longer owned: their rates are the next owner's to measure. */
+  release(chambers: readonly string[]): void;
+  /** Closes the measurement interval: the heartbeat's load report. */
+  report(): LoadReport;
 }
 
 /** Wraps a store call to time it as a read or a write (the seeds' store histograms). */
@@ -137,6 +150,8 @@ export interface DefenderProcessingDeps<S> {
   readonly identity: ProcessingIdentity;
   readonly events: ProcessingEvents<S>;
   readonly clock: ProcessingClock;
+  /** The load model's measurements (ADR 0008). */
+  readonly load: ProcessingLoad;
   /** Times the store's reads and writes (none: untimed). */
   readonly timeStoreCall?: TimeStoreCall;
   /** Gives a read trace's memory back once the run is done with it (libs/store `releaseTraceMemory`). */

@@ -1,5 +1,6 @@
 import { RunTally } from './run-tally';
 import type { RunEvents } from './ports';
+import { FakeLoad } from './testing/fake-load';
 
 function setup() {
   const lines: string[] = [];
@@ -12,14 +13,14 @@ function setup() {
     mismatchForgotten: (chamber, paused) => void lines.push(`forgotten ${chamber} ${paused}`),
     fenced: (chamber, epoch) => void lines.push(`fenced ${chamber} ${epoch}`),
   };
-  let now = 0;
-  const tally = new RunTally({ events, monotonic: () => (now += 1000), cpuMs: () => 0, inflight: () => 2, cacheStats: () => 'stats' });
-  return { tally, lines, o: tally.observer() };
+  const load = new FakeLoad();
+  const tally = new RunTally({ events, load, inflight: () => 2, cacheStats: () => 'stats' });
+  return { tally, lines, load, o: tally.observer() };
 }
 
 describe('RunTally', () => {
   it('counts processed runs and reports them with the runs in flight and the cache statistics', () => {
-    const { tally, lines, o } = setup();
+    const { tally, lines, load, o } = setup();
     o.received?.('a:1', 1);
     o.processed?.('a:1', 1, 5, 'applied');
     o.processed?.('a:1', 2, 5, 'duplicate-run');
@@ -28,10 +29,13 @@ describe('RunTally', () => {
     o.processed?.('a:1', 5, 5, 'applied');
     expect(tally.processedTotal).toBe(5);
     expect(lines.slice(0, 3)).toEqual(['received 2', 'processed a:1 #1 applied 2 stats', 'processed a:1 #2 duplicate-run 2 stats']);
-    // Only applied runs count towards a chamber's run rate (two make an interval); a released chamber's rate is forgotten.
+    o.traceSamples?.('a:1', 600);
+    // Only applied runs count towards a chamber's run rate; every evaluated trace towards the CPU cost.
+    expect(load.appliedRuns).toEqual(['a:1', 'a:1']);
+    expect(load.samples).toEqual([600]);
     expect(tally.loadReport().rates.map(([c]) => c)).toEqual(['a:1']);
     tally.released(['a:1']);
-    expect(tally.loadReport().rates).toEqual([]);
+    expect(load.released).toEqual(['a:1']);
   });
 
   it('keeps the chambers paused on a recreated stream until re-based or moved away', () => {

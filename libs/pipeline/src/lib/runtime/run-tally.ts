@@ -1,14 +1,12 @@
+import type { LoadReport } from '@defender/contracts';
 import type { PipelineObserver } from '../ports';
-import { LoadReporter } from './load-reporter';
-import type { RunEvents } from './ports';
+import type { ProcessingLoad, RunEvents } from './ports';
 
 /** What a {@link RunTally} reads of the processing it counts for. */
 export interface TallyDeps<S> {
   readonly events: RunEvents<S>;
-  /** Monotonic clock, ms. */
-  readonly monotonic: () => number;
-  /** The process's CPU time so far, ms. */
-  readonly cpuMs: () => number;
+  /** The load model's measurements: fed with the runs evaluated and applied. */
+  readonly load: ProcessingLoad;
   /** Runs in flight now. */
   readonly inflight: () => number;
   /** The history cache's statistics, once it is open. */
@@ -17,7 +15,7 @@ export interface TallyDeps<S> {
 
 /**
  * What the defender keeps count of while its chamber workers run: the runs processed, the run rates
- * and CPU cost for the controller's load model (ADR 0008, {@link LoadReporter}), the chambers paused
+ * and CPU cost for the controller's load model (ADR 0008, {@link ProcessingLoad}), the chambers paused
  * on a recreated stream (ADR 0007) and the chambers already warned about a deprecated strategy key.
  * Its {@link observer} is the workers' observer: it counts, then reports to the app's {@link RunEvents}.
  */
@@ -27,10 +25,10 @@ export class RunTally<S> {
   private readonly mismatched = new Set<string>();
   /** Chambers whose strategy came from the deprecated `<tool>:<chamber>` key, warned about once. */
   private readonly legacyStrategyWarned = new Set<string>();
-  private readonly load: LoadReporter;
+  private readonly load: ProcessingLoad;
 
   constructor(private readonly deps: TallyDeps<S>) {
-    this.load = new LoadReporter(deps.monotonic, deps.cpuMs);
+    this.load = deps.load;
   }
 
   get processedTotal(): number {
@@ -43,7 +41,7 @@ export class RunTally<S> {
   }
 
   /** The heartbeat's load report: closes the measurement interval (call once per heartbeat). */
-  loadReport(): ReturnType<LoadReporter['report']> {
+  loadReport(): LoadReport {
     return this.load.report();
   }
 
