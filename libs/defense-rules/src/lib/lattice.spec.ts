@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { normalDeviate, seededRandom } from '@defender/hashing';
-import { fewLevelStep, indicatorStep, learnLattice, toleranceGcd } from './lattice';
+import { fewLevelStep, indicatorStep, learnLattice, sortedFinite, toleranceGcd } from './lattice';
 
 /** Deterministic standard normal deviates (seeded). */
 function normals(seed: number): () => number {
@@ -82,5 +82,18 @@ describe('indicatorStep and fewLevelStep', () => {
     expect(fewLevelStep(values)).toBeCloseTo(0.002, 9);
     expect(fewLevelStep([1, 2, 3, 4, 5, 6, 7])).toBeUndefined();
     expect(fewLevelStep([5, 5, 5])).toBeUndefined();
+  });
+});
+
+describe('sortedFinite', () => {
+  it('orders the finite values as a stable sort by a - b does, bit for bit (0 and -0 alone or together, NaN, ±Infinity)', () => {
+    fc.assert(
+      fc.property(fc.array(fc.oneof(fc.constantFrom(0, -0, 1, -1, 2.5, NaN, Infinity, -Infinity), fc.double({ min: -5, max: 5 })), { maxLength: 40 }), (values) => {
+        const want = values.filter((v) => Number.isFinite(v)).sort((a, b) => a - b);
+        const got = Array.from(sortedFinite(values));
+        expect(got.length === want.length && got.every((v, i) => Object.is(v, want[i]))).toBe(true);
+      }),
+      { seed: 23, numRuns: 500 },
+    );
   });
 });

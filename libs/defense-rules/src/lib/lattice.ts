@@ -71,10 +71,32 @@ export function toleranceGcd(a: number, b: number, tol: number): number {
   return x > tol ? x : 0;
 }
 
-function toleranceOf(values: readonly number[]): number {
+function toleranceOf(values: ArrayLike<number>): number {
   let big = 0;
-  for (const v of values) big = Math.max(big, Math.abs(v));
+  for (let i = 0; i < values.length; i++) big = Math.max(big, Math.abs(values[i] as number));
   return LATTICE_TOLERANCE * Math.max(big, 1e-300);
+}
+
+/**
+ * The finite values of `values` in increasing order, as a stable sort by `a - b` orders them: by the
+ * typed array's numeric sort (no comparator call per pair), unless both 0 and -0 occur, whose order
+ * that sort changes (-0 first) where a sort by `a - b` keeps theirs.
+ */
+export function sortedFinite(values: readonly number[]): Float64Array | number[] {
+  const xs = new Float64Array(values.length);
+  let count = 0;
+  let zero = false;
+  let minusZero = false;
+  for (const v of values) {
+    if (!Number.isFinite(v)) continue;
+    xs[count++] = v;
+    if (v === 0) {
+      if (Object.is(v, -0)) minusZero = true;
+      else zero = true;
+    }
+  }
+  if (zero && minusZero) return values.filter((v) => Number.isFinite(v)).sort((a, b) => a - b);
+  return xs.subarray(0, count).sort();
 }
 
 /** Whether `v` lies on `origin + k * step` within `tol`. */
@@ -84,7 +106,7 @@ function onLattice(v: number, origin: number, step: number, tol: number): boolea
 }
 
 /** The distinct values of sorted `xs` (equal within `tol`) and how often each occurs, in value order. */
-function levelsOf(xs: readonly number[], tol: number): { value: number; count: number }[] {
+function levelsOf(xs: ArrayLike<number>, tol: number): { value: number; count: number }[] {
   const levels: { value: number; count: number }[] = [];
   for (let i = 0; i < xs.length; ) {
     let j = i + 1;
@@ -113,7 +135,7 @@ function distinctLevels(values: readonly number[], origin: number, step: number)
  * below {@link MIN_RELATIVE_STEP} of the values (the number format's, e.g. float32).
  */
 export function learnLattice(values: readonly number[]): Lattice | undefined {
-  const xs = values.filter((v) => Number.isFinite(v)).sort((a, b) => a - b);
+  const xs = sortedFinite(values);
   if (xs.length < 2) return undefined;
   const tol = toleranceOf(xs);
   // Levels (values equal within the tolerance) that occur more than once, most frequent first.
@@ -136,7 +158,8 @@ export function learnLattice(values: readonly number[]): Lattice | undefined {
     // range is a level the step misses (99 and 101 most often, 98 now and then: the step is 1).
     const lowest = xs[0] as number;
     if (onLattice(lowest, origin, step, tol) && onLattice(xs[xs.length - 1] as number, origin, step, tol)) {
-      const lattice = xs.filter((v) => onLattice(v, origin, step, tol));
+      const lattice: number[] = [];
+      for (const v of xs) if (onLattice(v, origin, step, tol)) lattice.push(v);
       return { step, origin: lowest, levels: distinctLevels(lattice, lowest, step) };
     }
   }
@@ -168,7 +191,7 @@ export function indicatorStep(values: readonly number[]): number | undefined {
  * FEW_LEVELS or more distinct values, or one.
  */
 export function fewLevelStep(values: readonly number[]): number | undefined {
-  const xs = values.filter((v) => Number.isFinite(v)).sort((a, b) => a - b);
+  const xs = sortedFinite(values);
   if (xs.length < 2) return undefined;
   const levels = levelsOf(xs, toleranceOf(xs));
   if (levels.length < 2 || levels.length >= FEW_LEVELS) return undefined;
