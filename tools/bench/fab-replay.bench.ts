@@ -1106,7 +1106,7 @@ async function runPass(
   // Frozen limits on a sample of chambers (every chamber would take long on 5,000).
   const sample = fab.chambers.filter((_, i) => i % Math.max(1, Math.floor(fab.chambers.length / 200)) === 0);
   let frozen = 0;
-  for (const ch of sample) if ((await store.uchart.currentLimitSets(ch)).length > 0) frozen++;
+  for (const ch of sample) if ((await store.uchart.currentLimitSets(ch)).length > 0 || (await store.monitorModels.versions(ch)).length > 0) frozen++;
   log(
     `${pass.label}: ${mine.length} runs in ${f1(seconds)} s = ${f1(mine.length / seconds)} runs/s; chambers with frozen limits ${frozen}/${sample.length} (sampled); ` +
       `CPU ${procs.map((p) => `${p.name} ${f0(p.cpuPct)}%`).join(', ')}`,

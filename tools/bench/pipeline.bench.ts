@@ -412,7 +412,7 @@ class Bench {
     this.touch(this.chambers);
     if (done.size !== this.chambers.length) throw new Error('warm-up did not complete in 300 s');
     let frozen = 0;
-    for (const c of this.chambers) if ((await this.store.uchart.currentLimitSets(c)).length > 0) frozen++;
+    for (const c of this.chambers) if ((await this.store.uchart.currentLimitSets(c)).length > 0 || (await this.store.monitorModels.versions(c)).length > 0) frozen++;
     log(
       `${this.backend}: warm-up ${P.warmupRuns} runs x ${this.chambers.length} chambers in ${f1((performance.now() - t0) / 1000)} s; chambers with frozen limits: ${frozen}/${this.chambers.length}`,
     );

@@ -164,6 +164,7 @@ export {
   isoTime,
   loadReportSchema,
   notificationSubject,
+  chamberStreamSubject,
   parseAssignmentMap,
   parseAssignmentMapChunk,
   parseEquipmentEvent,

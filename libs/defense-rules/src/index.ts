@@ -45,12 +45,15 @@ export { STRATEGY_PRESETS, strategyPreset, type StrategyPreset } from './lib/pre
 export { levelCentre, levelTerms, nextLevelOffsets, type LevelTerms } from './lib/level-centre';
 export { calibratedFamilyWidth, fitGumbel, gumbelQuantile, leaveOneOutMaxima, type GumbelFit } from './lib/family-limits';
 export {
+  DEFAULT_EVENT_ACTIONS,
   DEFAULT_MONITOR_STATISTICS,
+  EVENT_ACTIONS,
   MONITOR_MODEL_KEY,
   monitorGroup,
   monitorKey,
   statisticParts,
   type Budget,
+  type EventAction,
   type MonitorConfig,
   type MonitorStatistic,
 } from './lib/monitor-config';

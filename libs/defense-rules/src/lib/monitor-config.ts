@@ -4,6 +4,7 @@
  * applied, the false-alarm budget, and the history keys of its indicators and model (monitor.ts has the
  * overview).
  */
+import type { EquipmentEventKind } from '@defender/contracts';
 import { STATISTICS, type StatisticName } from '@defender/uchart';
 
 /**
@@ -96,11 +97,37 @@ export interface MonitorConfig {
   readonly mewma: { readonly lambda: number } | false;
   readonly action: 'ALARM' | 'HOLD_CHAMBER';
   /**
+   * What an equipment event of each kind does to the chamber's monitor (ADR 0019, decision 4):
+   * `none`; `reset-memory` (the MEWMA starts again from 0); `rebaseline` (a new Phase I from the next
+   * run, a new model version). Every kind is listed (the defaults fill what a strategy leaves out).
+   */
+  readonly events: Readonly<Record<EquipmentEventKind, EventAction>>;
+  /**
    * Declared resolution (one count, in the SVID's unit, > 0) per SVID; an SVID not listed has its
    * lattice learnt in Phase I (lattice.ts), or none. See {@link fitMonitorModel}.
    */
   readonly resolution?: Readonly<Record<string, number>>;
 }
+
+/** What an equipment event does to the monitor of a recipe (see {@link MonitorConfig.events}). */
+export type EventAction = 'none' | 'reset-memory' | 'rebaseline';
+export const EVENT_ACTIONS: readonly EventAction[] = ['none', 'reset-memory', 'rebaseline'];
+
+/**
+ * The default action per event kind. A maintenance, a clean or a part change moves the levels of
+ * many sensors together: a new Phase I (until the model can be re-centred keeping its correlation
+ * structure, ADR 0019's `recentre`). Seasoning and a long idle leave the levels but not the recent
+ * memory: the MEWMA starts again. A recipe change re-baselines that recipe only; a note changes nothing.
+ */
+export const DEFAULT_EVENT_ACTIONS: Readonly<Record<EquipmentEventKind, EventAction>> = {
+  pm: 'rebaseline',
+  clean: 'rebaseline',
+  'part-change': 'rebaseline',
+  seasoning: 'reset-memory',
+  'recipe-change': 'rebaseline',
+  'long-idle': 'reset-memory',
+  note: 'none',
+};
 
 /** The false-alarm budget of a chamber: in-control ARL of an alarm (runs). */
 export interface Budget {

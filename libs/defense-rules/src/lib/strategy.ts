@@ -2,7 +2,7 @@ import { STATISTICS, type ChartSpec, type StatisticName, type WindowSpec } from 
 import { z } from 'zod';
 import { StrategyValidationError, type StrategyIssue } from './errors';
 import { DEFAULT_STRATEGY_DOCUMENT } from './default-strategy';
-import { DEFAULT_MONITOR_STATISTICS, statisticParts, type Budget, type MonitorConfig } from './monitor-config';
+import { DEFAULT_EVENT_ACTIONS, DEFAULT_MONITOR_STATISTICS, EVENT_ACTIONS, statisticParts, type Budget, type EventAction, type MonitorConfig } from './monitor-config';
 import { NAMED_RULES, NELSON_RULES, WESTERN_ELECTRIC_RULES, type RuleName, type RunRule } from './rules';
 
 /** The strategy document version this build reads. */
@@ -162,6 +162,11 @@ const monitorSchema = z.strictObject({
     .prefault({}),
   mewma: z.union([z.literal(false), z.strictObject({ lambda: finite().gt(0).lte(1).default(0.2) })]).default(false),
   action: z.enum(['ALARM', 'HOLD_CHAMBER']).default('ALARM'),
+  // What an equipment event of each kind does; the kinds left out keep their default.
+  events: z
+    .strictObject(Object.fromEntries(Object.keys(DEFAULT_EVENT_ACTIONS).map((k) => [k, z.enum(EVENT_ACTIONS as [EventAction, ...EventAction[]]).optional()])))
+    .transform((given) => ({ ...DEFAULT_EVENT_ACTIONS, ...Object.fromEntries(Object.entries(given).filter(([, v]) => v !== undefined)) }))
+    .prefault({}),
   // One count of each listed SVID, in its unit: a positive finite number, never defaulted.
   resolution: z.record(z.string().min(1), finite().gt(0, { message: 'a resolution must be a positive finite number (one count of the SVID)' })).optional(),
 });

@@ -16,7 +16,7 @@ describeWithInfra(['nats'], 'notification streams against a real nats-server', (
       await Promise.all([ensureStreams(nc), ensureStreams(nc), ensureStreams(nc)]);
       const jsm = await jetstreamManager(nc);
       const info = await jsm.streams.info(STREAMS.notifications);
-      expect(info.config).toMatchObject({ subjects: ['dc.*.*.completed'], allow_direct: true, storage: 'file', retention: 'limits' });
+      expect(info.config).toMatchObject({ subjects: ['dc.*.*.completed', 'dc.*.*.event'], allow_direct: true, storage: 'file', retention: 'limits' });
 
       const js = jetstream(nc);
       const notices: [string, number][] = [];

@@ -8,6 +8,7 @@ describe('natsPermissions', () => {
     expect(writers('$KV.stable-ids.>')).toEqual(['defender', 'defender-controller']);
     expect(writers('$KV.defender-heartbeats.>')).toEqual(['defender', 'defender-controller']);
     expect(writers('dc.*.*.completed')).toEqual(['publisher']);
+    expect(writers('dc.*.*.event')).toEqual(['publisher']);
     expect(writers('defense.alarms.>')).toEqual(['defender', 'defender-controller']);
   });
 

@@ -117,7 +117,7 @@ export function roleGrants(names: PermissionNames = DEFAULT_PERMISSION_NAMES): R
     publisher: {
       provisions: [],
       updates: [],
-      writes: ['dc.*.*.completed'],
+      writes: ['dc.*.*.completed', 'dc.*.*.event'],
       reads: [s.notifications, s.defenseEvents],
       consumes: [s.defenseEvents],
     },

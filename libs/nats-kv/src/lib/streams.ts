@@ -56,7 +56,8 @@ export function streamConfigs(settings: StreamSettings): (Partial<StreamConfig> 
     {
       ...common,
       name: STREAMS.notifications,
-      subjects: ['dc.*.*.completed'],
+      // A chamber's runs and its equipment events (ADR 0019), read in stream order by its worker.
+      subjects: ['dc.*.*.completed', 'dc.*.*.event'],
       max_age: settings.notificationMaxAgeSeconds * NS,
       // Readers fetch a chamber's next run by subject from a sequence (direct get, next_by_subj).
       allow_direct: true,

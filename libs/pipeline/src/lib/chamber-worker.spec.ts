@@ -1,4 +1,4 @@
-import type { CommitRunInput, OutboxEventInput } from '@defender/contracts';
+import { equipmentEventSubject, type CommitRunInput, type EquipmentEvent, type MonitorState, type OutboxEventInput } from '@defender/contracts';
 import { ChamberWorker, type WorkerDeps, type WorkerOptions } from './chamber-worker';
 import { runEvents } from './outbox';
 import { ByteBudget, Semaphore } from './semaphore';
@@ -328,5 +328,60 @@ describe('ChamberWorker (fake ports)', () => {
     expect(slotsHeld).toEqual([1]);
     expect(fitSlots.inUse).toBe(0);
     expect(store.appliedRunIds()).toEqual(['r1', 'r2', 'r3', 'r4']);
+  });
+});
+
+/*
+ * Equipment events in a chamber's stream (ADR 0019): applied in stream order between runs, each
+ * recipe's state stepped by the evaluator and committed with the event at its sequence; an event
+ * published again is skipped; a bad one is dead-lettered. The same against real NATS and SQLite:
+ * apps/defender chamber-worker.int.spec.ts.
+ */
+describe('ChamberWorker with equipment events (fake ports)', () => {
+  const pm = (eventId: string, over: Partial<EquipmentEvent> = {}): EquipmentEvent => ({ schema: 1, toolId: 't1', chamberId: 'c1', eventId, kind: 'pm', at: '2026-12-08T01:00:00.000Z', ...over });
+  const judging = (judgedRuns: number): MonitorState => ({ phase: 'judging', modelVersion: 1, judgedRuns, extensionCheckAt: null, mewma: [1, 2], levelOffsets: {} });
+  const eventSubject = equipmentEventSubject('t1', 'c1');
+
+  it("applies an event between two runs before the second: each recipe's state stepped and committed with the event at its sequence", async () => {
+    const { clock, store, source, evaluator, outcomes, failed, publishRun, start } = setup();
+    const recipe = notificationOf('r1')['recipe'] as string;
+    // The runs leave a judging state; the event resets its MEWMA (what the evaluator answers here).
+    evaluator.judge = (input) => ({ points: [{ indicatorKey: 'k', value: 1, flags: 0 }], alarms: [], newLimitSets: [], skipped: [], monitorState: judging(input.sequence) });
+    evaluator.eventStep = ({ state }) => (state.phase === 'judging' ? { ...state, mewma: [0, 0] } : undefined);
+    publishRun('r1');
+    source.publish(pm('pm-1') as unknown as Record<string, unknown>, eventSubject);
+    publishRun('r2');
+    const w = start(1);
+    await until(() => w.mark === 3, clock);
+    await w.stop();
+    expect(failed).toEqual([]);
+    expect(outcomes).toEqual(['1 applied', '2 applied', '3 applied']);
+    // The event saw the state run r1 left, and run r2 the state the event left.
+    expect(evaluator.eventInputs.map((i) => [i.recipe, i.sequence, i.event.eventId, i.state])).toEqual([[recipe, 2, 'pm-1', judging(1)]]);
+    expect(evaluator.inputs.map((i) => [i.notification.runId, i.monitorState])).toEqual([
+      ['r1', undefined],
+      ['r2', { ...judging(1), mewma: [0, 0] }],
+    ]);
+    expect(store.runs.get(2)).toMatchObject({ runId: 'event:pm-1', points: [] });
+    expect(store.appliedRunIds()).toEqual(['r1', 'r2']);
+  });
+
+  it('an event published again is skipped; a bad event is dead-lettered with its reason; the runs go on', async () => {
+    const { clock, store, source, sink, evaluator, log, outcomes, publishRun, start } = setup();
+    for (const e of [pm('pm-1'), pm('pm-1'), { ...pm('x'), kind: 'lunch' }, pm('pm-2', { chamberId: 'c9' })]) source.publish(e as unknown as Record<string, unknown>, eventSubject);
+    source.publish('{not json', eventSubject);
+    publishRun('r1');
+    const w = start(1);
+    await until(() => w.mark === 6, clock);
+    await w.stop();
+    expect(outcomes).toEqual(['1 applied', '2 duplicate-run', '6 applied']);
+    expect(log).toEqual(['dead 3 invalid-event', 'dead 4 subject-mismatch', 'dead 5 invalid-event']);
+    expect(sink.deadLetters().map((d) => [d.reason, d.detail])).toEqual([
+      ['invalid-event', expect.stringContaining('kind') as string],
+      ['subject-mismatch', 'payload names t1:c9 but subject is dc.t1.c1.event'],
+      ['invalid-event', 'invalid equipment event: invalid-json'],
+    ]);
+    expect(evaluator.inputs.map((i) => i.notification.runId)).toEqual(['r1']);
+    expect([...store.runs.values()].map((r) => r.runId)).toEqual(['event:pm-1', 'dead-letter:3:event:x', 'dead-letter:4:event:pm-2', 'dead-letter:5:seq-5', 'r1']);
   });
 });

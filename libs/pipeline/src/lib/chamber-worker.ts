@@ -1,4 +1,4 @@
-import { chamberKey, FencedError, notificationSubject, type ChamberRef, type TraceRecord } from '@defender/contracts';
+import { chamberKey, chamberStreamSubject, FencedError, type ChamberRef, type TraceRecord } from '@defender/contracts';
 import type { EventSink, HistoryProvider, NotificationSource, PipelineObserver, PipelineStore, RunEvaluator } from './ports';
 import type { ByteBudget, Semaphore } from './semaphore';
 import { AttemptPolicy, StoppedSignal } from './worker/attempt-policy';
@@ -6,6 +6,7 @@ import { declaredTraceBytes, parseOnce, runIdOf, type Parsed } from './worker/no
 import { OutboxPublisher } from './worker/outbox-publisher';
 import { RunAttempt } from './worker/run-attempt';
 import { RunIO } from './worker/run-io';
+import { EventIO } from './worker/event-io';
 import { StreamPosition, type RunMessage, type StreamStatus } from './worker/stream-position';
 
 export { declaredTraceBytes } from './worker/notification';
@@ -111,13 +112,15 @@ export class ChamberWorker {
     private readonly opts: WorkerOptions,
   ) {
     this.key = chamberKey(chamber);
-    this.subject = notificationSubject(chamber.toolId, chamber.chamberId);
+    // The chamber's runs and equipment events, in the order the stream holds them (ADR 0019).
+    this.subject = chamberStreamSubject(chamber.toolId, chamber.chamberId);
     const owner = { chamber, key: this.key, epoch, ownerId: opts.ownerId };
     this.position = new StreamPosition(chamber, this.key, epoch, deps);
     this.policy = new AttemptPolicy(this.key, this.abort.signal, opts, deps);
     this.io = new RunIO(owner, deps, this.policy.retry);
     this.outbox = new OutboxPublisher(chamber, this.key, epoch, deps);
-    this.attempt = new RunAttempt({ ...owner, maxTracePoints: opts.maxTracePoints }, { io: this.io, outbox: this.outbox, policy: this.policy }, deps);
+    const events = new EventIO(owner, deps, this.policy.retry);
+    this.attempt = new RunAttempt({ ...owner, maxTracePoints: opts.maxTracePoints }, { io: this.io, events, outbox: this.outbox, policy: this.policy }, deps);
   }
 
   get mark(): number {

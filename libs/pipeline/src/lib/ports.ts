@@ -3,6 +3,7 @@ import type {
   ChamberRef,
   DeadLetter,
   DefenderStore,
+  EquipmentEvent,
   HoldInput,
   OutboxEntry,
   RunNotification,
@@ -197,6 +198,27 @@ export interface RunEvaluator {
   evaluate(input: EvaluationInput & { readonly historyLimit: number }): RunEvaluation | MoreHistoryNeeded;
   evaluate(input: EvaluationInput & { readonly historyLimit?: undefined }): RunEvaluation;
   evaluate(input: EvaluationInput): RunEvaluation | MoreHistoryNeeded;
+  /**
+   * The recipe's monitor state after an equipment event (committed at `sequence`), by the action the
+   * recipe's strategy gives the event's kind; undefined when it stays as it is (or the strategy has no
+   * monitor). A pure step.
+   * @throws InvalidStrategyDocumentError when the strategy is invalid (never another one instead).
+   */
+  stateAfterEvent(input: EventStepInput): MonitorState | undefined;
+}
+
+/** Inputs of {@link RunEvaluator.stateAfterEvent}. */
+export interface EventStepInput {
+  readonly chamber: ChamberRef;
+  readonly recipe: string;
+  /** The event's store sequence. */
+  readonly sequence: number;
+  readonly event: EquipmentEvent;
+  /** The recipe's state before the event. */
+  readonly state: MonitorState;
+  /** The strategy document that judges the recipe's runs (undefined: the default), and its scope. */
+  readonly strategy: unknown;
+  readonly strategyScope?: StrategyScopeInfo;
 }
 
 /** What the pipeline reports (metrics, logs); all optional. */

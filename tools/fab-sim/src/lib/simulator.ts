@@ -522,8 +522,10 @@ export class Simulator {
       for (const a of list) if (a.runId.startsWith(prefix)) alarms.push(a);
       const limits = await this.deps.store.uchart.currentLimitSets(ch);
       const ours = limits.filter((l) => l.indicatorKey.startsWith(`${ch.recipe.name}|`));
-      if (ours.length > 0) chambersWithLimits++;
-      chartsWithLimits += ours.length;
+      // The chamber monitor's model is a record of its own (one chart set per recipe).
+      const model = await this.deps.store.monitorModels.get(ch, ch.recipe.name);
+      if (ours.length > 0 || model) chambersWithLimits++;
+      chartsWithLimits += ours.length + (model ? 1 : 0);
       const hold = await this.deps.store.alarms.hold(ch);
       if (hold && hold.runId.startsWith(prefix)) holds++;
     }

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
-import { notificationSubject, StoreUnavailableError, strategyScope, strategyScopeKind, type JsonObject } from '@defender/contracts';
+import { equipmentEventSubject, notificationSubject, StoreUnavailableError, strategyScope, strategyScopeKind, type JsonObject } from '@defender/contracts';
 import { describeWithInfra, startSecuredNatsServer, waitFor } from '@defender/infra-harness';
 import { DEFAULT_STREAM_SETTINGS, ensureStreams, lastMessageId, NotificationReader, publishOnce, STREAMS, watchNotifications, type StreamSettings } from '@defender/nats-kv';
 import { ByteBudget, ChamberWorker, createRunEvaluator, isBaselineData, needsMoreHistory, RunEvaluator, Semaphore, WorkerDeps, type EvaluationInput, type MoreHistoryNeeded, type RunEvaluation } from '@defender/pipeline';
@@ -691,7 +691,12 @@ function alarmingEvaluator(alarmed: ReadonlySet<string>): RunEvaluator {
  * with a `historyLimit`), which its overloads state and a plain function cannot.
  */
 function around(base: RunEvaluator, evaluate: (input: EvaluationInput) => RunEvaluation | MoreHistoryNeeded): RunEvaluator {
-  return { historyRuns: (s, sc) => base.historyRuns(s, sc), fullHistoryRuns: (s, sc) => base.fullHistoryRuns(s, sc), evaluate: evaluate as RunEvaluator['evaluate'] };
+  return {
+    historyRuns: (s, sc) => base.historyRuns(s, sc),
+    fullHistoryRuns: (s, sc) => base.fullHistoryRuns(s, sc),
+    evaluate: evaluate as RunEvaluator['evaluate'],
+    stateAfterEvent: (input) => base.stateAfterEvent(input),
+  };
 }
 
 /** Message ids of the alarms stored in the events stream for {@link chamber}, in stream order. */
@@ -1082,9 +1087,9 @@ describeWithInfra(['nats'], 'ChamberWorker reading more history when a run needs
       cache.close();
 
       expect(deadLetters).toEqual([]);
-      const model = (await store.uchart.currentLimitSets(chamber)).find((l) => l.indicatorKey === 'R|m:model');
+      const model = await store.monitorModels.get(chamber, 'R');
       expect(model?.version).toBe(1);
-      expect(model?.baseline.runIds).toEqual(Array.from({ length: 30 }, (_, k) => `r${k}`));
+      expect(model?.model['baselineRunIds']).toEqual(Array.from({ length: 30 }, (_, k) => `r${k}`));
       // r29 completed Phase I: judged first with the 10 runs read, then again with all 29 before it, those
       // with every indicator's value (the fit's data); the cached reads come without them.
       expect(calls.get('r29')).toEqual([10, 29]);
@@ -1170,7 +1175,7 @@ describeWithInfra(['nats'], 'ChamberWorker fits a few at a time (fitSlots), agai
       await Promise.all(workers.map((w) => w.stop()));
       await feed.stop();
       cached.close();
-      for (const ch of chambers) models.push((await store.uchart.currentLimitSets(ch)).find((l) => l.indicatorKey === 'R|m:model')?.version ?? 0);
+      for (const ch of chambers) models.push((await store.monitorModels.get(ch, 'R'))?.version ?? 0);
     });
     return { maxHeld, models };
   }
@@ -1184,4 +1189,57 @@ describeWithInfra(['nats'], 'ChamberWorker fits a few at a time (fitSlots), agai
     expect(models).toEqual([1, 1, 1]);
     expect(maxHeld).toBeGreaterThan(1);
   }, 120_000);
+});
+
+/**
+ * Equipment events (issue 49, ADR 0019) with real NATS and SQLite: published on the chamber's event
+ * subject, read by its worker in stream order with its runs, committed at their sequence with the
+ * monitor states they change; published again: skipped; malformed: dead-lettered with its reason.
+ */
+describeWithInfra(['nats'], 'ChamberWorker with equipment events, against real NATS and SQLite', () => {
+  it('applies an event between two runs before the second, once; a bad event is dead-lettered', async () => {
+    await withChamber('worker-events-', async ({ nc, store, reader, cache }) => {
+      const deadLetters: string[] = [];
+      const worker = new ChamberWorker(chamber, 1, workerDeps({ nc, reader, cache, store, deadLetters, now: () => new Date() }), {
+        ownerId: 'defender-1',
+        processTimeoutMs: 10_000,
+        maxAttempts: 3,
+        idlePollMs: 50,
+        maxTracePoints: 1_000_000,
+        maxOutageBackoffMs: 400,
+      });
+      worker.start(() => undefined);
+      const event = (eventId: string, over: Record<string, unknown> = {}) =>
+        JSON.stringify({ schema: 1, ...chamber, eventId, kind: 'pm', at: '2026-11-25T00:01:30.000Z', author: 'alice', ...over });
+      const publishEvent = async (body: string) => (await jetstream(nc).publish(equipmentEventSubject(chamber.toolId, chamber.chamberId), body)).seq;
+      try {
+        await publishRunOf(nc, store, 0);
+        await publishRunOf(nc, store, 1);
+        // A PM between r1 and r2 (the default strategy re-baselines on it), published twice, and two bad events.
+        const pmAt = await publishEvent(event('pm-1'));
+        const again = await publishEvent(event('pm-1'));
+        const badKind = await publishEvent(event('pm-2', { kind: 'lunch' }));
+        const otherChamber = await publishEvent(event('pm-3', { chamberId: 'c9' }));
+        const last = await publishRunOf(nc, store, 2);
+        await waitFor('every message handled', async () => worker.mark === last, 30_000);
+
+        expect(deadLetters.map((d) => d.split(':')[0])).toEqual(['dc.dead.invalid-event', 'dc.dead.subject-mismatch']);
+        expect((await store.chamberEvents.list(chamber, { limit: 10 })).map((e) => [e.sequence, e.runId, e.event.kind, e.event.author])).toEqual([[pmAt, 'event:pm-1', 'pm', 'alice']]);
+        // The history in stream order: the runs, the event's run without points, the dead letters.
+        expect((await store.uchart.history(chamber, { limit: 10 })).map((r) => r.runId)).toEqual([
+          'r0',
+          'r1',
+          'event:pm-1',
+          `dead-letter:${badKind}:event:pm-2`,
+          `dead-letter:${otherChamber}:event:pm-3`,
+          'r2',
+        ]);
+        expect(again).toBe(pmAt + 1);
+        // The PM started Phase I again before r2: r2 is its first run (counting only runs after the event).
+        expect((await store.monitorState.get(chamber, 'R'))?.state).toEqual({ phase: 'collecting', modelVersion: 1, runs: 1, since: pmAt });
+      } finally {
+        await worker.stop();
+      }
+    });
+  }, 60_000);
 });

@@ -49,6 +49,7 @@ export {
   MAX_NOTIFICATION_BYTES,
   MAX_NOTIFICATION_SVIDS,
   notificationSubject,
+  chamberStreamSubject,
   parseNotificationSubject,
   parseRunNotification,
   runNotificationSchema,

@@ -52,6 +52,14 @@ export function chamberSubject(toolId: string, chamberId: string, last: 'complet
   return `dc.${toolId}.${chamberId}.${last}`;
 }
 
+/**
+ * `dc.<tool>.<chamber>.*`: everything of one chamber in the notification stream (its runs and its
+ * equipment events), which a chamber's worker reads in stream order (ADR 0019).
+ */
+export function chamberStreamSubject(toolId: string, chamberId: string): string {
+  return `dc.${toolId}.${chamberId}.*`;
+}
+
 /** Tool and chamber of `dc.<tool>.<chamber>.<last>`, or undefined when the subject is not one. */
 export function parseChamberSubject(subject: string, last: 'completed' | 'event'): { toolId: string; chamberId: string } | undefined {
   const m = /^dc\.([A-Za-z0-9_-]{1,128})\.([A-Za-z0-9_-]{1,128})\.([a-z]+)$/.exec(subject);

@@ -16,7 +16,10 @@ const judging: MonitorState = {
 };
 
 const stateArb: fc.Arbitrary<MonitorState> = fc.oneof(
-  fc.record({ phase: fc.constant('collecting' as const), modelVersion: fc.integer({ min: 1, max: 0x7fffffff }), runs: fc.integer({ min: 1, max: 1e9 }) }),
+  fc.record(
+    { phase: fc.constant('collecting' as const), modelVersion: fc.integer({ min: 1, max: 0x7fffffff }), runs: fc.integer({ min: 0, max: 1e9 }), since: fc.integer({ min: 1, max: 1e12 }) },
+    { requiredKeys: ['phase', 'modelVersion', 'runs'] },
+  ),
   fc.record({
     phase: fc.constant('judging' as const),
     modelVersion: fc.integer({ min: 1, max: 0x7fffffff }),
@@ -50,7 +53,8 @@ describe('monitor state record', () => {
       ['state.extensionCheckAt', 'state.extra', 'state.judgedRuns', 'state.levelOffsets.a', 'state.mewma', 'state.modelVersion'].sort(),
     );
     expect(monitorStateIssues({ phase: 'learning', modelVersion: 1 }).map((i) => i.path)).toEqual(['state.phase']);
-    expect(monitorStateIssues({ phase: 'collecting', modelVersion: 1, runs: 0 }).map((i) => i.path)).toEqual(['state.runs']);
+    expect(monitorStateIssues({ phase: 'collecting', modelVersion: 1, runs: -1 }).map((i) => i.path)).toEqual(['state.runs']);
+    expect(monitorStateIssues({ phase: 'collecting', modelVersion: 1, runs: 0, since: 0 }).map((i) => i.path)).toEqual(['state.since']);
     expect(monitorStateIssues([]).map((i) => i.path)).toEqual(['state']);
   });
 

@@ -19,8 +19,16 @@ export type MonitorState = MonitorCollecting | MonitorJudging;
 export interface MonitorCollecting {
   readonly phase: 'collecting';
   readonly modelVersion: number;
-  /** Phase I runs so far, the run that wrote the state included (a refused fit keeps counting). */
+  /**
+   * Phase I runs so far, the run that wrote the state included (a refused fit keeps counting); 0 when
+   * an equipment event wrote it (a re-baseline from the next run on).
+   */
   readonly runs: number;
+  /**
+   * Phase I counts only runs after this store sequence (the equipment event that started it); absent:
+   * the runs after the model's last judged run, or from the chamber's first.
+   */
+  readonly since?: number;
 }
 
 /** A model judges the recipe's runs. */
@@ -84,8 +92,9 @@ export function monitorStateIssues(state: unknown, path = 'state'): RecordIssue[
   const s = state as Record<string, unknown>;
   modelVersion(issues, `${path}.modelVersion`, s['modelVersion']);
   if (s['phase'] === 'collecting') {
-    count(issues, `${path}.runs`, s['runs'], 1);
-    for (const k of Object.keys(s)) if (!['phase', 'modelVersion', 'runs'].includes(k)) issues.push({ path: `${path}.${k}`, message: 'is not a field of a collecting state' });
+    count(issues, `${path}.runs`, s['runs'], 0);
+    if (s['since'] !== undefined) count(issues, `${path}.since`, s['since'], 1);
+    for (const k of Object.keys(s)) if (!['phase', 'modelVersion', 'runs', 'since'].includes(k)) issues.push({ path: `${path}.${k}`, message: 'is not a field of a collecting state' });
     return issues;
   }
   if (s['phase'] !== 'judging') return [...issues, { path: `${path}.phase`, message: 'must be "collecting" or "judging"' }];
@@ -118,7 +127,7 @@ export function monitorStateIssues(state: unknown, path = 'state'): RecordIssue[
 export function encodeMonitorState(state: MonitorState): string {
   return JSON.stringify(
     state.phase === 'collecting'
-      ? { phase: state.phase, modelVersion: state.modelVersion, runs: state.runs }
+      ? { phase: state.phase, modelVersion: state.modelVersion, runs: state.runs, ...(state.since !== undefined ? { since: state.since } : {}) }
       : {
           phase: state.phase,
           modelVersion: state.modelVersion,

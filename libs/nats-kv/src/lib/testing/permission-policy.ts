@@ -42,13 +42,17 @@ const bucket = (name: string, p: Omit<StreamPolicy, 'stream' | 'subjects'>): Str
  * - election agents own the election bucket alone.
  * - the dashboard (and defenderctl, which connects as it) reads everything, watches the map and
  *   follows the alarms; it creates and changes nothing.
- * - the equipment (publisher) publishes runs; fab-sim, which runs as it, waits for the notification
+ * - the equipment (publisher) publishes runs and equipment events; fab-sim, which runs as it, waits for the notification
  *   stream and follows the alarm stream for its report.
  */
 export const POLICY: Readonly<Record<string, StreamPolicy>> = {
   notifications: {
     stream: 'dc-notifications',
-    subjects: [{ pattern: 'dc.*.*.completed', sample: 'dc.tool1.ch1.completed' }],
+    subjects: [
+      { pattern: 'dc.*.*.completed', sample: 'dc.tool1.ch1.completed' },
+      // Equipment events (ADR 0019): the equipment side (publisher) alone.
+      { pattern: 'dc.*.*.event', sample: 'dc.tool1.ch1.event' },
+    ],
     writers: ['publisher'],
     provisioners: ['defender'],
     updaters: ['defender'],

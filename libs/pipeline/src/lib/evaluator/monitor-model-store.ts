@@ -4,7 +4,7 @@
  * `params.model` of one limit set under the model key, or, when it is large, in parts with a head that
  * names their number and digest. Decoded models are remembered per record, version and digest.
  */
-import type { ChamberRef, JsonObject, LimitSetRecord, MonitorModelInput, MonitorModelRecord } from '@defender/contracts';
+import type { ChamberRef, JsonObject, LimitSetRecord, MonitorModelInput, MonitorModelRecord, MonitorState } from '@defender/contracts';
 import { levelTerms, residualSds, type LevelTerms, type MonitorModel } from '@defender/defense-rules';
 import { xxh64Hex } from '@defender/hashing';
 import { MONITOR_PART_CHART_TYPE } from './chart-types';
@@ -267,7 +267,24 @@ export interface CurrentModel {
  * names) and what an earlier release left under `modelKey` in the limit sets — a model (converted on
  * this first use) or a re-baseline request (a limit set of the next version, which an operator stores).
  */
-export function currentModel(modelKey: string, limits: readonly LimitSetRecord[], record: MonitorModelRecord | undefined, cache: MonitorModelCache): CurrentModel {
+export function currentModel(
+  modelKey: string,
+  limits: readonly LimitSetRecord[],
+  record: MonitorModelRecord | undefined,
+  cache: MonitorModelCache,
+  state?: MonitorState,
+): CurrentModel {
+  const found = newestModel(modelKey, limits, record, cache);
+  // An equipment event re-baselined the recipe: its state collects Phase I of a version after every
+  // model there is (a worker reads no model in Phase I: a version above 1 was preceded by one).
+  const known = found.model?.version ?? found.pending?.version ?? 1;
+  if (state?.phase === 'collecting' && state.modelVersion > known) {
+    return { model: null, pending: { version: state.modelVersion, reason: 'equipment event', requestedBy: 'equipment event', excludeRunIds: [] } };
+  }
+  return found;
+}
+
+function newestModel(modelKey: string, limits: readonly LimitSetRecord[], record: MonitorModelRecord | undefined, cache: MonitorModelCache): CurrentModel {
   let newest: LimitSetRecord | undefined;
   for (const rec of limits) if (rec.indicatorKey === modelKey && (!newest || rec.version > newest.version)) newest = rec;
   if (newest && newest.version > (record?.version ?? 0)) {

@@ -82,7 +82,7 @@ export function runMonitorStage(
   const skipped: { indicatorKey: string; reason: string }[] = [];
   const modelKey = args.keyPrefix + MONITOR_MODEL_KEY;
 
-  const current = currentModel(modelKey, args.limits, args.monitorModel, args.models);
+  const current = currentModel(modelKey, args.limits, args.monitorModel, args.models, args.state);
   let model: MonitorModel | null = current.model;
   const pending = current.pending;
   const unreadable = current.unreadable !== undefined;
@@ -157,8 +157,11 @@ export function runMonitorStage(
     // Phase I: this run and the earlier runs of the recipe with a model point judged by no model.
     // After a re-baseline request, only the runs after it (judged by no model) and not excluded.
     const phase: RunPointSet[] = [];
+    // After an equipment event that re-baselined the recipe, only the runs after it.
+    const since = args.state?.phase === 'collecting' && args.state.modelVersion === collectingVersion ? args.state.since : undefined;
     for (let i = args.history.length - 1; i >= 0; i--) {
       const set = args.history[i] as RunPointSet;
+      if (since !== undefined && set.sequence <= since) break;
       if (args.recipe !== undefined && set.recipe !== undefined && set.recipe !== args.recipe) continue;
       const p = decoded.modelPoint(set, modelKey);
       if (!p) continue;
@@ -250,7 +253,8 @@ export function runMonitorStage(
     for (const [key, value] of values) points.push({ key, value, baselineData: true });
     // The model's point marks the run as one of the recipe's Phase I runs (judged by no model).
     points.push({ key: modelKey, value: 0 });
-    const state: MonitorState = { phase: 'collecting', modelVersion: collectingVersion, runs: phaseRuns };
+    const since = args.state?.phase === 'collecting' && args.state.modelVersion === collectingVersion ? args.state.since : undefined;
+    const state: MonitorState = { phase: 'collecting', modelVersion: collectingVersion, runs: phaseRuns, ...(since !== undefined ? { since } : {}) };
     return { modelKey, points, violations: [], model: null, fitted: false, modelRecord: undefined, skipped, t2: null, spe: null, state };
   }
 

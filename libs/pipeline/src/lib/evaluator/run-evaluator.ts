@@ -6,6 +6,7 @@ import {
   rememberRun,
   type ChamberMemory,
   type ChamberRef,
+  type MonitorState,
   type RunPointSet,
   type StrategyScopeInfo,
   type TraceRecord,
@@ -13,7 +14,8 @@ import {
 } from '@defender/contracts';
 import { escalationHistoryRuns, escalationReasons, recentAlarmsOf, StrategyValidationError, type RunRecord } from '@defender/defense-rules';
 import { createTrace, IndicatorCalculator, TraceValidationError, type Trace } from '@defender/uchart';
-import { needsMoreHistory, type EvaluationInput, type MoreHistoryNeeded, type RunEvaluation, type RunEvaluator } from '../ports';
+import { needsMoreHistory, type EvaluationInput, type EventStepInput, type MoreHistoryNeeded, type RunEvaluation, type RunEvaluator } from '../ports';
+import { eventActionFor, monitorStateAfterEvent } from './equipment-events';
 import { holdFor, holdIdOf, runAlarm, type RunIdentity } from './alarms';
 import { needsOlderRuns, type DetectorInput } from './detector';
 import { EvaluatorConfigError, InvalidStrategyDocumentError, InvalidTraceError } from './errors';
@@ -115,6 +117,16 @@ class DefenseRunEvaluator implements RunEvaluator {
 
   private fullRuns(stored: StoredStrategy, keyed: boolean): number {
     return Math.max(this.minHistoryRuns, requiredRuns(stored, keyed) + this.extraHistoryRuns);
+  }
+
+  stateAfterEvent(input: EventStepInput): MonitorState | undefined {
+    const stored = this.strategies.get(input.strategy);
+    if (stored.kind === 'invalid') throw new InvalidStrategyDocumentError(stored.issues, { cause: new StrategyValidationError(stored.issues) });
+    const conflicts = scopeIssues(stored, input.strategyScope);
+    if (conflicts.length > 0) throw new InvalidStrategyDocumentError(conflicts, { cause: new StrategyValidationError(conflicts) });
+    const strategy = strategyForRun(stored, { chamber: chamberKey(input.chamber), recipe: input.recipe });
+    if (!strategy.monitor) return undefined;
+    return monitorStateAfterEvent(input.state, eventActionFor(strategy.monitor, input.event, input.recipe), input.sequence);
   }
 
   evaluate(input: EvaluationInput & { readonly historyLimit: number }): RunEvaluation | MoreHistoryNeeded;

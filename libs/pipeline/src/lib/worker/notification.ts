@@ -1,9 +1,19 @@
-import { InvalidMessageError, parseNotificationSubject, parseRunNotification, type RunNotification, type TraceRecord } from '@defender/contracts';
+import {
+  eventRunId,
+  InvalidMessageError,
+  parseEquipmentEvent,
+  parseEquipmentEventSubject,
+  parseNotificationSubject,
+  parseRunNotification,
+  type EquipmentEvent,
+  type RunNotification,
+  type TraceRecord,
+} from '@defender/contracts';
 import type { NotificationMessage } from '../ports';
 import { DeadLetterSignal } from './attempt-policy';
 
-/** A run's notification as parsed once, or why it could not be. */
-export type Parsed = { readonly n: RunNotification } | { readonly error: unknown };
+/** A run's notification or an equipment event (ADR 0019) as parsed once, or why it could not be. */
+export type Parsed = { readonly n: RunNotification } | { readonly e: EquipmentEvent } | { readonly error: unknown };
 
 /**
  * The notification of `msg`, checked against its subject.
@@ -24,20 +34,43 @@ export function parseRun(msg: NotificationMessage): RunNotification {
   return n;
 }
 
-/** {@link parseRun} once per run: its failure is kept and rethrown by each attempt. */
+/**
+ * The equipment event of `msg` (a message of `dc.<tool>.<chamber>.event`), checked against its subject.
+ * @throws DeadLetterSignal (`invalid-event`, `subject-mismatch`) for bad input.
+ */
+export function parseEvent(msg: NotificationMessage): EquipmentEvent {
+  let e: EquipmentEvent;
+  try {
+    e = parseEquipmentEvent(msg.data);
+  } catch (err) {
+    if (!(err instanceof InvalidMessageError)) throw err;
+    throw new DeadLetterSignal('invalid-event', err.message, runIdOf(msg));
+  }
+  const subj = parseEquipmentEventSubject(msg.subject);
+  if (!subj || subj.toolId !== e.toolId || subj.chamberId !== e.chamberId) {
+    throw new DeadLetterSignal('subject-mismatch', `payload names ${e.toolId}:${e.chamberId} but subject is ${msg.subject}`, eventRunId(e.eventId));
+  }
+  return e;
+}
+
+/** {@link parseRun} or {@link parseEvent} (by subject) once per message: its failure is kept and rethrown by each attempt. */
 export function parseOnce(msg: NotificationMessage): Parsed {
   try {
-    return { n: parseRun(msg) };
+    return parseEquipmentEventSubject(msg.subject) ? { e: parseEvent(msg) } : { n: parseRun(msg) };
   } catch (error) {
     return { error };
   }
 }
 
-/** The run id a notification names if it is readable at all, else `seq-<sequence>` (for dead letters). */
+/**
+ * The run id a notification names (an event: `event:<eventId>`) if it is readable at all, else
+ * `seq-<sequence>` (for dead letters).
+ */
 export function runIdOf(msg: NotificationMessage): string {
   try {
-    const v = JSON.parse(Buffer.from(msg.data).toString('utf8')) as { runId?: unknown };
+    const v = JSON.parse(Buffer.from(msg.data).toString('utf8')) as { runId?: unknown; eventId?: unknown };
     if (typeof v.runId === 'string' && v.runId.length > 0 && v.runId.length <= 100) return v.runId;
+    if (typeof v.eventId === 'string' && v.eventId.length > 0 && v.eventId.length <= 100 && parseEquipmentEventSubject(msg.subject)) return eventRunId(v.eventId);
   } catch (err) {
     if (!(err instanceof SyntaxError)) throw err;
   }

@@ -1,10 +1,12 @@
-import { DEAD_LETTER_REASONS, observeTrace, type ChamberRef, type CommitRunResult, type DeadLetterReason, type RunNotification } from '@defender/contracts';
+import { DEAD_LETTER_REASONS, eventRunId, observeTrace, type ChamberRef, type CommitRunResult, type DeadLetterReason, type EquipmentEvent, type MonitorState, type RunNotification } from '@defender/contracts';
 import { runEvents } from '../outbox';
 import { needsMoreHistory, type EvaluationInput, type MoreHistoryNeeded, type PipelineObserver, type RunEvaluation, type RunEvaluator } from '../ports';
 import type { ByteBudget, Semaphore } from '../semaphore';
 import { DeadLetterSignal, type AttemptPolicy } from './attempt-policy';
 import { traceBytes, type Parsed } from './notification';
 import type { OutboxPublisher } from './outbox-publisher';
+import { InvalidStrategyDocumentError } from '../evaluator/errors';
+import type { EventIO } from './event-io';
 import type { HistoryRead, RunIO, RunReads, TraceRead } from './run-io';
 import type { RunMessage } from './stream-position';
 
@@ -21,6 +23,8 @@ export interface RunAttemptContext {
 /** The units an attempt drives. */
 export interface RunAttemptParts {
   readonly io: RunIO;
+  /** An equipment event's reads and commit. */
+  readonly events: EventIO;
   readonly outbox: OutboxPublisher;
   readonly policy: Pick<AttemptPolicy, 'outageRetry' | 'notCounted'>;
 }
@@ -55,6 +59,7 @@ export class RunAttempt {
    * of its trace are reserved in the trace budget already. Resolves with the commit's outcome.
    */
   async run(msg: RunMessage, parsed: Parsed, reserved: number, highWaterMark: number): Promise<CommitRunResult['outcome']> {
+    if ('e' in parsed) return this.applyEvent(msg, parsed.e, highWaterMark);
     if (!('n' in parsed)) throw parsed.error;
     const n = parsed.n;
     // Refuse a declared-huge trace before reading it (it would be held in memory whole).
@@ -70,6 +75,42 @@ export class RunAttempt {
       // A trace read by an attempt that failed before evaluating it (evaluated ones are released already).
       this.parts.io.releaseUnevaluated(reads);
     }
+  }
+
+  /**
+   * An equipment event at its sequence (ADR 0019): skipped when its id was applied at another sequence
+   * (published again); else each recipe's monitor state stepped by the action its strategy gives the
+   * event's kind (`RunEvaluator.stateAfterEvent`), and the event committed with the states it changed,
+   * the chamber's memory carried past it. Nothing to publish.
+   */
+  private async applyEvent(msg: RunMessage, event: EquipmentEvent, highWaterMark: number): Promise<CommitRunResult['outcome']> {
+    const { events, io } = this.parts;
+    const appliedAt = await events.appliedAt(event);
+    if (appliedAt !== undefined && appliedAt !== msg.sequence) return io.skipDuplicate(msg.sequence, eventRunId(event.eventId));
+    const [states, chamberMemory] = await Promise.all([events.monitorStates(), events.chamberMemoryAt(highWaterMark)]);
+    const changed: { recipe: string; state: MonitorState }[] = [];
+    for (const rec of states) {
+      const strategy = await events.strategyOf(rec.recipe, event);
+      let state: MonitorState | undefined;
+      try {
+        state = this.deps.evaluator.stateAfterEvent({
+          chamber: this.ctx.chamber,
+          recipe: rec.recipe,
+          sequence: msg.sequence,
+          event,
+          state: rec.state,
+          strategy: strategy?.record.document,
+          ...(strategy ? { strategyScope: strategy.scope } : {}),
+        });
+      } catch (err) {
+        // A recipe whose strategy is invalid judges none of its runs (each is dead-lettered): the
+        // event still applies to the others.
+        if (!(err instanceof InvalidStrategyDocumentError)) throw err;
+        continue;
+      }
+      if (state) changed.push({ recipe: rec.recipe, state });
+    }
+    return events.commit({ sequence: msg.sequence, event, committedAt: this.deps.now(), monitorStates: changed, chamberMemory });
   }
 
   /** The rest of an attempt, once its reads are issued; they are looked at in this order. */

@@ -1,8 +1,6 @@
 import {
   CorruptRecordError,
   deadLetterRecord,
-  InvalidRecordError,
-  strategyScopesForRun,
   TraceNotFoundError,
   type ChamberMemory,
   type ChamberMetadata,
@@ -17,12 +15,11 @@ import {
   type RunNotification,
   type RunObservation,
   type RunPointSet,
-  type StrategyRecord,
-  type StrategyScopeInfo,
   type TraceRecord,
 } from '@defender/contracts';
 import type { EventSink, HistoryProvider, PipelineObserver, PipelineStore, RunEvaluation, RunEvaluator } from '../ports';
 import { DeadLetterSignal, type OutageRetry } from './attempt-policy';
+import { strategyFor, type RunStrategy } from './strategy-lookup';
 import type { RunMessage } from './stream-position';
 
 /** Who does a {@link RunIO}'s writes: the chamber and its owner. */
@@ -48,11 +45,7 @@ export interface RunIODeps {
   readonly monotonic: () => number;
 }
 
-/** The stored strategy that judges a run, and the scope of the run's lookup order it was found under. */
-export interface RunStrategy {
-  readonly record: StrategyRecord;
-  readonly scope: StrategyScopeInfo;
-}
+export type { RunStrategy } from './strategy-lookup';
 
 /** Committed runs read for an evaluation, and the limit they were read with. */
 export interface HistoryRead {
@@ -124,7 +117,7 @@ export class RunIO {
    */
   readRun(n: RunNotification, highWaterMark: number): RunReads {
     const { chamber } = this.ctx;
-    const strategy = handled(this.strategyFor(n));
+    const strategy = handled(strategyFor(this.ctx, this.deps, this.retry, n.recipe, n.runId));
     const chamberMemory = handled(
       this.retry('chamber memory', async () => {
         const rec = await this.deps.store.chamberMemory.get(chamber);
@@ -258,34 +251,6 @@ export class RunIO {
     return this.deps.store.chamberMetadata.recordObservation(observation).catch((err: unknown) => {
       this.deps.observer?.paused?.(this.ctx.key, 'observation', err);
     });
-  }
-
-  /**
-   * The strategy that judges the run: the newest version in the first scope of the run's lookup order
-   * (contracts `strategyScopesForRun`) that holds one, read in one store call; undefined when no scope
-   * does (the built-in default). Only the winner counts: if its document is invalid, or its own scope
-   * disagrees with its key, the evaluator refuses it and the run is dead-lettered (`invalid-strategy`),
-   * never judged by a less specific scope or the default.
-   */
-  private async strategyFor(n: RunNotification): Promise<RunStrategy | undefined> {
-    let scopes: readonly StrategyScopeInfo[];
-    try {
-      scopes = strategyScopesForRun(this.ctx.chamber, n.recipe);
-    } catch (err) {
-      if (!(err instanceof InvalidRecordError)) throw err;
-      throw new DeadLetterSignal('invalid-notification', `no strategy scope can be built for recipe ${JSON.stringify(n.recipe)}: ${err.message}`, n.runId);
-    }
-    const found = await this.retry('strategy', () => this.deps.store.strategies.latest(scopes.map((s) => s.scope)));
-    const record = found[0];
-    if (!record) {
-      this.deps.observer?.strategyFound?.(this.ctx.key, undefined);
-      return undefined;
-    }
-    const scope = scopes.find((s) => s.scope === record.scope);
-    // The store answers for the scopes it was asked; anything else is a broken store, not a strategy.
-    if (!scope) throw new Error(`the store returned a strategy of scope "${record.scope}", which was not asked for (${scopes.map((s) => s.scope).join(', ')})`);
-    this.deps.observer?.strategyFound?.(this.ctx.key, scope);
-    return { record, scope };
   }
 
   /** Reads the run's trace; a missing or unreadable one is bad input (dead-lettered). */

@@ -11,11 +11,13 @@ import {
   decodeMonitorModelBody,
   encodeMonitorModelBody,
   encodeMonitorState,
+  eventRunId,
   MONITOR_MODEL_SCHEMA_VERSION,
   validateCommitRunInput,
   validateLimitSet,
   type ChamberMemory,
   type ChamberRef,
+  type EquipmentEvent,
   type LimitSetRecord,
   type MonitorModelInput,
   type MonitorModelRecord,
@@ -246,6 +248,23 @@ export class SimulatedChamber {
         ? deepFreeze(decodeChamberMemory(CHAMBER_MEMORY_SCHEMA_VERSION, encodeChamberMemory(evaluation.chamberMemory), { chamber: this.chamber, table: 'chamber_memory' }))
         : undefined;
     return { sequence, evaluation, deadLettered, input };
+  }
+
+  /**
+   * An equipment event at the next sequence, as a worker commits it (RunAttempt): each recipe's state
+   * stepped by `RunEvaluator.stateAfterEvent` under `strategy`, an empty run in the history.
+   */
+  event(event: EquipmentEvent, strategy?: unknown): number {
+    const sequence = ++this.sequence;
+    const now = new Date(T0 + sequence * 60_000);
+    for (const [recipe, state] of [...this.states]) {
+      const next = this.evaluator.stateAfterEvent({ chamber: this.chamber, recipe, sequence, event, state, strategy: strategy === undefined ? undefined : JSON.parse(JSON.stringify(strategy)) });
+      if (next) this.states.set(recipe, deepFreeze(JSON.parse(encodeMonitorState(next)) as MonitorState));
+    }
+    const set: RunPointSet = { ...this.chamber, sequence, runId: eventRunId(event.eventId), epoch: 1, committedAt: now, points: [] };
+    this.sets.push(reviveDates<RunPointSet>(JSON.stringify(set), 'committedAt'));
+    // The chamber's memory rides past the event unchanged (the worker carries it to the event's sequence).
+    return sequence;
   }
 
   /** The model a worker reads for a run of `recipe` (RunIO): none in Phase I, the state's version, else the newest. */

@@ -19,6 +19,7 @@ import {
   type CommitRunResult,
   type LimitSetRecord,
   type MonitorModelRecord,
+  type MonitorState,
   type MonitorStateRecord,
   type ChamberMemory,
   type ChamberMemoryRecord,
@@ -28,7 +29,7 @@ import {
   type StrategyRecord,
   type TraceRecord,
 } from '@defender/contracts';
-import type { EvaluationInput, EventSink, HistoryProvider, MoreHistoryNeeded, NotificationMessage, NotificationSource, PipelineStore, RunEvaluation, RunEvaluator } from '../../ports';
+import type { EvaluationInput, EventSink, EventStepInput, HistoryProvider, MoreHistoryNeeded, NotificationMessage, NotificationSource, PipelineStore, RunEvaluation, RunEvaluator } from '../../ports';
 
 export const chamber: ChamberRef = { toolId: 't1', chamberId: 'c1' };
 export const subject = notificationSubject(chamber.toolId, chamber.chamberId);
@@ -127,7 +128,7 @@ export class FakeSource implements NotificationSource {
   }
   async next(subj: string, fromSequence: number): Promise<NotificationMessage | null> {
     await this.before.next?.(subj, fromSequence);
-    return this.messages.find((m) => m.subject === subj && m.sequence >= fromSequence) ?? null;
+    return this.messages.find((m) => subjectMatches(subj, m.subject) && m.sequence >= fromSequence) ?? null;
   }
   async streamId(): Promise<string> {
     await this.before.streamId?.();
@@ -136,6 +137,17 @@ export class FakeSource implements NotificationSource {
   async lastSequence(): Promise<number> {
     return this.seq;
   }
+}
+
+/** Whether NATS subject `subject` matches `pattern` (`*` one token, `>` the rest). */
+export function subjectMatches(pattern: string, subject: string): boolean {
+  const p = pattern.split('.');
+  const t = subject.split('.');
+  for (let i = 0; i < p.length; i++) {
+    if (p[i] === '>') return t.length > i;
+    if (i >= t.length || (p[i] !== '*' && p[i] !== t[i])) return false;
+  }
+  return p.length === t.length;
 }
 
 /** The event stream: every publication recorded in order (no deduplication: a double shows). */
@@ -289,7 +301,10 @@ export class FakeStore {
         await this.enter('monitorState', recipe);
         return this.monitorStates.get(recipe);
       },
-      list: unused,
+      list: async () => {
+        await this.enter('monitorState');
+        return [...this.monitorStates.values()].sort((a, b) => (a.recipe < b.recipe ? -1 : 1));
+      },
     },
     monitorModels: {
       get: async (_c, recipe, version) => {
@@ -324,6 +339,9 @@ export class FakeStore {
     for (const [index, e] of (input.events ?? []).entries()) this.outbox.push({ ...e, ...chamber, sequence: input.sequence, index });
     if (input.monitorState && input.recipe) {
       this.monitorStates.set(input.recipe, { ...chamber, recipe: input.recipe, sequence: input.sequence, runId: input.runId, committedAt: input.committedAt, state: input.monitorState });
+    }
+    for (const { recipe, state } of input.event?.monitorStates ?? []) {
+      this.monitorStates.set(recipe, { ...chamber, recipe, sequence: input.sequence, runId: input.runId, committedAt: input.committedAt, state });
     }
     if (input.monitorModel && input.recipe) {
       const { monitorModel: m } = input;
@@ -394,5 +412,12 @@ export class FakeEvaluator implements RunEvaluator {
   evaluate(input: EvaluationInput): RunEvaluation | MoreHistoryNeeded {
     this.inputs.push(input);
     return this.judge(input);
+  }
+  readonly eventInputs: EventStepInput[] = [];
+  /** What an event does to a recipe's state (default: nothing). */
+  eventStep: (input: EventStepInput) => MonitorState | undefined = () => undefined;
+  stateAfterEvent(input: EventStepInput): MonitorState | undefined {
+    this.eventInputs.push(input);
+    return this.eventStep(input);
   }
 }

@@ -1,0 +1,75 @@
+import type { EquipmentEvent, MonitorState } from '@defender/contracts';
+import { DEFAULT_EVENT_ACTIONS, DEFAULT_STRATEGY_DOCUMENT, parseStrategy, type MonitorConfig } from '@defender/defense-rules';
+import { normalDeviate, seededRandom } from '@defender/hashing';
+import { eventActionFor, monitorStateAfterEvent } from './equipment-events';
+import { createRunEvaluator } from './run-evaluator';
+import { SimulatedChamber, traceOf } from './testing/harness';
+
+const event = (kind: EquipmentEvent['kind'], over: Partial<EquipmentEvent> = {}): EquipmentEvent =>
+  ({ schema: 1, toolId: 'ETCH01', chamberId: 'PM2', eventId: `${kind}-1`, kind, at: '2026-12-08T00:00:00.000Z', ...over }) as EquipmentEvent;
+const judging: MonitorState = { phase: 'judging', modelVersion: 2, judgedRuns: 40, extensionCheckAt: 51, mewma: [0.5, -2], levelOffsets: { P: 0.3 } };
+
+describe('what an equipment event does to a recipe state (pure step)', () => {
+  const cfg = parseStrategy({ schemaVersion: 1, name: 't', monitor: { events: { seasoning: 'none' } } }).monitor as MonitorConfig;
+
+  it("takes the strategy's action per kind (the defaults fill the kinds it leaves out); a named recipe's event leaves the others", () => {
+    expect(cfg.events).toEqual({ ...DEFAULT_EVENT_ACTIONS, seasoning: 'none' });
+    expect(eventActionFor(cfg, event('pm'), 'R1')).toBe('rebaseline');
+    expect(eventActionFor(cfg, event('long-idle', { idleSeconds: 86_400 }), 'R1')).toBe('reset-memory');
+    expect(eventActionFor(cfg, event('seasoning'), 'R1')).toBe('none');
+    expect(eventActionFor(cfg, event('recipe-change', { recipe: 'R2' }), 'R1')).toBe('none');
+    expect(eventActionFor(cfg, event('recipe-change', { recipe: 'R2' }), 'R2')).toBe('rebaseline');
+    expect(() => parseStrategy({ schemaVersion: 1, name: 't', monitor: { events: { pm: 'ignore' } } })).toThrow(/events/);
+    expect(() => parseStrategy({ schemaVersion: 1, name: 't', monitor: { events: { lunch: 'none' } } })).toThrow(/events/);
+  });
+
+  it('reset-memory zeroes the MEWMA; rebaseline starts Phase I of the next version after the event; none changes nothing', () => {
+    expect(monitorStateAfterEvent(judging, 'reset-memory', 90)).toEqual({ ...judging, mewma: [0, 0] });
+    expect(monitorStateAfterEvent({ ...judging, mewma: null }, 'reset-memory', 90)).toBeUndefined();
+    expect(monitorStateAfterEvent(judging, 'rebaseline', 90)).toEqual({ phase: 'collecting', modelVersion: 3, runs: 0, since: 90 });
+    // Still collecting its first Phase I: the same version, counting again after the event.
+    expect(monitorStateAfterEvent({ phase: 'collecting', modelVersion: 1, runs: 12 }, 'rebaseline', 14)).toEqual({ phase: 'collecting', modelVersion: 1, runs: 0, since: 14 });
+    expect(monitorStateAfterEvent(judging, 'none', 90)).toBeUndefined();
+  });
+});
+
+describe('a chamber through a maintenance event (evaluator and harness)', () => {
+  const STEPS = [
+    { name: 'Ramp', startIndex: 0 },
+    { name: 'Main', startIndex: 20 },
+  ];
+  /** Two correlated sensors; after the PM both sit `shift` higher (a new regime). */
+  const run = (i: number, rand: () => number, shift = 0) => {
+    const offset = normalDeviate(rand);
+    const pressure: number[] = [];
+    const flow: number[] = [];
+    for (let t = 0; t < 60; t++) {
+      pressure.push((t >= 20 ? 40 : 10 + t) + shift + offset + 0.2 * normalDeviate(rand));
+      flow.push((t >= 20 ? 200 : 100) + 5 * (shift + offset) + normalDeviate(rand));
+    }
+    return traceOf(`run-${i}`, { Pressure: pressure, Flow: flow }, { steps: STEPS });
+  };
+  const doc = { ...DEFAULT_STRATEGY_DOCUMENT, monitor: { baseline: { minRuns: 12, extendTo: false }, mewma: false } };
+
+  it('a PM re-baselines: no alarm in the new regime, a model of the next version fitted on the runs after the event only', () => {
+    const rand = seededRandom(7);
+    const chamber = new SimulatedChamber(createRunEvaluator());
+    for (let i = 0; i < 20; i++) chamber.process(run(i, rand), 'R1', doc);
+    expect(chamber.monitorState('R1')).toMatchObject({ phase: 'judging', modelVersion: 1 });
+    // Without the event, the shifted runs alarm.
+    const without = new SimulatedChamber(createRunEvaluator());
+    const r2 = seededRandom(7);
+    for (let i = 0; i < 20; i++) without.process(run(i, r2), 'R1', doc);
+    expect(without.process(run(20, r2, 6), 'R1', doc).evaluation.alarms).toHaveLength(1);
+
+    const at = chamber.event(event('pm'), doc);
+    expect(chamber.monitorState('R1')).toEqual({ phase: 'collecting', modelVersion: 2, runs: 0, since: at });
+    const after = Array.from({ length: 14 }, (_, k) => chamber.process(run(20 + k, rand, 6), 'R1', doc).evaluation);
+    expect(after.flatMap((e) => e.alarms)).toEqual([]);
+    const fitted = after.findIndex((e) => e.monitorModel !== undefined);
+    expect(fitted).toBe(11);
+    expect(after[fitted]?.monitorModel).toMatchObject({ version: 2, reason: 'manual' });
+    expect(after[fitted]?.monitorModel?.model['baselineRunIds']).toEqual(Array.from({ length: 12 }, (_, k) => `run-${20 + k}`));
+    expect(chamber.monitorState('R1')).toMatchObject({ phase: 'judging', modelVersion: 2, judgedRuns: 3 });
+  });
+});
