@@ -422,7 +422,8 @@ export class IndicatorCalculator {
       const done = this.filteredSvid === svid ? { values: this.filtered, from: this.filteredFrom, to: this.filteredTo } : undefined;
       return { ok: true, stats: computeWindowLevel(raw, range, filter === 'median3', createBaseStatistics(), known, done), pct: undefined, shape: undefined };
     }
-    if (constant) this.noteConstant(svid, raw.length, range);
+    // Noted for the level-only windows of the SVID, which come after the others (computeWindows).
+    if (constant && !levelOnly) this.noteConstant(svid, raw.length, range);
     const values = filter === 'median3' && !constant ? this.filteredValues(svid, raw, range) : raw;
     const stats = constant
       ? computeConstantStatistics(values, trace.timing, range, createBaseStatistics())
