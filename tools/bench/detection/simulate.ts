@@ -15,6 +15,7 @@ import {
   planExcursions,
   profileMetrics,
   REAL_EQUIPMENT_KINDS,
+  publishedEvent,
   runStartSeconds,
   synthesizeTrace,
   type ChamberSpec,
@@ -107,7 +108,7 @@ export interface Scenario {
   readonly fab: FabSpec;
   readonly excursions: readonly Excursion[];
   readonly options: DetectionBenchOptions;
-  /** Equipment events before the last run (`real-equipment`; empty on `detection`). Not fed to the engine yet. */
+  /** Equipment events before the last run (`real-equipment`; empty on `detection`); each chamber applies its own before its run (`BenchChamber.eventsBefore`). */
   readonly events: readonly EquipmentEvent[];
 }
 
@@ -159,6 +160,25 @@ class BenchChamber {
     const variables = this.monitorModel?.model['variables'];
     if (Array.isArray(variables)) n += variables.length + 2;
     return n;
+  }
+
+  /**
+   * The chamber's equipment events before run `runIndex` (its spec's `real-equipment` events), as a
+   * worker applies one (RunAttempt, ADR 0019): the recipe's state stepped by the strategy's action for
+   * the kind, an empty run at the event's sequence.
+   */
+  eventsBefore(runIndex: number, t0: number): void {
+    for (const e of this.spec.equipment?.events ?? []) {
+      if (e.beforeRun !== runIndex) continue;
+      const sequence = ++this.sequence;
+      const at = new Date((runStartSeconds(this.spec, runIndex, t0, this.spec.contextDurationSeconds + 120) - 60) * 1000);
+      const event = publishedEvent(this.spec, e, `${e.kind}-${runIndex}`, at);
+      if (this.monitorState) {
+        const next = this.evaluator.stateAfterEvent({ chamber: this.ref, recipe: this.spec.recipe.name, sequence, event, state: this.monitorState, strategy: this.strategy });
+        if (next) this.monitorState = next;
+      }
+      this.sets.push({ ...this.ref, sequence, runId: `event:${event.eventId}`, epoch: 1, committedAt: at, recipe: this.spec.recipe.name, points: [] });
+    }
   }
 
   process(runIndex: number, excursions: readonly Excursion[], t0: number) {
@@ -239,6 +259,7 @@ export function runPreset(
     const xs = byChamber.get(spec.key) ?? [];
     let firstJudged: number | null = null;
     for (let r = 0; r < scenario.options.runsPerChamber; r++) {
+      chamber.eventsBefore(r, t0);
       const ev = chamber.process(r, xs, t0);
       const judged = ev.points.some((p) => p.limitsVersion !== undefined);
       if (judged && firstJudged === null) firstJudged = r;

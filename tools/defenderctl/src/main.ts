@@ -9,6 +9,7 @@ import { assignments, CtlError, drain, explainChamber, natsWhere, rebaseline, re
 import { POINT_ELSEWHERE, readLocalFab, resolveTarget } from './lib/context';
 import { formatAssignments, formatExplain, formatStatus } from './lib/format';
 import { formatStrategyShow, putStrategy, readStrategyFile, showStrategy } from './lib/strategy';
+import { equipmentEventOf, publishEvent } from './lib/event';
 
 async function main(argv: string[]): Promise<number> {
   const inv = parseCommandLine(argv);
@@ -37,6 +38,11 @@ async function main(argv: string[]): Promise<number> {
     scope: str('scope'),
     file: str('file'),
     author: str('author'),
+    id: str('id'),
+    at: str('at'),
+    note: str('note'),
+    parts: str('parts'),
+    'idle-seconds': str('idle-seconds'),
   };
   if (cmd === 'completion') {
     process.stdout.write(completionScript(rest[0] as (typeof SHELLS)[number]));
@@ -79,6 +85,25 @@ async function main(argv: string[]): Promise<number> {
     } finally {
       await store.close();
     }
+  }
+  if (cmd === 'event') {
+    const event = equipmentEventOf(
+      {
+        chamber: arg,
+        kind: rest[1] ?? '',
+        ...(v.id ? { id: v.id } : {}),
+        ...(v.at ? { at: v.at } : {}),
+        ...(v.note !== undefined ? { note: v.note } : {}),
+        ...(v.parts !== undefined ? { parts: v.parts } : {}),
+        ...(v.recipe !== undefined ? { recipe: v.recipe } : {}),
+        ...(v['idle-seconds'] !== undefined ? { idleSeconds: v['idle-seconds'] } : {}),
+        author: v.author ?? process.env['USER'] ?? 'defenderctl',
+      },
+      new Date(),
+    );
+    const r = await publishEvent(target, event);
+    out(json ? JSON.stringify(r, null, 2) : `${r.duplicate ? 'already published' : 'published'}: ${event.kind} ${event.eventId} on ${event.toolId}:${event.chamberId} (${r.subject}, stream sequence ${r.sequence}); the chamber applies it before its next run`);
+    return 0;
   }
   if (cmd === 'strategy') {
     const put = arg === 'put';

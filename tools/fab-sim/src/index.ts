@@ -69,6 +69,7 @@ export {
   EQUIPMENT_EVENT_KINDS,
   EVENT_HORIZON_RUNS,
   equipmentEvents,
+  publishedEvent,
   eventLevelSigmas,
   LOOP_FACTOR_CORRELATION,
   runStartSeconds,

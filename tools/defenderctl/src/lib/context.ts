@@ -23,6 +23,11 @@ export interface Target {
   readonly natsFrom: string;
   /** The NATS user to connect as: the local fab's read-only one, else NATS_USER / NATS_PASSWORD. */
   readonly natsCredentials: { readonly user: string; readonly pass: string } | null;
+  /**
+   * The equipment side's NATS user, for `defenderctl event` (equipment events are the publisher
+   * role's alone): the local fab's, else NATS_PUBLISHER_USER / NATS_PUBLISHER_PASSWORD.
+   */
+  readonly publisherCredentials: { readonly user: string; readonly pass: string } | null;
   /** The local fab's CA (its NATS serves TLS only), else NATS_TLS_CA_FILE / NATS_TLS_CERT_FILE / NATS_TLS_KEY_FILE. */
   readonly natsTls: { readonly caFile?: string; readonly certFile?: string; readonly keyFile?: string } | null;
   readonly controllerUrls: string[];
@@ -40,6 +45,9 @@ interface LocalFabFile {
   natsUrl?: string;
   natsUser?: string;
   natsPassword?: string;
+  /** The equipment side's NATS user (publishes runs and equipment events). */
+  publisherUser?: string;
+  publisherPassword?: string;
   /** The CA of the local fab's NATS certificate (it serves TLS only). */
   natsTlsCaFile?: string | null;
   controllerUrls?: string[];
@@ -132,6 +140,7 @@ export function resolveTarget(flags: { nats?: string; controller?: string; store
     natsServers: list(flags.nats ?? fab?.natsUrl ?? env['NATS_SERVERS'] ?? DEFAULT_NATS_URL),
     natsFrom,
     natsCredentials: natsCredentials(flags.nats ? {} : fab ?? {}, env),
+    publisherCredentials: publisherCredentials(flags.nats ? {} : fab ?? {}, env),
     natsTls: fab && !flags.nats ? (fab.natsTlsCaFile ? { caFile: fab.natsTlsCaFile } : null) : natsTls(env),
     controllerUrls: list(flags.controller ?? fab?.controllerUrls?.join(',') ?? env['CONTROLLER_URLS']).map((u) => u.replace(/\/+$/, '')),
     store: store?.config ?? null,
@@ -169,6 +178,14 @@ function cassandraTls(vars: Record<string, string | undefined>): { tls?: { caFil
   if (!files.caFile) throw new Error('CASSANDRA_TLS_CA_FILE is required when CASSANDRA_TLS_CERT_FILE is set');
   const serverName = vars['CASSANDRA_TLS_SERVER_NAME'] || undefined;
   return { tls: { ...files, caFile: files.caFile, ...(serverName ? { serverName } : {}) } };
+}
+
+/** The local fab's publisher when talking to it, else NATS_PUBLISHER_USER / NATS_PUBLISHER_PASSWORD when both are set. */
+function publisherCredentials(fab: Pick<LocalFabFile, 'publisherUser' | 'publisherPassword'>, env: NodeJS.ProcessEnv): Target['publisherCredentials'] {
+  if (fab.publisherUser && fab.publisherPassword) return { user: fab.publisherUser, pass: fab.publisherPassword };
+  const user = env['NATS_PUBLISHER_USER'];
+  const pass = env['NATS_PUBLISHER_PASSWORD'];
+  return user && pass ? { user, pass } : null;
 }
 
 /** The local fab's NATS user when talking to it, else NATS_USER / NATS_PASSWORD when both are set. */

@@ -29,6 +29,7 @@
  * draws: a `real-equipment` fab has the `detection` fab's tools, chambers, recipes and sensors (with
  * the same seed), plus these.
  */
+import type { EquipmentEvent as PublishedEquipmentEvent } from '@defender/contracts';
 import type { ChamberSpec, SensorSpec } from './fab';
 import { intIn, mix, pick, rng, type Rng } from './rng';
 
@@ -287,6 +288,25 @@ export function eventLevelSigmas(ch: ChamberSpec, name: string, runIndex: number
     v += e.shifts[name] ?? 0;
   }
   return v;
+}
+
+/**
+ * The event as the equipment side publishes it (contracts `EquipmentEvent`, ADR 0019): `eventId` its
+ * idempotency key, `at` when it happened on the tool. A part change names a simulated part; a long
+ * idle says how long.
+ */
+export function publishedEvent(ch: Pick<ChamberSpec, 'toolId' | 'chamberId'>, e: ChamberEvent, eventId: string, at: Date): PublishedEquipmentEvent {
+  return {
+    schema: 1,
+    toolId: ch.toolId,
+    chamberId: ch.chamberId,
+    eventId,
+    kind: e.kind,
+    at: at.toISOString(),
+    author: 'fab-sim',
+    ...(e.kind === 'part-change' ? { parts: ['simulated part'] } : {}),
+    ...(e.kind === 'long-idle' ? { idleSeconds: Math.max(1, Math.round(e.idleSeconds ?? 1)) } : {}),
+  };
 }
 
 /** Every equipment event of a fab's chambers before run `runs`, in (chamber, run) order. */

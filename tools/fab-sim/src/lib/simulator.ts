@@ -3,13 +3,14 @@ import { join } from 'node:path';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { DeliverPolicy, jetstream, JetStreamApiCodes, JetStreamApiError, jetstreamManager } from '@nats-io/jetstream';
 import { sleepUnlessAborted } from '@defender/backoff';
-import { notificationSubject, type DefenderStore, type RunNotification } from '@defender/contracts';
+import { equipmentEventSubject, notificationSubject, type DefenderStore, type RunNotification } from '@defender/contracts';
 import { publishStored, STREAMS } from '@defender/nats-kv';
 import { byChamber, effectsFor, type Excursion } from './excursions';
 import { svidNames, type ChamberSpec, type FabSpec } from './fab';
 import { mix, rng } from './rng';
 import { detectionMetrics, detectionLine, type DetectionMetrics, type RunOutcome } from './detection-metrics';
 import { scoreDetection, type DetectionScore, type ObservedAlarm } from './score';
+import { publishedEvent } from './real-equipment';
 import { samplesPerRun, synthesizeTrace } from './trace';
 
 /** How long fab-sim waits for the defenders to create the streams. */
@@ -392,6 +393,13 @@ export class Simulator {
       publishedAt: new Date().toISOString(),
     };
     const js = jetstream(this.deps.nc);
+    // The chamber's equipment events before this run (the real-equipment profile), published first:
+    // the chamber applies them before the run, as a host system reports a PM before the next lot.
+    for (const e of ch.equipment?.events ?? []) {
+      if (e.beforeRun !== ev.run) continue;
+      const event = publishedEvent(ch, e, `${this.cfg.sessionId}-${e.kind}-${ev.run}`, new Date((startSeconds - 60) * 1000));
+      await this.retry(`event ${ch.key} ${event.eventId}`, async () => (await publishStored(js, equipmentEventSubject(ch.toolId, ch.chamberId), JSON.stringify(event), `${ch.key}:event:${event.eventId}`)).seq);
+    }
     const seq = await this.retry(`run ${ch.key} ${runId}`, async () => {
       // The trace first: a notification promises that its trace is in the store.
       await this.deps.store.traces.write(trace);

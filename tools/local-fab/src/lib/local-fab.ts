@@ -585,6 +585,9 @@ export class LocalFab {
       // Read-only: what defenderctl connects as (the file is the operator's, like the control token).
       natsUser: 'dashboard',
       natsPassword: this.natsPasswords.dashboard,
+      // The equipment side's user: what `defenderctl event` publishes an equipment event as.
+      publisherUser: 'publisher',
+      publisherPassword: this.natsPasswords.publisher,
       // NATS serves TLS only: the CA that signed its certificate (NATS_TLS_CA_FILE for defenderctl).
       natsTlsCaFile: this.natsTls?.caFile ?? null,
       dashboardUrl: this.dashboardUrl,

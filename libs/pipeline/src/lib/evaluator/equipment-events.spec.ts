@@ -15,7 +15,8 @@ describe('what an equipment event does to a recipe state (pure step)', () => {
   it("takes the strategy's action per kind (the defaults fill the kinds it leaves out); a named recipe's event leaves the others", () => {
     expect(cfg.events).toEqual({ ...DEFAULT_EVENT_ACTIONS, seasoning: 'none' });
     expect(eventActionFor(cfg, event('pm'), 'R1')).toBe('rebaseline');
-    expect(eventActionFor(cfg, event('long-idle', { idleSeconds: 86_400 }), 'R1')).toBe('reset-memory');
+    expect(eventActionFor(cfg, event('long-idle', { idleSeconds: 86_400 }), 'R1')).toBe('rebaseline');
+    expect(eventActionFor(cfg, event('seasoning'), 'R9')).toBe('none');
     expect(eventActionFor(cfg, event('seasoning'), 'R1')).toBe('none');
     expect(eventActionFor(cfg, event('recipe-change', { recipe: 'R2' }), 'R1')).toBe('none');
     expect(eventActionFor(cfg, event('recipe-change', { recipe: 'R2' }), 'R2')).toBe('rebaseline');
