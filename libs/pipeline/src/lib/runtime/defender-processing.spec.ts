@@ -1,4 +1,4 @@
-import { notificationSubject, type RunPointSet } from '@defender/contracts';
+import { equipmentEventSubject, notificationSubject, type RunPointSet } from '@defender/contracts';
 import { ownerEpoch } from '@defender/membership';
 import { FakeCache, FakeClock, FakeEvaluator, FakeSink, FakeSource, FakeStore, notificationOf, settle, subject, traceOf, until } from '../worker/testing/fake-ports';
 import { DefenderProcessing } from './defender-processing';
@@ -158,6 +158,26 @@ describe('DefenderProcessing', () => {
     // The store's calls on the run path are timed.
     expect(t.timed).toEqual(expect.arrayContaining(['read', 'write']));
     expect(t.p.workerStates()).toEqual([expect.objectContaining({ chamber: 't1:c1', highWaterMark: 3, epoch: ownerEpoch(3, 1) })]);
+  });
+
+  it("an equipment event's notice wakes the chamber's worker, which applies it in its order", async () => {
+    const t = setup();
+    void t.p.start();
+    await until(() => t.lines.includes('ready (4)'), t.clock);
+    await t.p.acquire(['t1:c1'], 3);
+    t.run('r1');
+    await until(() => t.store.runs.size === 1, t.clock);
+    const eventSubject = equipmentEventSubject('t1', 'c1');
+    const seq = t.source.publish({ schema: 1, toolId: 't1', chamberId: 'c1', eventId: 'pm-1', kind: 'pm', at: '2026-12-08T00:00:00.000Z' }, eventSubject);
+    // No time passes (no idle poll): only the notice can wake the worker.
+    t.feed.notice(eventSubject, seq);
+    await until(() => t.store.runs.size === 2);
+    expect(applied(t.store)).toEqual(['r1', 'event:pm-1']);
+    // An event of a chamber no defender owns is no unknown-chamber dead letter (its runs are).
+    t.identity.lowest = true;
+    t.feed.notice(equipmentEventSubject('t9', 'c9'), t.source.publish({ schema: 1, toolId: 't9', chamberId: 'c9', eventId: 'pm-2', kind: 'pm', at: '2026-12-08T00:00:00.000Z' }, equipmentEventSubject('t9', 'c9')));
+    await settle();
+    expect(t.sink.published).toEqual([]);
   });
 
   it('a map applied before the setup finished starts its workers once ready', async () => {

@@ -1,5 +1,5 @@
 import { retryingUntilStopped } from '@defender/backoff';
-import { type LoadReport, parseNotificationSubject } from '@defender/contracts';
+import { type LoadReport, parseEquipmentEventSubject, parseNotificationSubject } from '@defender/contracts';
 import { STRATEGY_PRESETS } from '@defender/defense-rules';
 import type { ChamberWork } from '@defender/membership';
 import { boundedSource } from '../bounded-source';
@@ -231,10 +231,14 @@ export class DefenderProcessing<S> implements ChamberWork {
   }
 
   private onNotice(subject: string, seq: number): void {
-    const s = parseNotificationSubject(subject);
+    // A run, or an equipment event (ADR 0019): either wakes the chamber's worker, which reads both in order.
+    const run = parseNotificationSubject(subject);
+    const s = run ?? parseEquipmentEventSubject(subject);
     if (!s) return;
     const key = `${s.toolId}:${s.chamberId}`;
     if (this.supervisor?.notify(key, seq)) return;
+    // An event of a chamber no defender owns waits in the stream; its runs are the ones dead-lettered.
+    if (!run) return;
     const identity = this.deps.identity;
     if (!identity.inMap(key) && identity.handlesUnknownChambers()) void this.deadLetterUnknown(subject, key, seq);
   }
