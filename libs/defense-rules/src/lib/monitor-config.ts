@@ -98,8 +98,10 @@ export interface MonitorConfig {
   readonly action: 'ALARM' | 'HOLD_CHAMBER';
   /**
    * What an equipment event of each kind does to the chamber's monitor (ADR 0019, decision 4):
-   * `none`; `reset-memory` (the MEWMA starts again from 0); `rebaseline` (a new Phase I from the next
-   * run, a new model version). Every kind is listed (the defaults fill what a strategy leaves out).
+   * `none`; `reset-memory` (the MEWMA starts again from 0); `recentre` (the model keeps its correlation
+   * structure and limits; its centre is learnt again from the runs after the event, which are judged
+   * with that estimate's error); `rebaseline` (a new Phase I from the next run, a new model version).
+   * Every kind is listed (the defaults fill what a strategy leaves out).
    */
   readonly events: Readonly<Record<EquipmentEventKind, EventAction>>;
   /**
@@ -110,23 +112,24 @@ export interface MonitorConfig {
 }
 
 /** What an equipment event does to the monitor of a recipe (see {@link MonitorConfig.events}). */
-export type EventAction = 'none' | 'reset-memory' | 'rebaseline';
-export const EVENT_ACTIONS: readonly EventAction[] = ['none', 'reset-memory', 'rebaseline'];
+export type EventAction = 'none' | 'reset-memory' | 'recentre' | 'rebaseline';
+export const EVENT_ACTIONS: readonly EventAction[] = ['none', 'reset-memory', 'recentre', 'rebaseline'];
 
 /**
  * The default action per event kind. A maintenance, a clean, a part change or a long idle (a new
- * production period) moves the levels of many sensors together: a new Phase I (until the model can be
- * re-centred keeping its correlation structure, ADR 0019's `recentre`). Seasoning leaves the levels but
- * not the recent memory: the MEWMA starts again. A recipe change re-baselines that recipe only; a note
- * changes nothing. Measured on bench:detection's real-equipment profile (ADR 0019).
+ * production period) moves the levels of many sensors together while the tool stays the tool: the
+ * model keeps its correlation structure and limits and learns its centre again from the runs after
+ * the event (`recentre`). Seasoning leaves the levels but not the recent memory: the MEWMA starts again.
+ * A recipe change re-baselines that recipe only; a note changes nothing. Measured on bench:detection's
+ * real-equipment profile (ADR 0019).
  */
 export const DEFAULT_EVENT_ACTIONS: Readonly<Record<EquipmentEventKind, EventAction>> = {
-  pm: 'rebaseline',
-  clean: 'rebaseline',
-  'part-change': 'rebaseline',
+  pm: 'recentre',
+  clean: 'recentre',
+  'part-change': 'recentre',
   seasoning: 'reset-memory',
   'recipe-change': 'rebaseline',
-  'long-idle': 'rebaseline',
+  'long-idle': 'recentre',
   note: 'none',
 };
 

@@ -20,19 +20,25 @@ const stateArb: fc.Arbitrary<MonitorState> = fc.oneof(
     { phase: fc.constant('collecting' as const), modelVersion: fc.integer({ min: 1, max: 0x7fffffff }), runs: fc.integer({ min: 0, max: 1e9 }), since: fc.integer({ min: 1, max: 1e12 }) },
     { requiredKeys: ['phase', 'modelVersion', 'runs'] },
   ),
-  fc.record({
-    phase: fc.constant('judging' as const),
-    modelVersion: fc.integer({ min: 1, max: 0x7fffffff }),
-    judgedRuns: fc.integer({ min: 1, max: 1e9 }),
-    extensionCheckAt: fc.option(fc.integer({ min: 1, max: 1e9 }), { nil: null }),
-    mewma: fc.option(fc.array(fc.double({ noNaN: true, noDefaultInfinity: true }), { minLength: 1, maxLength: 8 }), { nil: null }),
-    levelOffsets: fc.dictionary(
-      // Names without control characters (what the store accepts), as SVID names are.
-      fc.string({ minLength: 1, maxLength: 20 }).filter((s) => ![...s].some((c) => c.charCodeAt(0) < 0x20 || c.charCodeAt(0) === 0x7f) && s !== '__proto__'),
-      fc.double({ noNaN: true, noDefaultInfinity: true }),
-      { maxKeys: 12 },
-    ),
-  }),
+  fc.record(
+    {
+      phase: fc.constant('judging' as const),
+      modelVersion: fc.integer({ min: 1, max: 0x7fffffff }),
+      judgedRuns: fc.integer({ min: 1, max: 1e9 }),
+      extensionCheckAt: fc.option(fc.integer({ min: 1, max: 1e9 }), { nil: null }),
+      mewma: fc.option(fc.array(fc.double({ noNaN: true, noDefaultInfinity: true }), { minLength: 1, maxLength: 8 }), { nil: null }),
+      levelOffsets: fc.dictionary(
+        // Names without control characters (what the store accepts), as SVID names are.
+        fc.string({ minLength: 1, maxLength: 20 }).filter((s) => ![...s].some((c) => c.charCodeAt(0) < 0x20 || c.charCodeAt(0) === 0x7f) && s !== '__proto__'),
+        fc.double({ noNaN: true, noDefaultInfinity: true }),
+        { maxKeys: 12 },
+      ),
+      // Re-centring after an equipment event, and the centre it learnt (ADR 0019).
+      recentre: fc.record({ runs: fc.integer({ min: 0, max: 100 }), seen: fc.integer({ min: 0, max: 100 }) }),
+      centre: fc.array(fc.double({ noNaN: true, noDefaultInfinity: true }), { maxLength: 20 }),
+    },
+    { requiredKeys: ['phase', 'modelVersion', 'judgedRuns', 'extensionCheckAt', 'mewma', 'levelOffsets'] },
+  ),
 );
 
 describe('monitor state record', () => {
@@ -55,6 +61,8 @@ describe('monitor state record', () => {
     expect(monitorStateIssues({ phase: 'learning', modelVersion: 1 }).map((i) => i.path)).toEqual(['state.phase']);
     expect(monitorStateIssues({ phase: 'collecting', modelVersion: 1, runs: -1 }).map((i) => i.path)).toEqual(['state.runs']);
     expect(monitorStateIssues({ phase: 'collecting', modelVersion: 1, runs: 0, since: 0 }).map((i) => i.path)).toEqual(['state.since']);
+    expect(monitorStateIssues({ ...judging, recentre: { runs: -1, seen: 0 }, centre: [NaN] }).map((i) => i.path)).toEqual(['state.recentre.runs', 'state.centre']);
+    expect(monitorStateIssues({ ...judging, recentre: { runs: 1 } }).map((i) => i.path)).toEqual(['state.recentre.seen']);
     expect(monitorStateIssues([]).map((i) => i.path)).toEqual(['state']);
   });
 

@@ -47,6 +47,18 @@ export interface MonitorJudging {
   readonly mewma: readonly number[] | null;
   /** The adaptive centre: each SVID's level offset from its Phase I mean, after the run. */
   readonly levelOffsets: Readonly<Record<string, number>>;
+  /**
+   * Re-centring after an equipment event (ADR 0019, `recentre`): `centre` is the mean of the `runs`
+   * unalarmed runs since the event (0: none yet: the next run's own values are the first estimate),
+   * judged with that mean's estimation error; `seen` counts every run since the event. Absent once
+   * enough runs set the centre.
+   */
+  readonly recentre?: { readonly runs: number; readonly seen: number };
+  /**
+   * Each charted indicator's centre offset from its Phase I mean (the model's variables' order) learnt
+   * after equipment events; absent: none. The adaptive centre's level offsets add to it.
+   */
+  readonly centre?: readonly number[];
 }
 
 /** A chamber and recipe's monitor state, with the run whose commit wrote it. */
@@ -66,6 +78,8 @@ export const MONITOR_STATE_LIMITS = {
   levelOffsets: 10_000,
   /** MEWMA dimensions (the model's retained components). */
   mewma: 64,
+  /** Charted indicators whose centre an event re-learnt (a model's variables). */
+  centre: 100_000,
 } as const;
 
 // eslint-disable-next-line no-control-regex -- stored strings must not contain control characters
@@ -117,8 +131,20 @@ export function monitorStateIssues(state: unknown, path = 'state'): RecordIssue[
       if (typeof v !== 'number' || !Number.isFinite(v)) issues.push({ path: `${path}.levelOffsets.${svid}`, message: 'must be a finite number' });
     }
   }
+  const recentre = s['recentre'];
+  if (recentre !== undefined) {
+    if (recentre === null || typeof recentre !== 'object' || Array.isArray(recentre) || Object.keys(recentre).some((k) => k !== 'runs' && k !== 'seen')) issues.push({ path: `${path}.recentre`, message: 'must be { runs, seen }' });
+    else {
+      count(issues, `${path}.recentre.runs`, (recentre as Record<string, unknown>)['runs'], 0);
+      count(issues, `${path}.recentre.seen`, (recentre as Record<string, unknown>)['seen'], 0);
+    }
+  }
+  const centre = s['centre'];
+  if (centre !== undefined && (!Array.isArray(centre) || centre.length > MONITOR_STATE_LIMITS.centre || !centre.every((c) => typeof c === 'number' && Number.isFinite(c)))) {
+    issues.push({ path: `${path}.centre`, message: `must be at most ${MONITOR_STATE_LIMITS.centre} finite numbers` });
+  }
   for (const k of Object.keys(s)) {
-    if (!['phase', 'modelVersion', 'judgedRuns', 'extensionCheckAt', 'mewma', 'levelOffsets'].includes(k)) issues.push({ path: `${path}.${k}`, message: 'is not a field of a judging state' });
+    if (!['phase', 'modelVersion', 'judgedRuns', 'extensionCheckAt', 'mewma', 'levelOffsets', 'recentre', 'centre'].includes(k)) issues.push({ path: `${path}.${k}`, message: 'is not a field of a judging state' });
   }
   return issues;
 }
@@ -135,6 +161,8 @@ export function encodeMonitorState(state: MonitorState): string {
           extensionCheckAt: state.extensionCheckAt,
           mewma: state.mewma,
           levelOffsets: state.levelOffsets,
+          ...(state.recentre ? { recentre: { runs: state.recentre.runs, seen: state.recentre.seen } } : {}),
+          ...(state.centre ? { centre: state.centre } : {}),
         },
   );
 }

@@ -14,8 +14,8 @@ describe('what an equipment event does to a recipe state (pure step)', () => {
 
   it("takes the strategy's action per kind (the defaults fill the kinds it leaves out); a named recipe's event leaves the others", () => {
     expect(cfg.events).toEqual({ ...DEFAULT_EVENT_ACTIONS, seasoning: 'none' });
-    expect(eventActionFor(cfg, event('pm'), 'R1')).toBe('rebaseline');
-    expect(eventActionFor(cfg, event('long-idle', { idleSeconds: 86_400 }), 'R1')).toBe('rebaseline');
+    expect(eventActionFor(cfg, event('pm'), 'R1')).toBe('recentre');
+    expect(eventActionFor(cfg, event('long-idle', { idleSeconds: 86_400 }), 'R1')).toBe('recentre');
     expect(eventActionFor(cfg, event('seasoning'), 'R9')).toBe('none');
     expect(eventActionFor(cfg, event('seasoning'), 'R1')).toBe('none');
     expect(eventActionFor(cfg, event('recipe-change', { recipe: 'R2' }), 'R1')).toBe('none');
@@ -24,8 +24,11 @@ describe('what an equipment event does to a recipe state (pure step)', () => {
     expect(() => parseStrategy({ schemaVersion: 1, name: 't', monitor: { events: { lunch: 'none' } } })).toThrow(/events/);
   });
 
-  it('reset-memory zeroes the MEWMA; rebaseline starts Phase I of the next version after the event; none changes nothing', () => {
+  it('reset-memory zeroes the MEWMA; recentre also learns the centre again; rebaseline starts Phase I of the next version after the event; none changes nothing', () => {
     expect(monitorStateAfterEvent(judging, 'reset-memory', 90)).toEqual({ ...judging, mewma: [0, 0] });
+    expect(monitorStateAfterEvent(judging, 'recentre', 90)).toEqual({ ...judging, mewma: [0, 0], levelOffsets: {}, recentre: { runs: 0, seen: 0 } });
+    // A recipe still in its first Phase I cannot be re-centred: its Phase I starts again after the event.
+    expect(monitorStateAfterEvent({ phase: 'collecting', modelVersion: 1, runs: 12 }, 'recentre', 14)).toEqual({ phase: 'collecting', modelVersion: 1, runs: 0, since: 14 });
     expect(monitorStateAfterEvent({ ...judging, mewma: null }, 'reset-memory', 90)).toBeUndefined();
     expect(monitorStateAfterEvent(judging, 'rebaseline', 90)).toEqual({ phase: 'collecting', modelVersion: 3, runs: 0, since: 90 });
     // Still collecting its first Phase I: the same version, counting again after the event.
@@ -52,7 +55,46 @@ describe('a chamber through a maintenance event (evaluator and harness)', () => 
   };
   const doc = { ...DEFAULT_STRATEGY_DOCUMENT, monitor: { baseline: { minRuns: 12, extendTo: false }, mewma: false } };
 
-  it('a PM re-baselines: no alarm in the new regime, a model of the next version fitted on the runs after the event only', () => {
+  it('a PM re-centres (the default): the model kept, its centre learnt again from the runs after it; a fault after it still alarms', () => {
+    const rand = seededRandom(9);
+    const chamber = new SimulatedChamber(createRunEvaluator());
+    for (let i = 0; i < 20; i++) chamber.process(run(i, rand), 'R1', doc);
+    chamber.event(event('pm'), doc);
+    expect(chamber.monitorState('R1')).toMatchObject({ phase: 'judging', modelVersion: 1, recentre: { runs: 0 } });
+    const after = Array.from({ length: 14 }, (_, k) => chamber.process(run(20 + k, rand, 6), 'R1', doc).evaluation);
+    // Judged from the first run after the event, none alarmed in the new regime, no new model.
+    expect(after.every((e) => e.points.some((p) => p.limitsVersion === 1))).toBe(true);
+    expect(after.flatMap((e) => e.alarms)).toEqual([]);
+    expect(after.map((e) => e.monitorModel)).toEqual(after.map(() => undefined));
+    expect(after.map((e) => (e.monitorState?.phase === 'judging' ? (e.monitorState.recentre?.runs ?? 'done') : '?'))).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 'done', 'done', 'done', 'done', 'done']);
+    // The flow falls back to where it was before the PM while the pressure stays: alarmed in the new regime.
+    const pressure = run(40, rand, 6).svids.get('Pressure') as unknown as ArrayLike<number>;
+    const flow = Array.from({ length: 60 }, (_, t) => (t >= 20 ? 200 : 100) + normalDeviate(rand));
+    const fault = chamber.process(traceOf('run-40', { Pressure: pressure, Flow: flow }, { steps: STEPS }), 'R1', doc);
+    expect(fault.evaluation.alarms).toHaveLength(1);
+  });
+
+  it('a PM that changed more than the location (the flow no longer follows the pressure): re-centring gives way to a new Phase I', () => {
+    const rand = seededRandom(10);
+    const chamber = new SimulatedChamber(createRunEvaluator());
+    for (let i = 0; i < 20; i++) chamber.process(run(i, rand), 'R1', doc);
+    const at = chamber.event(event('pm'), doc);
+    const decoupled = (i: number) => {
+      const offset = normalDeviate(rand);
+      const pressure = Array.from({ length: 60 }, (_, t) => (t >= 20 ? 40 : 10 + t) + offset + 0.2 * normalDeviate(rand));
+      const flow = Array.from({ length: 60 }, (_, t) => (t >= 20 ? 200 : 100) + 5 * normalDeviate(rand) + normalDeviate(rand));
+      return traceOf(`run-${i}`, { Pressure: pressure, Flow: flow }, { steps: STEPS });
+    };
+    const after = Array.from({ length: 20 }, (_, k) => chamber.process(decoupled(20 + k), 'R1', doc).evaluation);
+    expect(after.filter((e) => e.alarms.length > 0).length).toBeGreaterThan(10);
+    // The 20th run since the event, with fewer than 10 of them unalarmed: Phase I of version 2 after it.
+    expect(after[19]?.monitorState).toEqual({ phase: 'collecting', modelVersion: 2, runs: 0, since: at + 20 });
+    const refit = Array.from({ length: 13 }, (_, k) => chamber.process(decoupled(40 + k), 'R1', doc).evaluation);
+    expect(refit.find((e) => e.monitorModel)?.monitorModel).toMatchObject({ version: 2 });
+  });
+
+  it('a PM re-baselines when the strategy says so: no alarm in the new regime, a model of the next version fitted on the runs after the event only', () => {
+    const doc = { ...DEFAULT_STRATEGY_DOCUMENT, monitor: { baseline: { minRuns: 12, extendTo: false }, mewma: false, events: { pm: 'rebaseline' } } };
     const rand = seededRandom(7);
     const chamber = new SimulatedChamber(createRunEvaluator());
     for (let i = 0; i < 20; i++) chamber.process(run(i, rand), 'R1', doc);

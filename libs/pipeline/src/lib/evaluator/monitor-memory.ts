@@ -23,6 +23,10 @@ export interface CarriedMemory {
   mewma(version: number, dimensions: number): readonly number[] | null;
   /** Each SVID's level offset model `version` left (empty: start at the Phase I mean). */
   levelOffsets(version: number, svids: readonly string[]): ReadonlyMap<string, number>;
+  /** Re-centring of model `version` after an equipment event (undefined: none going on). */
+  recentre(version: number): { readonly runs: number; readonly seen: number } | undefined;
+  /** The indicators' centre offsets events left to model `version` (of `variables` entries), or undefined. */
+  centre(version: number, variables: number): readonly number[] | undefined;
 }
 
 const NOTHING: CarriedMemory = {
@@ -32,6 +36,8 @@ const NOTHING: CarriedMemory = {
   extensionCheckAt: () => undefined,
   mewma: () => null,
   levelOffsets: () => new Map(),
+  recentre: () => undefined,
+  centre: () => undefined,
 };
 
 /** The memory a stored state carries. */
@@ -51,6 +57,11 @@ export function memoryOfState(state: MonitorState): CarriedMemory {
       const out = new Map<string, number>();
       if (offsets) for (const svid of svids) if (Object.prototype.hasOwnProperty.call(offsets, svid)) out.set(svid, offsets[svid] as number);
       return out;
+    },
+    recentre: (version) => judging(version)?.recentre,
+    centre: (version, variables) => {
+      const c = judging(version)?.centre;
+      return c && c.length === variables ? c : undefined;
     },
   };
 }
@@ -148,6 +159,8 @@ export function memoryOfHistory(
       }
       return out;
     },
+    recentre: () => undefined,
+    centre: () => undefined,
   };
 }
 

@@ -263,20 +263,54 @@ export function runMonitorStage(
   const judgedModel = model;
   const fittedNow = fitted !== undefined;
   const prevState = model.mewma && !fittedNow ? memory.mewma(model.version, model.mewma.scoreScale.length) : null;
+  // After an equipment event that re-centres the model (ADR 0019): runs since it, none yet when 0.
+  const recentre = fittedNow ? undefined : memory.recentre(model.version);
+  const p = model.variables.length;
+  const row = model.variables.map((key) => values.get(key) ?? NaN);
+  // The centre: the Phase I mean, moved by what events re-learnt (`centre`), then by the adaptive centre.
+  let learnt = fittedNow ? undefined : memory.centre(model.version, p);
+  if (recentre?.runs === 0) {
+    // The first run after the event: its own values are the first estimate (it is judged on its constants only).
+    learnt = row.map((v, j) => (Number.isFinite(v) ? v - (model.center[j] as number) : (learnt?.[j] ?? 0)));
+  }
+  const base = learnt ? model.center.map((c, j) => c + (learnt[j] as number)) : model.center;
   const levels = cfg.adapt ? args.models.levelTerms(model) : undefined;
   const offsets = levels && !fittedNow ? memory.levelOffsets(model.version, levels.svids) : new Map<string, number>();
-  const centre = levels ? levelCentre(model.center, levels, offsets) : undefined;
-  const score = scoreMonitorRun(model, values, modelKey, prevState, centre, args.models.residualSds(model));
+  const centre = levels ? levelCentre(base, levels, offsets) : learnt ? base : undefined;
+  // A centre estimated from n runs is off by its own error: a new run's deviation from it has variance
+  // (1 + 1/n) times its own, so the run is judged with its deviations scaled by 1 / sqrt(1 + 1/n).
+  const judged = centre && recentre !== undefined && recentre.runs > 0 ? deflated(values, model.variables, centre, 1 + 1 / recentre.runs) : values;
+  const score = scoreMonitorRun(model, judged, modelKey, prevState, centre, args.models.residualSds(model));
   for (const key of model.variables) {
     const v = values.get(key);
     if (v !== undefined) points.push({ key, value: v, limitsVersion: model.version, baselineData: true });
   }
-  // The centre's state after this run: moved toward the run's level only when it raised no alarm.
+  // The centre's state after this run: moved toward the run's level only when it raised no alarm;
+  // while re-centring, each indicator's centre is the running mean of the unalarmed runs since the event.
+  const alarmed = score.violations.length > 0;
   const levelOffsets: Record<string, number> = {};
-  if (cfg.adapt && levels) {
-    const row = model.variables.map((key) => values.get(key) ?? NaN);
-    const next = score.violations.length === 0 ? nextLevelOffsets(model.center, levels, offsets, row, cfg.adapt.lambda) : offsets;
+  if (levels && recentre === undefined) {
+    const next = alarmed || !cfg.adapt ? offsets : nextLevelOffsets(base, levels, offsets, row, cfg.adapt.lambda);
     for (const svid of levels.svids) levelOffsets[svid] = next.get(svid) ?? 0;
+  }
+  let nextRecentre: { runs: number; seen: number } | undefined;
+  let relearn = false;
+  let nextCentre = learnt;
+  if (recentre !== undefined) {
+    const before = memory.centre(model.version, p);
+    if (alarmed) nextCentre = recentre.runs === 0 ? before : learnt;
+    else if (recentre.runs > 0 && learnt) {
+      const n = recentre.runs + 1;
+      nextCentre = learnt.map((c, j) => (Number.isFinite(row[j] as number) ? c + ((row[j] as number) - (model.center[j] as number) - c) / n : c));
+    }
+    const runs = alarmed ? recentre.runs : recentre.runs + 1;
+    const seen = recentre.seen + 1;
+    if (runs < RECENTRE_RUNS) {
+      // More than half the runs since the event alarmed: the event changed more than the location (a
+      // spread, a correlation): Phase I again after this run, for the next version.
+      if (seen >= 2 * RECENTRE_RUNS) relearn = true;
+      else nextRecentre = { runs, seen };
+    }
   }
   const chart: Record<string, number> = {};
   if (score.spe !== null) chart['spe'] = score.spe;
@@ -284,14 +318,18 @@ export function runMonitorStage(
   points.push({ key: modelKey, value: score.t2 ?? 0, limitsVersion: model.version, chart });
   // Runs judged by this version, this one included (counted in the history when an earlier release's point did not say).
   const judgedBefore = fittedNow ? 0 : (memory.judgedRuns(judgedModel.version) ?? judgedRunsInHistory(args.history, args.recipe, modelKey, judgedModel.version, decoded));
-  const state: MonitorState = {
-    phase: 'judging',
-    modelVersion: judgedModel.version,
-    judgedRuns: judgedBefore + 1,
-    extensionCheckAt: nextExtensionCheck(judgedModel, fittedNow ? undefined : extensionCheckAt, fittedNow, score.violations.length > 0, extendTo),
-    mewma: score.mewmaState && score.mewmaState.length > 0 ? [...score.mewmaState] : null,
-    levelOffsets,
-  };
+  const state: MonitorState = relearn
+    ? { phase: 'collecting', modelVersion: judgedModel.version + 1, runs: 0, since: args.run.sequence }
+    : {
+        phase: 'judging',
+        modelVersion: judgedModel.version,
+        judgedRuns: judgedBefore + 1,
+        extensionCheckAt: nextExtensionCheck(judgedModel, fittedNow ? undefined : extensionCheckAt, fittedNow, alarmed, extendTo),
+        mewma: score.mewmaState && score.mewmaState.length > 0 ? [...score.mewmaState] : null,
+        levelOffsets,
+        ...(nextRecentre ? { recentre: nextRecentre } : {}),
+        ...(nextCentre ? { centre: [...nextCentre] } : {}),
+      };
   if (score.missing > 0) skipped.push({ indicatorKey: modelKey, reason: `missing-indicators: ${score.missing} charted indicator(s) missing, judged at their Phase I mean` });
   return {
     modelKey,
@@ -305,6 +343,26 @@ export function runMonitorStage(
     spe: score.spe,
     state,
   };
+}
+
+/**
+ * Runs after an equipment event over which the centre is learnt again (`recentre`): after them the
+ * mean's error is below a third of a run's sd (1 + 1/10 on the variance) and the adaptive centre's
+ * EWMA follows from there.
+ */
+const RECENTRE_RUNS = 10;
+
+/** `values` with each charted indicator's deviation from `centre` scaled by 1 / sqrt(`inflation`). */
+function deflated(values: ReadonlyMap<string, number>, variables: readonly string[], centre: readonly number[], inflation: number): Map<string, number> {
+  const out = new Map(values);
+  const k = 1 / Math.sqrt(inflation);
+  variables.forEach((key, j) => {
+    const v = values.get(key);
+    if (v === undefined) return;
+    const c = centre[j] as number;
+    out.set(key, c + (v - c) * k);
+  });
+  return out;
 }
 
 /**
