@@ -294,9 +294,9 @@
           : `Phase I: ${ch.points.length} runs collected, no limits yet`;
       const title = m ? `${esc(m.svid)} · ${esc(m.statistic)} in ${esc(m.window)}` : `${esc(ch.svid || ch.indicator)} · ${esc(ch.indicator)}`;
       return `<div class="chart" data-testid="chart"><h3${ch.meaning ? ` title="${esc(ch.meaning)}"` : ''}>${title} ${ch.violations ? `<span class="hold">${ch.violations} violation${ch.violations > 1 ? 's' : ''}</span>` : ''}</h3>
-        <div class="sub">${esc(ch.recipe)} · ${sub}</div>${render.chartSvg(ch)}</div>`;
+        <div class="sub">${esc(ch.recipe)} · ${sub}</div>${render.chartSvg(ch, d.events)}</div>`;
     });
-    const monitors = d.monitors.map(render.monitorCard);
+    const monitors = d.monitors.map((m) => render.monitorCard(m, d.events));
     const runAlarms = d.alarms.filter((a) => a.run).slice(0, RUN_ALARMS_SHOWN).map(render.runAlarmCard);
     const alarms = d.alarms.map(render.chamberAlarmRow);
     const meta = d.metadata;

@@ -74,8 +74,29 @@
     });
   }
 
-  /** The U-chart of one indicator (`ChartView` of /api/v1/chambers/<key>). */
-  function chartSvg(ch) {
+  const EVENT_WORDS = { pm: 'PM', clean: 'clean', 'part-change': 'part change', seasoning: 'seasoning', 'recipe-change': 'recipe change', 'long-idle': 'long idle', note: 'note' };
+
+  /**
+   * A marker for each equipment event (`ChamberDetail.events`) between the chart's runs, at the store
+   * sequence it came in: drawn between the last run before it and the first after it.
+   */
+  function eventMarks(pts, events, x) {
+    if (!events || events.length === 0 || pts.length === 0) return [];
+    const first = pts[0].sequence;
+    const last = pts[pts.length - 1].sequence;
+    return events
+      .filter((e) => e.sequence > first && e.sequence < last)
+      .map((e) => {
+        const i = pts.findIndex((p) => p.sequence > e.sequence);
+        const at = ((x(i - 1) + x(i)) / 2).toFixed(1);
+        const what = `${EVENT_WORDS[e.kind] || e.kind} ${e.at ? time(e.at) : ''}${e.note ? `: ${e.note}` : ''}${e.author ? ` (${e.author})` : ''}`;
+        return `<line class="event" x1="${at}" x2="${at}" y1="${T}" y2="${H - B}" data-testid="event-marker" data-kind="${esc(e.kind)}" data-sequence="${e.sequence}"><title>${esc(what)}</title></line>` +
+          `<text class="lbl ev" x="${at}" y="${T + 8}" text-anchor="middle">${esc((EVENT_WORDS[e.kind] || e.kind).slice(0, 5))}</text>`;
+      });
+  }
+
+  /** The U-chart of one indicator (`ChartView` of /api/v1/chambers/<key>), with the chamber's equipment events. */
+  function chartSvg(ch, events) {
     const pts = ch.points;
     const lim = ch.limits;
     const vals = pts.map((p) => p.value);
@@ -102,6 +123,7 @@
       hline(lim.center, 'center', 'CL');
       hline(lim.lcl, 'lcl', 'LCL');
     }
+    parts.push(...eventMarks(pts, events, x));
     if (pts.length > 1) parts.push(`<polyline class="series" points="${pts.map((p, i) => `${x(i).toFixed(1)},${y(p.value).toFixed(1)}`).join(' ')}"></polyline>`);
     pts.forEach((p, i) => {
       const title = `run ${p.runId} (seq ${p.sequence})\n${fmt(p.value, 6)}${p.rules.length ? '\nrules: ' + p.rules.join(', ') : ''}`;
@@ -125,7 +147,7 @@
    * (none in Phase I, shaded), the model's limit (UCL), the points whose rule fired, each alarmed run
    * as a band, and a mark where a model was frozen.
    */
-  function monitorSvg(m, stat) {
+  function monitorSvg(m, stat, events) {
     const { field, name } = MONITOR_STATS[stat];
     const pts = m.points;
     const limit = m.limits ? m.limits[field] : null;
@@ -148,6 +170,7 @@
       const why = p.rules.length ? p.rules.map(ruleText).join(', ') : 'another indicator';
       parts.push(`<rect class="alarmed${p.runHold ? ' hold' : ''}" x="${(x(i) - band / 2).toFixed(1)}" y="${T}" width="${band.toFixed(1)}" height="${H - T - B}" data-testid="alarmed-run" data-run="${esc(p.runId)}"><title>${esc(`run ${p.runId} (seq ${p.sequence}) alarmed${p.runHold ? ', chamber on hold' : ''}: ${why}`)}</title></rect>`);
     });
+    parts.push(...eventMarks(pts, events, x));
     pts.forEach((p, i) => {
       if (p.newLimits) parts.push(`<line class="model" x1="${x(i).toFixed(1)}" x2="${x(i).toFixed(1)}" y1="${T}" y2="${H - B}"><title>model v${esc(p.limitsVersion)} frozen with run ${esc(p.runId)}</title></line>`);
     });
@@ -180,8 +203,8 @@
     return `<svg viewBox="0 0 ${W} ${H}" role="img" aria-label="${esc(name)} of ${esc(m.recipe)}" data-testid="monitor-chart" data-stat="${stat}" data-recipe="${esc(m.recipe)}" data-limit="${limit ?? ''}">${parts.join('')}</svg>`;
   }
 
-  /** A recipe's chamber monitor: what its model is, and its T² and SPE (and MEWMA) charts. */
-  function monitorCard(m) {
+  /** A recipe's chamber monitor: what its model is, and its T² and SPE (and MEWMA) charts, with the chamber's equipment events. */
+  function monitorCard(m, events) {
     const lim = m.limits;
     const judged = m.points.filter((p) => p.limitsVersion !== null).length;
     let sub;
@@ -197,7 +220,7 @@
     if (m.rebaseline) sub += ` <span class="hold">re-baselining (v${esc(m.rebaseline.version)}, ${esc(m.rebaseline.reason)}): a new Phase I runs</span>`;
     const stats = ['T2', 'SPE'];
     if ((lim && lim.mewma !== null) || m.points.some((p) => p.mewma !== null)) stats.push('MEWMA');
-    const charts = stats.map((s) => `<figure><figcaption>${esc(MONITOR_STATS[s].name)}</figcaption>${monitorSvg(m, s)}</figure>`).join('');
+    const charts = stats.map((s) => `<figure><figcaption>${esc(MONITOR_STATS[s].name)}</figcaption>${monitorSvg(m, s, events)}</figure>`).join('');
     return `<div class="chart monitor" data-testid="monitor" data-recipe="${esc(m.recipe)}" data-alarmed-runs="${m.alarmedRuns}">
         <h3>${esc(m.recipe)} · chamber monitor ${m.alarmedRuns ? `<span class="hold">${m.alarmedRuns} alarmed run${m.alarmedRuns > 1 ? 's' : ''}</span>` : ''} <span class="muted">${judged} of ${m.points.length} runs judged</span></h3>
         <div class="sub">${sub}</div><div class="monitor-charts">${charts}</div></div>`;

@@ -6,9 +6,10 @@ import { runInNewContext } from 'node:vm';
 /** What the tests call of `assets/render.js` (plain browser JavaScript: API JSON in, markup out). */
 export interface PageRender {
   yTicks(lo: number, hi: number, count?: number): number[];
-  chartSvg(chart: unknown): string;
-  monitorSvg(monitor: unknown, stat: 'T2' | 'SPE' | 'MEWMA'): string;
-  monitorCard(monitor: unknown): string;
+  /** `events`: the chamber's equipment events (`ChamberDetail.events`), marked between the runs. */
+  chartSvg(chart: unknown, events?: unknown): string;
+  monitorSvg(monitor: unknown, stat: 'T2' | 'SPE' | 'MEWMA', events?: unknown): string;
+  monitorCard(monitor: unknown, events?: unknown): string;
   runAlarmCard(alarm: unknown): string;
   alarmRow(item: unknown, fresh?: boolean): string;
   miniRow(item: unknown, fresh?: boolean): string;

@@ -205,6 +205,32 @@ describe('the chamber monitor on the chamber page (evaluator records in a real S
     expect(textOf(html)).toContain('model v1: T² ≤');
   });
 
+  it('marks each equipment event on the charts, between the runs it came between, with what it was', async () => {
+    // Another chamber of the same store: a run, a PM note between two runs, a run.
+    const other: ChamberRef = { toolId: 'ETCH01', chamberId: 'PM4' };
+    const point = (value: number) => [{ indicatorKey: 'R1|p-mean', value, flags: 0 }];
+    const base = { chamber: other, epoch: 1, ownerId: 'defender-0', recipe: RECIPE };
+    await store.chamberState.commitRun({ ...base, sequence: 1, runId: 'r1', committedAt: new Date(T0), points: point(1) });
+    const event = { schema: 1 as const, ...other, eventId: 'pm-7', kind: 'pm' as const, at: new Date(T0 + 30_000).toISOString(), note: 'quarterly PM', author: 'alice' };
+    await store.chamberState.commitRun({ ...base, sequence: 2, runId: 'event:pm-7', committedAt: new Date(T0 + 30_000), points: [], event: { event, monitorStates: [] } });
+    await store.chamberState.commitRun({ ...base, sequence: 3, runId: 'r3', committedAt: new Date(T0 + 60_000), points: point(2) });
+    const service = new ChamberService(
+      { CHART_RUNS: 100 } as DashboardConfig,
+      { ready: async () => store } as unknown as StoreService,
+      { currentMap: () => null, notificationStreamId: () => null } as unknown as ClusterWatcherService,
+      { recent: () => [] } as unknown as AlarmFeedService,
+    );
+    const d = JSON.parse(JSON.stringify(await service.detail('ETCH01:PM4'))) as ChamberDetail;
+    expect(d.events).toEqual([{ sequence: 2, eventId: 'pm-7', kind: 'pm', at: event.at, note: 'quarterly PM', author: 'alice' }]);
+    const chart = d.charts.find((c) => c.indicatorKey === 'R1|p-mean')!;
+    const marks = byTestId(render.chartSvg(chart, d.events), 'event-marker');
+    expect(marks.map((m) => [m['data-kind'], m['data-sequence']])).toEqual([['pm', '2']]);
+    expect(textOf(render.chartSvg(chart, d.events))).toContain('quarterly PM');
+    // The monitor's charts mark it the same way; an event outside the charted runs is not drawn.
+    expect(byTestId(render.monitorSvg(detail.monitors[0]!, 'T2', [{ sequence: 5, eventId: 'c', kind: 'clean', at: event.at }]), 'event-marker').map((m) => m['data-sequence'])).toEqual(['5']);
+    expect(byTestId(render.chartSvg(chart, [{ sequence: 9, eventId: 'x', kind: 'note', at: event.at }]), 'event-marker')).toEqual([]);
+  });
+
   it("renders the faulty run's alarm as contribution bars: its top contributors with their share", () => {
     const alarm = detail.alarms.find((a) => a.runId === `run-${FAULTY}`)!;
     expect(alarm.ruleId).toBe('RUN');

@@ -47,6 +47,11 @@ export interface ChamberDetail {
   readonly memory: { recentAlarms: boolean[]; fromFirstRun: boolean; sequence: number; runId: string; committedAt: string } | null;
   readonly runs: number;
   /** The chamber monitor of each recipe that has one (T², SPE over the runs, the model's limits). */
+  /**
+   * The chamber's newest equipment events (the store's, ADR 0019), newest first: the charts mark them
+   * between the runs they came between (by store sequence).
+   */
+  readonly events: readonly { sequence: number; eventId: string; kind: string; at: string; note?: string; author?: string; recipe?: string; parts?: string[] }[];
   readonly monitors: readonly MonitorView[];
   readonly charts: readonly ChartView[];
   readonly hiddenConstantCharts: number;
@@ -71,6 +76,8 @@ export class InvalidChamberKeyError extends Error {
 const METADATA_TTL_MS = 10_000;
 /** Charts of chamber-monitor indicators on a chamber's page (those violated last); `all` lists every one. */
 const MONITORED_CHARTS = 12;
+/** Equipment events marked on the charts: the newest (a chamber sees a few a week). */
+const EVENTS_SHOWN = 100;
 
 /** Reads a chamber's U-charts, limits, alarms and state from the store (read-only). */
 @Injectable()
@@ -124,7 +131,7 @@ export class ChamberService {
     }
     const db = await this.db();
     const runs = Math.min(1000, Math.max(1, opts.runs ?? this.config.CHART_RUNS));
-    const [history, limits, alarms, hold, state, metadata, monitorStates, memory] = await Promise.all([
+    const [history, limits, alarms, hold, state, metadata, monitorStates, memory, events] = await Promise.all([
       db.uchart.history(ref, { limit: runs }),
       db.uchart.currentLimitSets(ref),
       db.alarms.list(ref, { limit: 50 }),
@@ -133,6 +140,7 @@ export class ChamberService {
       db.chamberMetadata.get(ref),
       db.monitorState.list(ref),
       db.chamberMemory.get(ref),
+      db.chamberEvents.list(ref, { limit: EVENTS_SHOWN }),
     ]);
     const all = opts.includeConstant ?? false;
     const { charts, hiddenConstant, hiddenMonitored } = buildCharts(history, limits, { includeConstant: all, includeMonitored: all, maxMonitored: MONITORED_CHARTS });
@@ -166,6 +174,16 @@ export class ChamberService {
         ? { recentAlarms: [...memory.memory.recentAlarms], fromFirstRun: memory.memory.fromFirstRun, sequence: memory.sequence, runId: memory.runId, committedAt: memory.committedAt.toISOString() }
         : null,
       runs: history.length,
+      events: events.map(({ sequence, event: e }) => ({
+        sequence,
+        eventId: e.eventId,
+        kind: e.kind,
+        at: e.at,
+        ...(e.note !== undefined ? { note: e.note } : {}),
+        ...(e.author !== undefined ? { author: e.author } : {}),
+        ...(e.recipe !== undefined ? { recipe: e.recipe } : {}),
+        ...(e.parts !== undefined ? { parts: [...e.parts] } : {}),
+      })),
       monitors,
       charts,
       hiddenConstantCharts: hiddenConstant,
