@@ -164,7 +164,8 @@
     const parts = yAxis(lo, top, y);
     const firstJudged = pts.findIndex((p) => p.limitsVersion !== null);
     const phase1End = firstJudged < 0 ? pts.length - 1 : firstJudged - 1;
-    if (phase1End >= 0) parts.push(`<rect class="phase1" x="${L}" y="${T}" width="${Math.max(2, x(phase1End) - L)}" height="${H - T - B}"><title>Phase I: collecting the baseline (no ${esc(name)} yet)</title></rect>`);
+    const fitted = pts.some((p) => p.phaseOne);
+    if (phase1End >= 0) parts.push(`<rect class="phase1" x="${L}" y="${T}" width="${Math.max(2, x(phase1End) - L)}" height="${H - T - B}"><title>Phase I: collecting the baseline${fitted ? ` (its runs' ${esc(name)} in the model's fit, hollow)` : ` (no ${esc(name)} yet)`}</title></rect>`);
     pts.forEach((p, i) => {
       if (!p.runAlarmed) return;
       const why = p.rules.length ? p.rules.map(ruleText).join(', ') : 'another indicator';
@@ -193,10 +194,12 @@
     pts.forEach((p, i) => {
       const v = p[field];
       if (v === null || !Number.isFinite(v)) return;
-      const viol = p.rules.includes(stat);
+      const viol = !p.phaseOne && p.rules.includes(stat);
       const clipped = v > top;
-      const title = `run ${p.runId} (seq ${p.sequence})\n${name} ${fmt(v, 6)}${limit !== null ? ` (limit ${fmt(limit, 6)})` : ''}${p.rules.length ? '\nrules: ' + p.rules.map(ruleText).join(', ') : ''}`;
-      parts.push(`<circle class="pt${viol ? ' viol' : ''}${clipped ? ' clipped' : ''}" cx="${x(i).toFixed(1)}" cy="${y(v).toFixed(1)}" r="${viol ? 3.6 : 1.8}" data-run="${esc(p.runId)}" data-value="${v}"${viol ? ' data-testid="monitor-violation"' : ''}><title>${esc(title)}</title></circle>`);
+      const title = p.phaseOne
+        ? `run ${p.runId} (seq ${p.sequence}), Phase I: the model was learnt from it\n${name} ${fmt(v, 6)} in the fit (in sample, not judged)`
+        : `run ${p.runId} (seq ${p.sequence})\n${name} ${fmt(v, 6)}${limit !== null ? ` (limit ${fmt(limit, 6)})` : ''}${p.rules.length ? '\nrules: ' + p.rules.map(ruleText).join(', ') : ''}`;
+      parts.push(`<circle class="pt${viol ? ' viol' : ''}${clipped ? ' clipped' : ''}${p.phaseOne ? ' p1' : ''}" cx="${x(i).toFixed(1)}" cy="${y(v).toFixed(1)}" r="${viol ? 3.6 : 1.8}" data-run="${esc(p.runId)}" data-value="${v}"${viol ? ' data-testid="monitor-violation"' : ''}${p.phaseOne ? ' data-phase-one="true"' : ''}><title>${esc(title)}</title></circle>`);
     });
     parts.push(`<text class="axis" x="${L}" y="${H - 6}">${esc(pts[0]?.runId || '')}</text>`);
     parts.push(`<text class="axis" x="${W - R}" y="${H - 6}" text-anchor="end">${esc(pts[pts.length - 1]?.runId || '')}</text>`);

@@ -149,7 +149,7 @@ describe('the chamber monitor on the chamber page (evaluator records in a real S
 
   const limitsOfModel = () => (model.model as unknown as { pca: { limits: { t2: number; spe: number } } }).pca.limits;
 
-  it('returns T² and SPE per run with the limits of the model record, none in Phase I, and the alarmed run', () => {
+  it("returns T² and SPE per run with the limits of the model record, the Phase I runs' from the model's fit, and the alarmed run", () => {
     expect(model).toMatchObject({ version: 1, reason: 'initial' });
     expect(detail.monitors).toHaveLength(1);
     const m = detail.monitors[0]!;
@@ -158,8 +158,11 @@ describe('the chamber monitor on the chamber page (evaluator records in a real S
     expect(m.limits!.charted).toBeGreaterThan(0);
     expect(m.limits!.notCharted['constant']).toBeGreaterThan(0);
     expect(m.points.map((p) => p.sequence)).toEqual(Array.from({ length: RUNS }, (_, i) => i + 1));
-    // Phase I: no model, no T² / SPE; the run that completed it is judged by the model it froze.
-    expect(m.points.slice(0, PHASE_I - 1).every((p) => p.t2 === null && p.spe === null && p.limitsVersion === null)).toBe(true);
+    // Phase I: judged by no model; its runs carry the fit's own T² and SPE (in sample), in the model's run order.
+    const fit = (model.model as unknown as { pca: { phaseOne: { t2: number[]; spe: number[] } } }).pca.phaseOne;
+    expect(m.points.slice(0, PHASE_I - 1).every((p) => p.limitsVersion === null && p.phaseOne === true)).toBe(true);
+    expect(m.points.slice(0, PHASE_I - 1).map((p) => [p.t2, p.spe])).toEqual(fit.t2.slice(0, PHASE_I - 1).map((t, i) => [t, fit.spe[i]]));
+    // The run that completed it is judged by the model it froze.
     expect(m.points[PHASE_I - 1]).toMatchObject({ newLimits: true, limitsVersion: 1 });
     expect(m.points.slice(PHASE_I - 1).every((p) => typeof p.t2 === 'number' && typeof p.spe === 'number')).toBe(true);
     const bad = m.points[FAULTY - 1]!;
@@ -182,7 +185,7 @@ describe('the chamber monitor on the chamber page (evaluator records in a real S
     expect(detail.hiddenMonitoredCharts).toBeGreaterThan(0);
   });
 
-  it('renders the T² and SPE charts: the limit line, a point per judged run, Phase I shaded, the alarmed run marked', () => {
+  it('renders the T² and SPE charts: the limit line, a point per run (Phase I hollow, from the fit), Phase I shaded, the alarmed run marked', () => {
     const m = detail.monitors[0]!;
     const html = render.monitorCard(m);
     expect(byTestId(html, 'monitor')).toEqual([expect.objectContaining({ 'data-recipe': RECIPE })]);
@@ -196,7 +199,8 @@ describe('the chamber monitor on the chamber page (evaluator records in a real S
       const ucl = els.filter((e) => e.tag === 'line' && e.attrs['class'] === 'ucl');
       expect(ucl.map((e) => Number(e.attrs['data-value']))).toEqual([stat === 'T2' ? t2 : spe]);
       const points = els.filter((e) => e.tag === 'circle');
-      expect(points.map((e) => e.attrs['data-run'])).toEqual(m.points.slice(PHASE_I - 1).map((p) => p.runId));
+      expect(points.map((e) => e.attrs['data-run'])).toEqual(m.points.map((p) => p.runId));
+      expect(points.filter((e) => e.attrs['data-phase-one'] === 'true')).toHaveLength(PHASE_I - 1);
       expect(els.filter((e) => e.tag === 'rect' && e.attrs['class'] === 'phase1')).toHaveLength(1);
       expect(byTestId(svg, 'alarmed-run').map((a) => a['data-run'])).toContain(`run-${FAULTY}`);
     }

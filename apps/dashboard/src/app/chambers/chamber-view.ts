@@ -170,7 +170,11 @@ export interface MonitorPoint {
   readonly committedAt: string;
   /** Version of the model that judged the run; null in Phase I (collecting the baseline). */
   readonly limitsVersion: number | null;
-  /** Hotelling T² of the run on the model's principal components; null in Phase I or without a PCA model. */
+  /**
+   * Hotelling T² of the run on the model's principal components; null without a PCA model, and in a
+   * Phase I whose model is not fitted yet (a Phase I run of the model shown has its in-sample T² from
+   * the model's fit: `phaseOne`).
+   */
   readonly t2: number | null;
   /** Squared prediction error (what the principal components do not explain); null likewise. */
   readonly spe: number | null;
@@ -183,6 +187,8 @@ export interface MonitorPoint {
   /** The run raised an alarm / put the chamber on hold. */
   readonly runAlarmed: boolean;
   readonly runHold: boolean;
+  /** A Phase I run of the model shown: its T² and SPE are the fit's own (in sample), never judged. */
+  readonly phaseOne?: true;
 }
 
 /** The limits of a monitor model (its record; an earlier release's: a limit set of chart type `monitor`). */
@@ -308,6 +314,25 @@ function monitorLimitsOf(rec: LimitSetRecord): MonitorLimits {
   };
 }
 
+/**
+ * The Phase I runs of `record`'s model among `points` get the fit's own T² and SPE (the model keeps
+ * them in its runs' order): the runs the model was learnt from, drawn beside the runs it judged.
+ */
+function withPhaseOne(points: MonitorPoint[], record: MonitorModelRecord): void {
+  const model = monitorModelOf(record);
+  if (typeof model === 'string' || !model.pca) return;
+  const { t2, spe } = model.pca.phaseOne;
+  const at = new Map(model.baselineRunIds.map((id, i) => [id, i]));
+  points.forEach((p, k) => {
+    const i = at.get(p.runId);
+    if (i === undefined || p.limitsVersion !== null || p.t2 !== null) return;
+    const pt = t2[i];
+    const ps = spe[i];
+    if (pt === undefined || ps === undefined) return;
+    points[k] = { ...p, t2: pt, spe: ps, phaseOne: true };
+  });
+}
+
 /** The model keys of a chamber's monitor (`<recipe>|m:model`) in these runs and limit sets. */
 export function monitorModelKeys(runs: readonly RunPointSet[], limits: readonly LimitSetRecord[]): string[] {
   const keys = new Set<string>();
@@ -385,6 +410,7 @@ export function buildMonitors(
     }
     const recipe = modelKey.slice(0, -MODEL_SUFFIX.length);
     const record = recordOf.get(recipe);
+    if (record) withPhaseOne(points, record);
     const newest = Math.max(model?.version ?? 0, record?.version ?? 0);
     const rebaseline =
       pending && pending.version > newest
