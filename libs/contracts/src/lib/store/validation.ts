@@ -1,5 +1,4 @@
-import { isValidId, type ChamberRef } from './chamber';
-import { InvalidRecordError, type RecordIssue } from './errors';
+import type { ChamberRef } from './chamber';
 import { chamberEventIssues } from './chamber-event';
 import { chamberMemoryIssues } from './chamber-memory';
 import { monitorModelIssues } from './monitor-model';
@@ -10,8 +9,6 @@ import type {
   ChamberMetadata,
   CommitRunInput,
   HoldInput,
-  JsonObject,
-  JsonValue,
   LimitSetRecord,
   OutboxEventInput,
   RunObservation,
@@ -20,118 +17,20 @@ import type {
   UChartPoint,
 } from './records';
 
-/** Limits on record sizes the adapters rely on (bounded keys, bounded JSON). */
-export const RECORD_LIMITS = {
-  runId: 256,
-  ownerId: 128,
-  /** A notification stream's identity (`BindStreamInput.streamId`). */
-  streamId: 128,
-  indicatorKey: 512,
-  ruleId: 256,
-  holdId: 128,
-  label: 256,
-  message: 4096,
-  chartEntries: 16,
-  chartName: 64,
-  /**
-   * A strategy scope key: room for the longest documented one, `chamber/<tool>:<chamber>/recipe/<recipe>`
-   * with 128-character ids and a 256-character recipe (529 characters).
-   */
-  scope: 1024,
-  /** Most scopes one `StrategyRepository.latest` call looks up. */
-  strategyScopes: 16,
-  svidName: 256,
-  subject: 256,
-  msgId: 512,
-  /** Maximum nesting of JSON documents. */
-  jsonDepth: 32,
-  /** Maximum serialized size of one JSON document (strategy, alarm details, chart params). */
-  jsonBytes: 1 << 20,
-} as const;
+import { chamber, date, finite, int, Issues, jsonObject, optionalText, RECORD_LIMITS, text, version } from './record-checks';
 
-// eslint-disable-next-line no-control-regex -- stored strings must not contain control characters
-const CONTROL = /[\u0000-\u001f\u007f]/;
-
-/** Collects problems of one record; `throwIfAny` raises them all at once. */
-class Issues {
-  readonly list: RecordIssue[] = [];
-  add(path: string, message: string): void {
-    this.list.push({ path, message });
-  }
-  throwIfAny(what: string): void {
-    if (this.list.length > 0) throw new InvalidRecordError(what, this.list);
-  }
-}
-
-function text(issues: Issues, path: string, v: unknown, max: number, opts: { allowEmpty?: boolean } = {}): void {
-  if (typeof v !== 'string') return issues.add(path, 'must be a string');
-  if (v.length === 0 && !opts.allowEmpty) return issues.add(path, 'must not be empty');
-  if (v.length > max) return issues.add(path, `must be at most ${max} characters`);
-  if (CONTROL.test(v)) issues.add(path, 'must not contain control characters');
-}
-
-function optionalText(issues: Issues, path: string, v: unknown, max: number): void {
-  if (v !== undefined) text(issues, path, v, max);
-}
-
-function finite(issues: Issues, path: string, v: unknown): void {
-  if (typeof v !== 'number' || !Number.isFinite(v)) issues.add(path, 'must be a finite number');
-}
-
-function int(issues: Issues, path: string, v: unknown, min: number): void {
-  if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < min) issues.add(path, `must be a safe integer >= ${min}`);
-}
-
-/** Versions are stored as 32-bit integers (Cassandra `int`). */
-function version(issues: Issues, path: string, v: unknown): void {
-  if (typeof v !== 'number' || !Number.isInteger(v) || v < 1 || v > 0x7fffffff) issues.add(path, 'must be an integer in 1..2147483647');
-}
-
-function date(issues: Issues, path: string, v: unknown): void {
-  if (!(v instanceof Date) || Number.isNaN(v.getTime())) issues.add(path, 'must be a valid Date');
-}
-
-function chamber(issues: Issues, path: string, c: ChamberRef | undefined): void {
-  if (c === null || typeof c !== 'object') return issues.add(path, 'must be { toolId, chamberId }');
-  if (!isValidId(c.toolId)) issues.add(`${path}.toolId`, 'must be 1-128 characters without ":", whitespace or control characters');
-  if (!isValidId(c.chamberId)) issues.add(`${path}.chamberId`, 'must be 1-128 characters without ":", whitespace or control characters');
-}
-
-/** True for JSON-safe values: null, booleans, finite numbers, strings, arrays and plain objects. */
-export function isJsonValue(v: unknown, depth = 0): v is JsonValue {
-  if (depth > RECORD_LIMITS.jsonDepth) return false;
-  if (v === null || typeof v === 'boolean' || typeof v === 'string') return true;
-  if (typeof v === 'number') return Number.isFinite(v);
-  if (Array.isArray(v)) return v.every((x) => isJsonValue(x, depth + 1));
-  if (typeof v === 'object') {
-    const proto = Object.getPrototypeOf(v);
-    if (proto !== Object.prototype && proto !== null) return false;
-    return Object.values(v as object).every((x) => isJsonValue(x, depth + 1));
-  }
-  return false;
-}
-
-/** True for a plain JSON object (see {@link isJsonValue}). */
-export function isJsonObject(v: unknown): v is JsonObject {
-  return v !== null && typeof v === 'object' && !Array.isArray(v) && isJsonValue(v);
-}
-
-function jsonObject(issues: Issues, path: string, v: unknown): void {
-  if (!isJsonObject(v)) return issues.add(path, 'must be a JSON object (finite numbers, plain objects, no undefined)');
-  if (JSON.stringify(v).length > RECORD_LIMITS.jsonBytes) issues.add(path, `must serialize to at most ${RECORD_LIMITS.jsonBytes} characters`);
-}
-
-/**
- * JSON with object keys sorted at every level: equal values give equal strings, so stored records
- * can be compared for idempotent re-writes.
- */
-export function canonicalJson(value: JsonValue): string {
-  if (value === null || typeof value !== 'object') return JSON.stringify(value);
-  if (Array.isArray(value)) return `[${value.map((v) => canonicalJson(v)).join(',')}]`;
-  const obj = value as JsonObject;
-  const keys = Object.keys(obj).sort();
-  return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson(obj[k] as JsonValue)}`).join(',')}}`;
-}
+export { canonicalJson, isJsonObject, isJsonValue, RECORD_LIMITS } from './record-checks';
+export {
+  parseStrategyScope,
+  strategyScope,
+  strategyScopeConflicts,
+  strategyScopeKind,
+  strategyScopesForRun,
+  validateStrategyScopes,
+  type StrategyScopeInfo,
+  type StrategyScopeKind,
+  type StrategyScopeSpec,
+} from './strategy-scope';
 
 function point(issues: Issues, path: string, p: UChartPoint): void {
   if (p === null || typeof p !== 'object') return issues.add(path, 'must be an object');
@@ -404,168 +303,3 @@ export function validateObservation(o: RunObservation): void {
   issues.throwIfAny('run observation');
 }
 
-/** Where a strategy applies; see {@link strategyScope}. */
-export type StrategyScopeSpec =
-  | { readonly kind: 'default' }
-  | { readonly kind: 'recipe'; readonly recipe: string }
-  | { readonly kind: 'chamber'; readonly chamber: ChamberRef; readonly recipe?: string };
-
-/**
- * The scope key of a strategy: `default`, `recipe/<recipe>`, `chamber/<tool>:<chamber>` or
- * `chamber/<tool>:<chamber>/recipe/<recipe>`. Which one a run is judged by: {@link strategyScopesForRun}.
- * @throws InvalidRecordError for invalid ids or recipe names.
- */
-export function strategyScope(spec: StrategyScopeSpec): string {
-  const issues = new Issues();
-  let scope: string;
-  switch (spec.kind) {
-    case 'default':
-      scope = 'default';
-      break;
-    case 'recipe':
-      text(issues, 'recipe', spec.recipe, RECORD_LIMITS.label);
-      scope = `recipe/${spec.recipe}`;
-      break;
-    case 'chamber':
-      chamber(issues, 'chamber', spec.chamber);
-      optionalText(issues, 'recipe', spec.recipe, RECORD_LIMITS.label);
-      scope = `chamber/${spec.chamber.toolId}:${spec.chamber.chamberId}${spec.recipe !== undefined ? `/recipe/${spec.recipe}` : ''}`;
-      break;
-  }
-  issues.throwIfAny('strategy scope');
-  return scope;
-}
-
-/**
- * A strategy scope key and what it restricts: the chamber (`<tool>:<chamber>`) and / or the recipe
- * it applies to; neither for `default`.
- */
-export interface StrategyScopeInfo {
-  readonly scope: string;
-  readonly chamber?: string;
-  readonly recipe?: string;
-  /**
-   * The legacy key `<tool>:<chamber>` (what the chamber worker read before the documented scopes):
-   * a deprecated alias of `chamber/<tool>:<chamber>`, read so that strategies stored that way are
-   * not silently ignored. Write `chamber/<tool>:<chamber>` instead.
-   */
-  readonly deprecated: boolean;
-}
-
-/**
- * The scopes a run of `chamber` with `recipe` is looked up in, most specific first:
- * `chamber/<tool>:<chamber>/recipe/<recipe>`, `chamber/<tool>:<chamber>`, the deprecated legacy key
- * `<tool>:<chamber>` (an alias of the chamber scope), `recipe/<recipe>`, `default` (without a recipe:
- * the chamber scope, the legacy key and `default`). The first scope that holds a stored strategy
- * judges the run with its newest version, and only that one: a winner whose document is invalid (or
- * whose own scope disagrees with its key, see {@link strategyScopeConflicts}) makes the run fail,
- * never fall through to a less specific scope. No strategy in any scope: the built-in default.
- * @throws InvalidRecordError for invalid ids or an invalid recipe name.
- */
-export function strategyScopesForRun(chamber: ChamberRef, recipe?: string): readonly StrategyScopeInfo[] {
-  const key = `${chamber.toolId}:${chamber.chamberId}`;
-  const chamberScope = strategyScope({ kind: 'chamber', chamber });
-  const steps: StrategyScopeInfo[] = [];
-  if (recipe !== undefined) steps.push({ scope: strategyScope({ kind: 'chamber', chamber, recipe }), chamber: key, recipe, deprecated: false });
-  steps.push({ scope: chamberScope, chamber: key, deprecated: false }, { scope: key, chamber: key, deprecated: true });
-  if (recipe !== undefined) steps.push({ scope: strategyScope({ kind: 'recipe', recipe }), recipe, deprecated: false });
-  steps.push({ scope: strategyScope({ kind: 'default' }), deprecated: false });
-  return steps;
-}
-
-/** What kind of scope judged a run: {@link strategyScopeKind}. */
-export type StrategyScopeKind = 'chamber_recipe' | 'chamber' | 'legacy_key' | 'recipe' | 'default' | 'builtin';
-
-/**
- * The kind of a scope of a run's lookup order (for metrics and logs): `legacy_key` for the deprecated
- * `<tool>:<chamber>` key, `builtin` when no scope holds a strategy (`undefined`: the built-in default).
- */
-export function strategyScopeKind(scope: StrategyScopeInfo | undefined): StrategyScopeKind {
-  if (scope === undefined) return 'builtin';
-  if (scope.deprecated) return 'legacy_key';
-  if (scope.chamber !== undefined) return scope.recipe !== undefined ? 'chamber_recipe' : 'chamber';
-  return scope.recipe !== undefined ? 'recipe' : 'default';
-}
-
-/**
- * Reads a scope key: one of the documented forms of {@link strategyScope}, or the deprecated legacy
- * key `<tool>:<chamber>`. In `chamber/<tool>:<chamber>/recipe/<recipe>` the recipe starts after the
- * first `/recipe/` (tool and chamber ids of notifications hold no `/`).
- * @throws InvalidRecordError for anything else (empty, too long, control characters, unknown form).
- */
-export function parseStrategyScope(scope: string): StrategyScopeInfo {
-  const issues = new Issues();
-  const info = scopeInfo(issues, 'scope', scope);
-  issues.throwIfAny('strategy scope');
-  return info as StrategyScopeInfo;
-}
-
-function scopeInfo(issues: Issues, path: string, scope: unknown): StrategyScopeInfo | undefined {
-  const before = issues.list.length;
-  text(issues, path, scope, RECORD_LIMITS.scope);
-  if (issues.list.length > before) return undefined;
-  const s = scope as string;
-  if (s === 'default') return { scope: s, deprecated: false };
-  if (s.startsWith('recipe/')) {
-    const recipe = s.slice('recipe/'.length);
-    if (recipe.length > 0) return { scope: s, recipe, deprecated: false };
-  } else if (s.startsWith('chamber/')) {
-    const rest = s.slice('chamber/'.length);
-    const at = rest.indexOf('/recipe/');
-    const key = at < 0 ? rest : rest.slice(0, at);
-    const recipe = at < 0 ? undefined : rest.slice(at + '/recipe/'.length);
-    if (isChamberKey(key) && recipe !== '') return { scope: s, chamber: key, ...(recipe !== undefined ? { recipe } : {}), deprecated: false };
-  } else if (isChamberKey(s)) return { scope: s, chamber: s, deprecated: true };
-  issues.add(path, `"${s}" is not a strategy scope (default, recipe/<recipe>, chamber/<tool>:<chamber>[/recipe/<recipe>], or the deprecated <tool>:<chamber>)`);
-  return undefined;
-}
-
-function isChamberKey(key: string): boolean {
-  const parts = key.split(':');
-  return parts.length === 2 && isValidId(parts[0]) && isValidId(parts[1]);
-}
-
-/**
- * @throws InvalidRecordError unless `scopes` is an array of 1 to `RECORD_LIMITS.strategyScopes`
- * distinct strategy scopes (see {@link parseStrategyScope}); every problem is listed.
- */
-export function validateStrategyScopes(scopes: readonly string[]): void {
-  const issues = new Issues();
-  if (!Array.isArray(scopes)) issues.add('scopes', 'must be an array of strategy scopes');
-  else if (scopes.length === 0 || scopes.length > RECORD_LIMITS.strategyScopes) {
-    issues.add('scopes', `must hold 1 to ${RECORD_LIMITS.strategyScopes} scopes, got ${scopes.length}`);
-  } else {
-    const seen = new Set<string>();
-    scopes.forEach((s, i) => {
-      scopeInfo(issues, `scopes[${i}]`, s);
-      if (seen.has(s)) issues.add(`scopes[${i}]`, `duplicate scope "${s}"`);
-      seen.add(s);
-    });
-  }
-  issues.throwIfAny('strategy scopes');
-}
-
-/**
- * Where a strategy document's own `scope` ({ chamber?, recipe? }) disagrees with the key it is stored
- * under; empty when it agrees. The key decides where a document applies, so a document may repeat
- * what its key restricts (or say nothing), but a field it sets must be one its key sets too, to the
- * same value: a document stored at `chamber/T:C` that names chamber X:Y, or any recipe, or one stored
- * at `recipe/R` that names another recipe or any chamber, disagrees. Such a document is unusable for
- * every run its key is looked up for (judging the run by it, or by the default instead, would both
- * hide the mistake): the worker dead-letters the run (`invalid-strategy`) and `defenderctl strategy
- * put` refuses to store it.
- */
-export function strategyScopeConflicts(
-  documentScope: { readonly chamber?: string | undefined; readonly recipe?: string | undefined },
-  stored: StrategyScopeInfo,
-): RecordIssue[] {
-  const issues: RecordIssue[] = [];
-  for (const field of ['chamber', 'recipe'] as const) {
-    const named = documentScope[field];
-    const keyed = stored[field];
-    if (named === undefined || named === keyed) continue;
-    const applies = keyed === undefined ? `which applies to every ${field}` : `for ${field} ${keyed}`;
-    issues.push({ path: `scope.${field}`, message: `names ${field} ${named} but it is stored under scope "${stored.scope}", ${applies}` });
-  }
-  return issues;
-}
