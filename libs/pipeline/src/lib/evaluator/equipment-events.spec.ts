@@ -67,6 +67,7 @@ describe('a chamber through a maintenance event (evaluator and harness)', () => 
     expect(after.flatMap((e) => e.alarms)).toEqual([]);
     expect(after.map((e) => e.monitorModel)).toEqual(after.map(() => undefined));
     expect(after.map((e) => (e.monitorState?.phase === 'judging' ? (e.monitorState.recentre?.runs ?? 'done') : '?'))).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 'done', 'done', 'done', 'done', 'done']);
+    expect(after.at(-1)?.monitorState).toMatchObject({ centre: expect.any(Array) as unknown[] });
     // The flow falls back to where it was before the PM while the pressure stays: alarmed in the new regime.
     const pressure = run(40, rand, 6).svids.get('Pressure') as unknown as ArrayLike<number>;
     const flow = Array.from({ length: 60 }, (_, t) => (t >= 20 ? 200 : 100) + normalDeviate(rand));
@@ -91,6 +92,21 @@ describe('a chamber through a maintenance event (evaluator and harness)', () => 
     expect(after[19]?.monitorState).toEqual({ phase: 'collecting', modelVersion: 2, runs: 0, since: at + 20 });
     const refit = Array.from({ length: 13 }, (_, k) => chamber.process(decoupled(40 + k), 'R1', doc).evaluation);
     expect(refit.find((e) => e.monitorModel)?.monitorModel).toMatchObject({ version: 2 });
+  });
+
+  it('a model re-centred after an event is not extended (its judged runs span two regimes)', () => {
+    const extending = { ...DEFAULT_STRATEGY_DOCUMENT, monitor: { baseline: { minRuns: 12, extendTo: 30 }, mewma: false } };
+    const rand = seededRandom(12);
+    const chamber = new SimulatedChamber(createRunEvaluator());
+    for (let i = 0; i < 14; i++) chamber.process(run(i, rand), 'R1', extending);
+    chamber.event(event('pm'), extending);
+    for (let i = 14; i < 50; i++) chamber.process(run(i, rand, 6), 'R1', extending);
+    expect(chamber.modelVersions().map((m) => m.version)).toEqual([1]);
+    // Without the event the same chamber is extended at its 30th usable run.
+    const plain = new SimulatedChamber(createRunEvaluator());
+    const r2 = seededRandom(12);
+    for (let i = 0; i < 50; i++) plain.process(run(i, r2), 'R1', extending);
+    expect(plain.modelVersions().map((m) => m.version)).toEqual([1, 2]);
   });
 
   it('a PM re-baselines when the strategy says so: no alarm in the new regime, a model of the next version fitted on the runs after the event only', () => {

@@ -110,8 +110,11 @@ export function runMonitorStage(
   // Phase I extension (below): whether it may be due for a model fitted before this run. Its usable runs
   // are at most its Phase I runs and the runs it judged.
   const extendTo = cfg.baseline.extendTo;
+  // A model an equipment event re-centred is not extended: its judged runs span the regimes before and
+  // after the event (a new Phase I after the next re-baseline learns from one regime).
+  const recentred = model !== null && (memory.recentre(model.version) !== undefined || memory.centre(model.version, model.variables.length) !== undefined);
   const extension =
-    model && extendTo !== false && model.baselineRunIds.length < extendTo
+    model && extendTo !== false && model.baselineRunIds.length < extendTo && !recentred
       ? (() => {
           const judged = memory.judgedRuns(model.version);
           const checkAt = memory.extensionCheckAt(model.version);
