@@ -121,6 +121,57 @@ function startThread(options: ThreadOpenOptions): Worker {
   return new Worker(script, { workerData, name: STORE_THREAD_NAME });
 }
 
+/** Starts the store thread and waits until it opened the database (its journal mode), or why it could not. */
+function openThread(threadOptions: Omit<SqliteStoreOptions, 'observer'>, filename: string): Promise<{ worker: Worker; journalMode: string }> {
+  return new Promise((resolve, reject) => {
+    let worker: Worker;
+    try {
+      worker = startThread(threadOptions);
+    } catch (err) {
+      reject(
+        new StoreUnavailableError(`SQLite: the store thread could not start: ${(err as Error).message}`, {
+          cause: err,
+        }),
+      );
+      return;
+    }
+    const opening = (msg: FromThread): void => {
+      settle();
+      if (msg.type === 'ready')
+        resolve({ worker, journalMode: msg.journalMode });
+      else {
+        reject(
+          msg.type === 'open-failed'
+            ? fromWireError(msg.error)
+            : new StoreUnavailableError(
+                `SQLite: unexpected first message ${msg.type} from the store thread`,
+              ),
+        );
+        void worker.terminate();
+      }
+    };
+    const died = (err: unknown): void => {
+      settle();
+      reject(
+        new StoreUnavailableError(
+          `SQLite: the store thread died while opening ${filename}: ${String((err as Error)?.message ?? err)}`,
+          { cause: err },
+        ),
+      );
+      void worker.terminate();
+    };
+    const exited = (code: number): void => died(new Error(`exit code ${code}`));
+    const settle = (): void => {
+      worker.off('message', opening);
+      worker.off('error', died);
+      worker.off('exit', exited);
+    };
+    worker.on('message', opening);
+    worker.on('error', died);
+    worker.on('exit', exited);
+  });
+}
+
 /**
  * The SQLite store on its own thread: one {@link SqliteStore} connection (the process's one writer)
  * runs on a worker thread and this object forwards every repository call to it, so a busy wait for
@@ -198,55 +249,10 @@ export class ThreadedSqliteStore implements DefenderStore {
    * @throws StoreUnavailableError when the file cannot be opened, stays locked or the thread cannot start.
    * @throws MigrationError when the schema cannot be brought up to date.
    */
-  static open(options: SqliteStoreOptions): Promise<ThreadedSqliteStore> {
+  static async open(options: SqliteStoreOptions): Promise<ThreadedSqliteStore> {
     const { observer, ...threadOptions } = options;
-    return new Promise((resolve, reject) => {
-      let worker: Worker;
-      try {
-        worker = startThread(threadOptions);
-      } catch (err) {
-        reject(
-          new StoreUnavailableError(`SQLite: the store thread could not start: ${(err as Error).message}`, {
-            cause: err,
-          }),
-        );
-        return;
-      }
-      const opening = (msg: FromThread): void => {
-        settle();
-        if (msg.type === 'ready')
-          resolve(new ThreadedSqliteStore(worker, options.filename, msg.journalMode, observer));
-        else {
-          reject(
-            msg.type === 'open-failed'
-              ? fromWireError(msg.error)
-              : new StoreUnavailableError(
-                  `SQLite: unexpected first message ${msg.type} from the store thread`,
-                ),
-          );
-          void worker.terminate();
-        }
-      };
-      const died = (err: unknown): void => {
-        settle();
-        reject(
-          new StoreUnavailableError(
-            `SQLite: the store thread died while opening ${options.filename}: ${String((err as Error)?.message ?? err)}`,
-            { cause: err },
-          ),
-        );
-        void worker.terminate();
-      };
-      const exited = (code: number): void => died(new Error(`exit code ${code}`));
-      const settle = (): void => {
-        worker.off('message', opening);
-        worker.off('error', died);
-        worker.off('exit', exited);
-      };
-      worker.on('message', opening);
-      worker.on('error', died);
-      worker.on('exit', exited);
-    });
+    const { worker, journalMode } = await openThread(threadOptions, options.filename);
+    return new ThreadedSqliteStore(worker, options.filename, journalMode, observer);
   }
 
   /** Why the thread stopped serving (it is not restarted), or undefined while it works. */
