@@ -51,6 +51,8 @@ Options:
   --excursion-after <n>  first run an excursion may start at (default ${FULL_OPTIONS.excursionAfter})
   --parallel <n>      presets run at once, one worker thread each (default: the cores, ${availableParallelism()})
   --no-write          do not write docs/benchmarks.md
+  --withhold-events   the real-equipment profile's events happen to the chambers but never reach the engine
+                      (a fab whose host reports none: what REGIME is for); implies --no-write
   --json              print the results as JSON before the last line
   -h, --help          this text
 `;
@@ -72,7 +74,8 @@ function isDefaultRun(options: DetectionBenchOptions, defaults: DetectionBenchOp
     options.tools === defaults.tools &&
     options.runsPerChamber === defaults.runsPerChamber &&
     options.excursions === defaults.excursions &&
-    options.excursionAfter === defaults.excursionAfter
+    options.excursionAfter === defaults.excursionAfter &&
+    !options.withholdEvents
   );
 }
 
@@ -119,6 +122,7 @@ async function main(): Promise<number> {
         excursions: { type: 'string' },
         'excursion-after': { type: 'string' },
         'no-write': { type: 'boolean', default: false },
+        'withhold-events': { type: 'boolean', default: false },
         json: { type: 'boolean', default: false },
         parallel: { type: 'string' },
         help: { type: 'boolean', short: 'h', default: false },
@@ -147,6 +151,7 @@ async function main(): Promise<number> {
     runsPerChamber: intArg(args.runs, 'runs', base.runsPerChamber),
     excursions: intArg(args.excursions, 'excursions', base.excursions),
     excursionAfter: intArg(args['excursion-after'], 'excursion-after', base.excursionAfter),
+    ...(args['withhold-events'] ? { withholdEvents: true } : {}),
   };
   // The real-equipment profile runs the default preset unless presets are named.
   const wanted = args.preset ?? (real && (args.strategy ?? []).length === 0 ? ['default'] : []);

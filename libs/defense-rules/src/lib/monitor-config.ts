@@ -105,6 +105,12 @@ export interface MonitorConfig {
    */
   readonly events: Readonly<Record<EquipmentEventKind, EventAction>>;
   /**
+   * A regime change without its event (ADR 0019): a run whose level limits are exceeded on at least
+   * `share` of the model's sensors (and at least `min` of them) raises `REGIME` and the model is
+   * re-centred from the next runs, as after an event; `false`: such runs alarm as any other.
+   */
+  readonly regime: { readonly share: number; readonly min: number } | false;
+  /**
    * Declared resolution (one count, in the SVID's unit, > 0) per SVID; an SVID not listed has its
    * lattice learnt in Phase I (lattice.ts), or none. See {@link fitMonitorModel}.
    */

@@ -10,9 +10,11 @@ import { CONSTANT_TOLERANCE, type MonitorModel } from './monitor';
 export interface MonitorViolation {
   /**
    * `T2`, `SPE`, `MEWMA` (the model), `LIMIT` (one indicator beyond its limits), `RESIDUAL` (one
-   * indicator's PCA residual beyond its limit, in residual sds), `CONSTANT` (a constant indicator changed).
+   * indicator's PCA residual beyond its limit, in residual sds), `CONSTANT` (a constant indicator changed),
+   * `REGIME` (the levels of many sensors moved together without an equipment event: the model is
+   * re-centred from the next runs; value: how many sensors).
    */
-  readonly rule: 'T2' | 'SPE' | 'MEWMA' | 'LIMIT' | 'RESIDUAL' | 'CONSTANT';
+  readonly rule: 'T2' | 'SPE' | 'MEWMA' | 'LIMIT' | 'RESIDUAL' | 'CONSTANT' | 'REGIME';
   /** The indicator (LIMIT, CONSTANT) or the model key. */
   readonly key: string;
   readonly value: number;

@@ -167,6 +167,9 @@ const monitorSchema = z.strictObject({
     .strictObject(Object.fromEntries(Object.keys(DEFAULT_EVENT_ACTIONS).map((k) => [k, z.enum(EVENT_ACTIONS as [EventAction, ...EventAction[]]).optional()])))
     .transform((given) => ({ ...DEFAULT_EVENT_ACTIONS, ...Object.fromEntries(Object.entries(given).filter(([, v]) => v !== undefined)) }))
     .prefault({}),
+  regime: z
+    .union([z.literal(false), z.strictObject({ share: finite().gt(0).lte(1).default(0.25), min: z.number().int().min(1).default(3) })])
+    .default({ share: 0.25, min: 3 }),
   // One count of each listed SVID, in its unit: a positive finite number, never defaulted.
   resolution: z.record(z.string().min(1), finite().gt(0, { message: 'a resolution must be a positive finite number (one count of the SVID)' })).optional(),
 });

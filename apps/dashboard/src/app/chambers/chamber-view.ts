@@ -161,7 +161,7 @@ export function buildCharts(
 // ---------------------------------------------------------------------------------------------
 
 /** The chamber monitor's rules, in the order the run-level alarm lists them. */
-const MONITOR_RULES = ['T2', 'SPE', 'MEWMA', 'CONSTANT', 'LIMIT', 'RESIDUAL'] as const;
+const MONITOR_RULES = ['REGIME', 'T2', 'SPE', 'MEWMA', 'CONSTANT', 'LIMIT', 'RESIDUAL'] as const;
 
 /** One run on the monitor's charts (from the model's point of the run). */
 export interface MonitorPoint {

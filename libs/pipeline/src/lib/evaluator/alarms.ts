@@ -191,6 +191,8 @@ function monitorText(v: MonitorViolation): string {
       return `${who(v.key)} ${fmt(v.value)} residual sds from what the other indicators predict (limit ${fmt(v.limit as number)})`;
     case 'CONSTANT':
       return `${who(v.key)} ${fmt(v.value)} changed from its constant ${fmt(v.center as number)}`;
+    case 'REGIME':
+      return `the levels of ${fmt(v.value)} sensors moved together without an equipment event: a new regime, re-centred from the next runs`;
   }
 }
 
@@ -222,7 +224,7 @@ export interface MonitorAlarmContext {
   readonly modelVersion: number | null;
 }
 
-const MONITOR_ORDER = { T2: 0, SPE: 1, MEWMA: 2, CONSTANT: 3, LIMIT: 4, RESIDUAL: 5 } as const;
+const MONITOR_ORDER = { REGIME: -1, T2: 0, SPE: 1, MEWMA: 2, CONSTANT: 3, LIMIT: 4, RESIDUAL: 5 } as const;
 
 /** Violations a run alarm lists (worst first); the rest are counted in `details.byRule`. */
 export const MAX_LISTED_VIOLATIONS = 100;

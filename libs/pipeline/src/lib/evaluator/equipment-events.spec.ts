@@ -109,6 +109,28 @@ describe('a chamber through a maintenance event (evaluator and harness)', () => 
     expect(plain.modelVersions().map((m) => m.version)).toEqual([1, 2]);
   });
 
+  it('a regime change without its event: one REGIME on the first run of the new regime, the model re-centred from the next runs', () => {
+    const wide = (i: number, rand: () => number, shift = 0) => {
+      const offset = normalDeviate(rand);
+      const svids: Record<string, number[]> = {};
+      for (let k = 0; k < 8; k++) svids[`S${k}`] = Array.from({ length: 60 }, (_, t) => (t >= 20 ? 50 : 20) + 10 * k + offset + (k < 6 ? shift : 0) + 0.3 * normalDeviate(rand));
+      return traceOf(`run-${i}`, svids, { steps: STEPS });
+    };
+    const rand = seededRandom(13);
+    const chamber = new SimulatedChamber(createRunEvaluator());
+    for (let i = 0; i < 20; i++) chamber.process(wide(i, rand), 'R1', doc);
+    // Six of the eight sensors 5 sds higher from run 20 on, nothing told.
+    const after = Array.from({ length: 15 }, (_, k) => chamber.process(wide(20 + k, rand, 5), 'R1', doc).evaluation);
+    const rules = after.map((e) => ((e.alarms[0]?.details as { rules?: string[] } | undefined)?.rules ?? []).includes('REGIME'));
+    expect(rules).toEqual(after.map((_, k) => k === 0));
+    expect(after.slice(1).flatMap((e) => e.alarms)).toEqual([]);
+    expect(after[0]?.monitorState).toMatchObject({ phase: 'judging', modelVersion: 1, recentre: { runs: 0, seen: 0 } });
+    // One sensor's fault is no regime: it alarms as before.
+    const fault = chamber.process(traceOf('run-50', { ...Object.fromEntries([...wide(50, rand, 5).svids].map(([k, v]) => [k, Array.from(v)])), S7: Array.from({ length: 60 }, (_, t) => (t >= 20 ? 50 : 20) + 70 + 8) }, { steps: STEPS }), 'R1', doc);
+    expect(fault.evaluation.alarms).toHaveLength(1);
+    expect((fault.evaluation.alarms[0]?.details as { rules: string[] }).rules).not.toContain('REGIME');
+  });
+
   it('a PM re-baselines when the strategy says so: no alarm in the new regime, a model of the next version fitted on the runs after the event only', () => {
     const doc = { ...DEFAULT_STRATEGY_DOCUMENT, monitor: { baseline: { minRuns: 12, extendTo: false }, mewma: false, events: { pm: 'rebaseline' } } };
     const rand = seededRandom(7);

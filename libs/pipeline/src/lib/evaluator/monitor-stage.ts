@@ -12,6 +12,7 @@ import {
   monitorValues,
   scoreMonitorRun,
   type DefenseStrategy,
+  type LevelTerms,
   type MonitorConfig,
   type MonitorModel,
   type MonitorSpec,
@@ -291,12 +292,16 @@ export function runMonitorStage(
   // The centre's state after this run: moved toward the run's level only when it raised no alarm;
   // while re-centring, each indicator's centre is the running mean of the unalarmed runs since the event.
   const alarmed = score.violations.length > 0;
+  // A regime change without its event: the levels of many sensors moved together. One REGIME on this
+  // run, and the model re-centred from the next runs as after an event.
+  const moved = cfg.regime && alarmed && !fittedNow && recentre === undefined ? regimeSensors(model, args.models.levelTerms(model), row, centre ?? base, cfg.regime) : 0;
+  const violations: readonly MonitorViolation[] = moved > 0 ? [...score.violations, { rule: 'REGIME', key: modelKey, value: moved }] : score.violations;
   const levelOffsets: Record<string, number> = {};
-  if (levels && recentre === undefined) {
+  if (levels && recentre === undefined && moved === 0) {
     const next = alarmed || !cfg.adapt ? offsets : nextLevelOffsets(base, levels, offsets, row, cfg.adapt.lambda);
     for (const svid of levels.svids) levelOffsets[svid] = next.get(svid) ?? 0;
   }
-  let nextRecentre: { runs: number; seen: number } | undefined;
+  let nextRecentre: { runs: number; seen: number } | undefined = moved > 0 ? { runs: 0, seen: 0 } : undefined;
   let relearn = false;
   let nextCentre = learnt;
   if (recentre !== undefined) {
@@ -328,7 +333,7 @@ export function runMonitorStage(
         modelVersion: judgedModel.version,
         judgedRuns: judgedBefore + 1,
         extensionCheckAt: nextExtensionCheck(judgedModel, fittedNow ? undefined : extensionCheckAt, fittedNow, alarmed, extendTo),
-        mewma: score.mewmaState && score.mewmaState.length > 0 ? [...score.mewmaState] : null,
+        mewma: score.mewmaState && score.mewmaState.length > 0 ? (moved > 0 ? score.mewmaState.map(() => 0) : [...score.mewmaState]) : null,
         levelOffsets,
         ...(nextRecentre ? { recentre: nextRecentre } : {}),
         ...(nextCentre ? { centre: [...nextCentre] } : {}),
@@ -337,7 +342,7 @@ export function runMonitorStage(
   return {
     modelKey,
     points,
-    violations: score.violations,
+    violations,
     model,
     fitted: fittedNow,
     modelRecord: fitted ?? current.converted,
@@ -346,6 +351,29 @@ export function runMonitorStage(
     spe: score.spe,
     state,
   };
+}
+
+/** How far, in Phase I sds, a sensor's level must have moved for it to count in a regime change. */
+const REGIME_SDS = 3;
+
+/**
+ * How many of the model's sensors (SVIDs) moved their level in this run (the mean deviation of their
+ * level indicators from `centre`, in each indicator's Phase I sd, at least {@link REGIME_SDS}), when
+ * that is a regime change by `regime`'s measure (at least `share` of the model's sensors, at least
+ * `min`); else 0.
+ */
+function regimeSensors(model: MonitorModel, terms: LevelTerms, row: readonly number[], centre: readonly number[], regime: { readonly share: number; readonly min: number }): number {
+  const sum = new Map<string, number>();
+  const count = new Map<string, number>();
+  terms.terms.forEach((t, j) => {
+    const v = row[j] as number;
+    if (!t?.level || !Number.isFinite(v)) return;
+    sum.set(t.svid, (sum.get(t.svid) ?? 0) + (v - (centre[j] as number)) / (model.scale[j] as number));
+    count.set(t.svid, (count.get(t.svid) ?? 0) + 1);
+  });
+  let moved = 0;
+  for (const [svid, z] of sum) if (Math.abs(z / (count.get(svid) as number)) >= REGIME_SDS) moved++;
+  return moved >= Math.max(regime.min, Math.ceil(regime.share * terms.svids.length)) ? moved : 0;
 }
 
 /**
