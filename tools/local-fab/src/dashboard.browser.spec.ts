@@ -1,6 +1,10 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
+import { connect } from '@nats-io/transport-node';
+import { jetstream } from '@nats-io/jetstream';
+import { equipmentEventSubject } from '@defender/contracts';
+import { publishStored } from '@defender/nats-kv';
 import { banner, infraRequired, waitFor } from '@defender/infra-harness';
 import { CHROMIUM_ARGS, ensureChromium } from './lib/chromium';
 import { LocalFab, TEST_FAB_OPTIONS } from './lib/local-fab';
@@ -129,6 +133,42 @@ if (unavailable && !infraRequired()) {
     }, 30_000, 250);
     if ((await charts.count()) < all) expect(await page.locator('[data-testid="filtered-charts"]').count()).toBe(1);
     await page.screenshot({ path: join(SHOTS, 'chamber-all-indicators.png'), fullPage: true });
+  });
+
+  it("marks an equipment event on the chamber's charts: published as the equipment side, applied before the chamber's next runs (issues 49, 52)", async () => {
+    const { chambers } = (await (await fetch(`${fab!.dashboardUrl}api/v1/chambers`, { headers: { authorization: `Bearer ${fab!.dashboardToken}` } })).json()) as { chambers: { key: string }[] };
+    const key = chambers[0]!.key;
+    const [toolId, chamberId] = key.split(':') as [string, string];
+    // A PM between this chamber's runs, as the host (the publisher role) reports it, then two more runs of every chamber.
+    const nc = await connect({ servers: fab!.natsUrl.split(','), ...fab!.natsCredentials('publisher') });
+    try {
+      const event = { schema: 1, toolId, chamberId, eventId: 'browser-pm-1', kind: 'pm', at: new Date().toISOString(), note: 'PM in the browser test', author: 'test' };
+      await publishStored(jetstream(nc), equipmentEventSubject(toolId, chamberId), JSON.stringify(event), `browser:${key}:pm-1`);
+    } finally {
+      await nc.close();
+    }
+    const sim = fab!.startSimulator('run', ['--no-seed', '--size', 'tiny', '--runs', '2', '--speed', 'max', '--excursions', '0', '--progress', 'none', '--settle-timeout', '120'], false);
+    const res = await sim.exited;
+    if (res.code !== 0) throw new Error(`fab-sim exited with ${res.signal ?? res.code}: ${sim.tail(30)}`);
+    // The chamber endpoint lists the event once its defender applied it.
+    const url = `${fab!.dashboardUrl}api/v1/chambers/${encodeURIComponent(key)}`;
+    let events: { kind: string; sequence: number }[] = [];
+    await waitFor('the event in the chamber endpoint', async () => {
+      const d = (await (await fetch(url, { headers: { authorization: `Bearer ${fab!.dashboardToken}` } })).json()) as { events?: { kind: string; sequence: number }[] };
+      events = d.events ?? [];
+      return events.length > 0;
+    }, 60_000, 500);
+    expect(events.map((e) => e.kind)).toEqual(['pm']);
+    // The page of the earlier tests is on this chamber already: loaded again, it draws the new runs and the event.
+    await page.goto(`${fab!.dashboardUrl}#/chamber/${encodeURIComponent(key)}`);
+    await page.reload();
+    await page.waitForSelector(`[data-testid="chamber-head"][data-chamber="${key}"]`, { timeout: 30_000 });
+    const marker = page.locator('svg[data-testid="monitor-chart"][data-stat="T2"] line[data-testid="event-marker"]');
+    // Attached, not "visible": a vertical line has no width, which playwright counts as hidden.
+    await marker.first().waitFor({ state: 'attached', timeout: 60_000 });
+    expect(await marker.first().getAttribute('data-kind')).toBe('pm');
+    expect(await marker.first().locator('title').textContent()).toContain('PM in the browser test');
+    await page.screenshot({ path: join(SHOTS, 'chamber-event.png'), fullPage: true });
   });
 
   it('a Crash button kills a defender and the reassignment shows on screen', async () => {
