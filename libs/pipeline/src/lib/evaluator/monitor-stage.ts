@@ -272,7 +272,8 @@ export function runMonitorStage(
   const p = model.variables.length;
   const row = model.variables.map((key) => values.get(key) ?? NaN);
   // The centre: the Phase I mean, moved by what events re-learnt (`centre`), then by the adaptive centre.
-  let learnt = fittedNow ? undefined : memory.centre(model.version, p);
+  const carriedCentre = fittedNow ? undefined : memory.centre(model.version, p);
+  let learnt = carriedCentre;
   if (recentre?.runs === 0) {
     // The first run after the event: its own values are the first estimate (it is judged on its constants only).
     learnt = row.map((v, j) => (Number.isFinite(v) ? v - (model.center[j] as number) : (learnt?.[j] ?? 0)));
@@ -305,8 +306,7 @@ export function runMonitorStage(
   let relearn = false;
   let nextCentre = learnt;
   if (recentre !== undefined) {
-    const before = memory.centre(model.version, p);
-    if (alarmed) nextCentre = recentre.runs === 0 ? before : learnt;
+    if (alarmed) nextCentre = recentre.runs === 0 ? carriedCentre : learnt;
     else if (recentre.runs > 0 && learnt) {
       const n = recentre.runs + 1;
       nextCentre = learnt.map((c, j) => (Number.isFinite(row[j] as number) ? c + ((row[j] as number) - (model.center[j] as number) - c) / n : c));
