@@ -25,6 +25,9 @@ const ELECTIONS = 'elections';
 let bucketSeq = 0;
 const freshBucket = () => `elections-test-${process.pid}-${++bucketSeq}`;
 
+/** How long a watch test waits for a view before it fails: a hang guard, not a figure under test (a lease of 1 s expires, then the hub's timer and a busy machine's scheduling). */
+const WATCH_GUARD_MS = 30_000;
+
 describeWithInfra(['nats'], 'KvLeaseStore on a real NATS KV bucket', () => {
   const connections: NatsConnection[] = [];
   // The run's server (TLS, the fixture's user: the buckets are named per test), or a private one (TLS,
@@ -203,13 +206,13 @@ describeWithInfra(['nats'], 'KvLeaseStore on a real NATS KV bucket', () => {
       hubs.push(hub);
       const seen: LeaderView[] = [];
       const unsubscribe = hub.subscribe('w', (v) => seen.push(v));
-      await waitFor('initial view', async () => seen.length === 1, 5_000, 20);
+      await waitFor('initial view', async () => seen.length === 1, WATCH_GUARD_MS, 20);
       expect(seen[0]).toMatchObject({ state: 'none' });
 
       const a = await authority.campaign({ election: 'w', candidate: 'a', ttlMs: 1_000 });
-      await waitFor('held', async () => seen.at(-1)?.state === 'held', 5_000, 20);
+      await waitFor('held', async () => seen.at(-1)?.state === 'held', WATCH_GUARD_MS, 20);
       await authority.renew({ election: 'w', candidate: 'a', fencingToken: a.view.fencingToken }); // not a change
-      await waitFor('expired', async () => seen.at(-1)?.state === 'expired', 5_000, 20);
+      await waitFor('expired', async () => seen.at(-1)?.state === 'expired', WATCH_GUARD_MS, 20);
       expect(seen.map((v) => `${v.state}:${v.leader ?? '-'}:${v.fencingToken}`)).toEqual([
         'none:-:0',
         'held:a:1',
@@ -223,10 +226,10 @@ describeWithInfra(['nats'], 'KvLeaseStore on a real NATS KV bucket', () => {
         15_000,
         200,
       );
-      await waitFor('b held', async () => seen.at(-1)?.leader === 'b', 5_000, 20);
+      await waitFor('b held', async () => seen.at(-1)?.leader === 'b', WATCH_GUARD_MS, 20);
       expect(seen.at(-1)).toMatchObject({ state: 'held', fencingToken: 2 });
       await authority.release({ election: 'w', candidate: 'b', fencingToken: 2 });
-      await waitFor('released', async () => seen.at(-1)?.state === 'released', 5_000, 20);
+      await waitFor('released', async () => seen.at(-1)?.state === 'released', WATCH_GUARD_MS, 20);
 
       unsubscribe();
       expect(hub.size()).toBe(0);

@@ -224,7 +224,8 @@ describeWithInfra(['nats'], 'AssignmentMapBucket and HeartbeatBucket against a r
       ...srv.connectOptions('controller'),
       maxReconnectAttempts: -1,
       reconnectTimeWait: 100,
-      timeout: 1000,
+      // A hang guard for the first dial (TLS included), not a figure under test: a busy machine takes more than 1 s.
+      timeout: 15_000,
     });
     try {
       const kv = await openBucket(c, DEFAULT_BUCKETS.assignments);
